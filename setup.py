@@ -1,0 +1,47 @@
+"""Build the native core: Cython modules in src/hanzo_engine/_native over the C in csrc/.
+
+HANZO_DEBUG=1 builds with bounds checks, -O0 -g and Cython assertions, for debugging and sanitizers.
+"""
+
+import os
+from pathlib import Path
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("HANZO_DEBUG", "") not in ("", "0")
+ROOT = Path(__file__).parent
+NATIVE = ROOT / "src" / "hanzo_engine" / "_native"
+
+if DEBUG:
+    compile_args = ["-O0", "-g", "-UNDEBUG"]
+    directives = {"boundscheck": True, "wraparound": True, "initializedcheck": True, "cdivision": False}
+else:
+    compile_args = ["-O3", "-DNDEBUG", "-fno-strict-aliasing"]
+    directives = {"boundscheck": False, "wraparound": False, "initializedcheck": False, "cdivision": True}
+directives.update({"language_level": "3", "embedsignature": True})
+
+
+def native_extension(pyx: Path) -> Extension:
+    # Each .pyx links the C files it names in a `# csrc: a.c b.c` header line.
+    csources: list[str] = []
+    for line in pyx.read_text().splitlines()[:5]:
+        if line.startswith("# csrc:"):
+            csources = [f"csrc/{name}" for name in line.split(":", 1)[1].split()]
+    return Extension(
+        f"hanzo_engine._native.{pyx.stem}",
+        sources=[str(pyx.relative_to(ROOT)), *csources],
+        include_dirs=["csrc", numpy.get_include()],
+        extra_compile_args=compile_args,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+
+
+setup(
+    ext_modules=cythonize(
+        [native_extension(p) for p in sorted(NATIVE.glob("*.pyx"))],
+        compiler_directives=directives,
+        annotate=os.environ.get("HANZO_ANNOTATE", "") not in ("", "0"),
+    )
+)

@@ -1,0 +1,146 @@
+"""Document field handling: flattening, field names for stats, and field selection.
+
+`flatten` reproduces Meilisearch's `flatten-serde-json` crate: nested object keys are joined with
+dots, arrays are walked (nested arrays included) and their scalar elements merged into the array's
+own key, objects inside arrays contribute their keys under the array's key, and values that land on
+an existing key turn it into a list (in encounter order). Every key path seen during the walk exists
+in the result; a path that received no scalar (`{}`, `[]`, or an object-only parent) maps to `[]`.
+A flattened value is therefore never an object, and it is a list only when several values merged
+(a one-element array `[x]` flattens to `x`).
+
+`field_names` is what Meilisearch counts in an index's `fieldDistribution`: the document's
+*top-level* field names (milli's `iter_top_level_fields`), without `_vectors`. Nested names such as
+`a.b` are not counted; they exist only in the fields-ids map used for indexing.
+
+`select_fields` is Meilisearch's `permissive_json_pointer::select_values`, used for the `fields`
+browse parameter and `attributesToRetrieve`: selectors are dot paths, the result keeps the
+document's nesting and key order, and unknown selectors are ignored. `*` selects everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+__all__ = ["field_names", "flatten", "select_fields"]
+
+VECTORS_FIELD: Final = "_vectors"
+
+
+def flatten(document: dict[str, Any]) -> dict[str, Any]:
+    """The flattened form of `document` (see the module docstring for the exact rules)."""
+    out: dict[str, Any] = {}
+    all_keys: list[str] = []
+    _flatten_object(out, None, document, all_keys)
+    for key in all_keys:
+        if key not in out:
+            out[key] = []
+    return out
+
+
+def _flatten_object(out: dict[str, Any], base: str | None, obj: dict[str, Any], all_keys: list[str]) -> None:
+    for key, value in obj.items():
+        path = key if base is None else f"{base}.{key}"
+        all_keys.append(path)
+        if type(value) is list:
+            _flatten_array(out, path, value, all_keys)
+        elif type(value) is dict:
+            _flatten_object(out, path, value, all_keys)
+        else:
+            _insert_value(out, path, value)
+
+
+def _flatten_array(out: dict[str, Any], path: str, array: list[Any], all_keys: list[str]) -> None:
+    for value in array:
+        if type(value) is dict:
+            _flatten_object(out, path, value, all_keys)
+        elif type(value) is list:
+            _flatten_array(out, path, value, all_keys)
+        else:
+            _insert_value(out, path, value)
+
+
+def _insert_value(out: dict[str, Any], key: str, value: Any) -> None:
+    # Only this function stores under a key, and it never stores a list as a value, so a list
+    # found here is always a collision list built below (never the user's own list object).
+    if key in out:
+        existing = out[key]
+        if type(existing) is list:
+            existing.append(value)
+        else:
+            out[key] = [existing, value]
+    else:
+        out[key] = value
+
+
+def field_names(document: dict[str, Any]) -> list[str]:
+    """Field names `document` contributes to `fieldDistribution`: top-level names but `_vectors`."""
+    return [name for name in document if name != VECTORS_FIELD]
+
+
+def select_fields(document: dict[str, Any], fields: Sequence[str] | None) -> dict[str, Any]:
+    """The part of `document` named by `fields` (dot paths), or all of it for None or `*`.
+
+    Values are shared with `document`, not copied.
+    """
+    if fields is None or "*" in fields:
+        return document
+    return _select_in_object(document, set(fields))
+
+
+def _contained_in(selector: str, key: str) -> bool:
+    """True when `selector` is `key` itself or a path below it (`key.` prefix)."""
+    return selector.startswith(key) and (len(selector) == len(key) or selector[len(key)] == ".")
+
+
+def _trim_start_matches(text: str, prefix: str) -> str:
+    # Rust's `str::trim_start_matches`: strips `prefix` repeatedly; kept for exact parity.
+    if not prefix:
+        return text
+    while text.startswith(prefix):
+        text = text[len(prefix) :]
+    return text
+
+
+def _select_in_object(obj: dict[str, Any], selectors: set[str]) -> dict[str, Any]:
+    selected: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key in selectors:
+            selected[key] = value
+            if "." not in key:
+                # A plain key selects the whole value; nothing below it needs looking at.
+                selectors.discard(key)
+                continue
+        sub_selectors = {
+            rest[1:]
+            for selector in selectors
+            if _contained_in(selector, key)
+            for rest in (_trim_start_matches(selector, key),)
+            if len(rest) >= 1
+        }
+        if not sub_selectors:
+            continue
+        if type(value) is dict:
+            nested = _select_in_object(value, sub_selectors)
+            if nested:
+                selected[key] = nested
+        elif type(value) is list:
+            items = _select_in_array(value, sub_selectors)
+            if items:
+                selected[key] = items
+    return selected
+
+
+def _select_in_array(array: Iterable[Any], selectors: set[str]) -> list[Any]:
+    # Only objects (and arrays holding objects) survive: scalars in the array have no sub-fields.
+    items: list[Any] = []
+    for value in array:
+        if type(value) is dict:
+            nested = _select_in_object(value, set(selectors))
+            if nested:
+                items.append(nested)
+        elif type(value) is list:
+            inner = _select_in_array(value, selectors)
+            if inner:
+                items.append(inner)
+    return items

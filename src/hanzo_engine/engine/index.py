@@ -1,0 +1,303 @@
+"""One index = one LMDB environment (as milli's `Index`).
+
+Layout of the environment (every database name and main-db key is a constant below):
+
+- `main`        small metadata: primary key, dates, the fields-ids map (field names in first-seen order),
+                the field distribution, the docid counter and the marker of the last applied batch.
+- `documents`   internal docid (u32 big-endian, so cursor order = insertion order) -> document JSON.
+- `external`    external document id (utf-8) -> internal docid.
+
+Invariants:
+- `documents` and `external` always hold the same set of docids (one write transaction changes both).
+- Stored documents keep their keys in fields-ids-map order, which is the order Meilisearch returns them.
+- `applied-batch` in `main` is written in the same transaction as the batch's changes; it lets the
+  scheduler tell, after a crash, whether a batch's changes already reached disk (exactly-once apply).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import lmdb
+import msgspec
+
+from hanzo_engine.apitypes.errors import MeiliError
+
+DB_MAIN: Final = b"main"
+DB_DOCUMENTS: Final = b"documents"
+DB_EXTERNAL: Final = b"external"
+
+KEY_PRIMARY_KEY: Final = b"primary-key"
+KEY_CREATED_AT: Final = b"created-at"
+KEY_UPDATED_AT: Final = b"updated-at"
+KEY_FIELDS_IDS_MAP: Final = b"fields-ids-map"
+KEY_FIELD_DISTRIBUTION: Final = b"field-distribution"
+KEY_NEXT_DOCID: Final = b"next-docid"
+KEY_APPLIED_BATCH: Final = b"applied-batch"
+
+# Virtual address space reserved per index; LMDB files grow only as data is written.
+DEFAULT_MAP_SIZE: Final = 1 << 40
+MAX_FIELDS: Final = 65_535
+
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.decode
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+class Index:
+    """An open index environment. Thread-safe: LMDB read txns may run while one write txn is open."""
+
+    def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.env = lmdb.open(
+            str(path), map_size=map_size, max_dbs=16, subdir=True, readahead=False, max_readers=512,
+            lock=True,
+        )
+        self.db_main = self.env.open_db(DB_MAIN)
+        self.db_documents = self.env.open_db(DB_DOCUMENTS)
+        self.db_external = self.env.open_db(DB_EXTERNAL)
+
+    @classmethod
+    def create(cls, path: Path, *, primary_key: str | None, created_at: int) -> Index:
+        index = cls(path)
+        with index.env.begin(write=True) as txn:
+            if txn.get(KEY_CREATED_AT, db=index.db_main) is None:
+                txn.put(KEY_CREATED_AT, _U64.pack(created_at), db=index.db_main)
+                txn.put(KEY_UPDATED_AT, _U64.pack(created_at), db=index.db_main)
+                if primary_key is not None:
+                    txn.put(KEY_PRIMARY_KEY, primary_key.encode(), db=index.db_main)
+        return index
+
+    def close(self) -> None:
+        self.env.close()
+
+    def delete_files(self) -> None:
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    @contextmanager
+    def read(self) -> Iterator[IndexReader]:
+        with self.env.begin(write=False, buffers=False) as txn:
+            yield IndexReader(self, txn)
+
+    @contextmanager
+    def write(self) -> Iterator[IndexWriter]:
+        """One write transaction; commits on normal exit, aborts on exception."""
+        txn = self.env.begin(write=True)
+        try:
+            writer = IndexWriter(self, txn)
+            yield writer
+            writer.flush_metadata()
+            txn.commit()
+        except BaseException:
+            txn.abort()
+            raise
+
+    def file_size(self) -> int:
+        try:
+            return os.path.getsize(self.path / "data.mdb")
+        except OSError:
+            return 0
+
+    def used_size(self) -> int:
+        info = self.env.info()
+        stat = self.env.stat()
+        return int((info["last_pgno"] + 1) * stat["psize"])
+
+
+class IndexReader:
+    """Read-only view of one committed state of an index."""
+
+    def __init__(self, index: Index, txn: lmdb.Transaction) -> None:
+        self.index = index
+        self.txn = txn
+
+    def _main(self, key: bytes) -> bytes | None:
+        value = self.txn.get(key, db=self.index.db_main)
+        return None if value is None else bytes(value)
+
+    @property
+    def primary_key(self) -> str | None:
+        raw = self._main(KEY_PRIMARY_KEY)
+        return raw.decode() if raw is not None else None
+
+    @property
+    def created_at(self) -> int:
+        raw = self._main(KEY_CREATED_AT)
+        return _U64.unpack(raw)[0] if raw else 0
+
+    @property
+    def updated_at(self) -> int:
+        raw = self._main(KEY_UPDATED_AT)
+        return _U64.unpack(raw)[0] if raw else 0
+
+    def fields_ids_map(self) -> list[str]:
+        raw = self._main(KEY_FIELDS_IDS_MAP)
+        return list(_decode(raw)) if raw else []
+
+    def field_distribution(self) -> dict[str, int]:
+        raw = self._main(KEY_FIELD_DISTRIBUTION)
+        return dict(_decode(raw)) if raw else {}
+
+    def applied_batch(self) -> dict[str, Any] | None:
+        raw = self._main(KEY_APPLIED_BATCH)
+        return dict(_decode(raw)) if raw else None
+
+    def number_of_documents(self) -> int:
+        return int(self.txn.stat(self.index.db_external)["entries"])
+
+    def documents_size(self) -> int:
+        """Bytes of stored documents (pages of the documents database)."""
+        st = self.txn.stat(self.index.db_documents)
+        return int((st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
+
+    def internal_id(self, external_id: str) -> int | None:
+        raw = self.txn.get(external_id.encode(), db=self.index.db_external)
+        return _U32.unpack(raw)[0] if raw is not None else None
+
+    def document_by_internal_id(self, docid: int) -> dict[str, Any] | None:
+        raw = self.txn.get(_U32.pack(docid), db=self.index.db_documents)
+        return _decode(raw) if raw is not None else None
+
+    def get_document(self, external_id: str) -> dict[str, Any] | None:
+        docid = self.internal_id(external_id)
+        return None if docid is None else self.document_by_internal_id(docid)
+
+    def iter_documents(self, offset: int = 0) -> Iterator[dict[str, Any]]:
+        """Documents in internal-id order (insertion order), skipping the first `offset`."""
+        with self.txn.cursor(db=self.index.db_documents) as cursor:
+            if not cursor.first():
+                return
+            for i, value in enumerate(cursor.iternext(keys=False, values=True)):
+                if i >= offset:
+                    yield _decode(value)
+
+    def iter_raw_documents(self) -> Iterator[tuple[int, bytes]]:
+        with self.txn.cursor(db=self.index.db_documents) as cursor:
+            for key, value in cursor:
+                yield _U32.unpack(key)[0], bytes(value)
+
+
+class IndexWriter(IndexReader):
+    """Mutations inside one write transaction. Metadata is cached and flushed once at the end."""
+
+    def __init__(self, index: Index, txn: lmdb.Transaction) -> None:
+        super().__init__(index, txn)
+        self._fields: list[str] = self.fields_ids_map()
+        self._field_pos: dict[str, int] = {name: i for i, name in enumerate(self._fields)}
+        self._distribution: dict[str, int] = self.field_distribution()
+        raw = self._main(KEY_NEXT_DOCID)
+        self._next_docid = _U32.unpack(raw)[0] if raw else 0
+        self._dirty = False
+        self.interrupted: Callable[[], bool] = lambda: False
+
+    # -- metadata ---------------------------------------------------------------------------------
+
+    def set_primary_key(self, primary_key: str) -> None:
+        self.txn.put(KEY_PRIMARY_KEY, primary_key.encode(), db=self.index.db_main)
+        self._dirty = True
+
+    def set_applied_batch(self, marker: dict[str, Any]) -> None:
+        self.txn.put(KEY_APPLIED_BATCH, _encode(marker), db=self.index.db_main)
+
+    def touch(self, at: int | None = None) -> None:
+        self.txn.put(KEY_UPDATED_AT, _U64.pack(at or now_ns()), db=self.index.db_main)
+
+    def flush_metadata(self) -> None:
+        if not self._dirty:
+            return
+        db = self.index.db_main
+        self.txn.put(KEY_FIELDS_IDS_MAP, _encode(self._fields), db=db)
+        self.txn.put(KEY_FIELD_DISTRIBUTION, _encode(self._distribution), db=db)
+        self.txn.put(KEY_NEXT_DOCID, _U32.pack(self._next_docid), db=db)
+        self._dirty = False
+
+    # -- documents --------------------------------------------------------------------------------
+
+    def _ordered(self, document: dict[str, Any]) -> dict[str, Any]:
+        """The document with its keys in fields-ids-map order, registering new field names."""
+        pos = self._field_pos
+        in_order = True
+        last = -1
+        for key in document:
+            p = pos.get(key)
+            if p is None:
+                if len(self._fields) >= MAX_FIELDS:
+                    raise MeiliError(
+                        "max_fields_limit_exceeded", "A document cannot contain more than 65,535 fields."
+                    )
+                p = pos[key] = len(self._fields)
+                self._fields.append(key)
+            if p < last:
+                in_order = False
+            last = p
+        if in_order:
+            return document
+        return dict(sorted(document.items(), key=lambda item: pos[item[0]]))
+
+    def _count_fields(self, document: dict[str, Any], delta: int) -> None:
+        dist = self._distribution
+        for key in document:
+            n = dist.get(key, 0) + delta
+            if n > 0:
+                dist[key] = n
+            else:
+                dist.pop(key, None)
+
+    def put_document(self, external_id: str, document: dict[str, Any], *, merge: bool) -> None:
+        """Add, replace (merge=False) or update (merge=True: top-level fields overwrite) a document."""
+        self._dirty = True
+        ext = external_id.encode()
+        raw_docid = self.txn.get(ext, db=self.index.db_external)
+        if raw_docid is not None:
+            old_raw = self.txn.get(raw_docid, db=self.index.db_documents)
+            old = _decode(old_raw) if old_raw is not None else {}
+            self._count_fields(old, -1)
+            if merge:
+                merged = dict(old)
+                merged.update(document)
+                document = merged
+        else:
+            raw_docid = _U32.pack(self._next_docid)
+            self._next_docid += 1
+            self.txn.put(ext, raw_docid, db=self.index.db_external)
+        document = self._ordered(document)
+        self._count_fields(document, +1)
+        self.txn.put(raw_docid, _encode(document), db=self.index.db_documents)
+
+    def delete_document(self, external_id: str) -> bool:
+        ext = external_id.encode()
+        raw_docid = self.txn.get(ext, db=self.index.db_external)
+        if raw_docid is None:
+            return False
+        self._dirty = True
+        old_raw = self.txn.get(raw_docid, db=self.index.db_documents)
+        if old_raw is not None:
+            self._count_fields(_decode(old_raw), -1)
+        self.txn.delete(raw_docid, db=self.index.db_documents)
+        self.txn.delete(ext, db=self.index.db_external)
+        return True
+
+    def delete_documents(self, external_ids: Iterable[str]) -> int:
+        return sum(1 for ext in external_ids if self.delete_document(ext))
+
+    def clear_documents(self) -> int:
+        count = self.number_of_documents()
+        self.txn.drop(self.index.db_documents, delete=False)
+        self.txn.drop(self.index.db_external, delete=False)
+        self._distribution = {}
+        self._dirty = True
+        return count

@@ -1,0 +1,303 @@
+"""Apply one batch: what each task type does, and what it reports.
+
+`apply_batch` runs on the writer thread and returns a `BatchOutcome`; the scheduler commits the
+outcome in the tasks env. Index batches apply all their tasks in ONE write transaction of the index env,
+together with the `applied-batch` marker that makes a re-run after a crash reuse the recorded outcome.
+
+A task that fails on user input (bad id, missing primary key, ...) fails alone: its payload is validated
+completely before any write, so the other tasks of the batch still apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import lmdb
+import msgspec
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
+from hanzo_engine.engine.index import Index, IndexWriter
+
+from .store import Batch, Task
+from .views import failed_details
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
+
+_decoder = msgspec.json.Decoder()
+# How often (in documents) a long batch checks whether a cancelation asked it to stop.
+INTERRUPT_CHECK_EVERY = 1024
+
+
+class Interrupted(Exception):
+    """A cancelation task asked the running batch to stop; nothing of it was committed."""
+
+
+@dataclass
+class TaskResult:
+    status: str
+    details: dict[str, Any] | None
+    error: dict[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "details": self.details, "error": self.error}
+
+
+@dataclass
+class BatchOutcome:
+    results: dict[int, TaskResult]
+    mapping_changes: dict[str, str | None] = field(default_factory=dict)
+    dropped_index_uuids: list[str] = field(default_factory=list)
+    # extra work in the tasks env's finishing transaction (cancelation, task deletion)
+    on_tasks_txn: Callable[[lmdb.Transaction, Batch, int], list[Task]] | None = None
+
+
+def succeeded(details: dict[str, Any] | None) -> TaskResult:
+    return TaskResult("succeeded", details)
+
+
+def failed(task: Task, err: MeiliError) -> TaskResult:
+    return TaskResult("failed", failed_details(task.get("details")), err.to_json())
+
+
+def _index_error(uid: str, err: MeiliError) -> MeiliError:
+    from .scheduler import user_error_for_index
+
+    return user_error_for_index(uid, err)
+
+
+def apply_batch(
+    sched: Scheduler, batch: Batch, tasks: list[Task], *, interrupted: Callable[[], bool]
+) -> BatchOutcome:
+    kind = tasks[0]["type"]
+    if kind == "taskCancelation":
+        return _cancel_tasks(sched, tasks)
+    if kind == "taskDeletion":
+        return _delete_tasks(sched, tasks)
+    if kind == "indexSwap":
+        return _swap_indexes(sched, tasks[0])
+    if kind in ("dumpCreation", "snapshotCreation", "upgradeDatabase", "export", "indexCompaction"):
+        err = MeiliError("feature_not_enabled", f"`{kind}` tasks are not supported by this build yet.")
+        return BatchOutcome({t["uid"]: failed(t, err) for t in tasks})
+    return _index_batch(sched, batch, tasks, interrupted)
+
+
+# -- index batches --------------------------------------------------------------------------------
+
+
+def _index_batch(
+    sched: Scheduler, batch: Batch, tasks: list[Task], interrupted: Callable[[], bool]
+) -> BatchOutcome:
+    uid: str = tasks[0]["indexUid"]
+    first = tasks[0]
+    existing_uuid = sched.mapper.uuid_of(uid)
+
+    if first["type"] == "indexCreation":
+        if existing_uuid is not None:
+            return BatchOutcome({first["uid"]: failed(first, MeiliError(
+                "index_already_exists", f"Index `{uid}` already exists."))})
+        uuid = batch["pendingIndexUuid"]
+        sched.mapper.create_uuid(uuid, primary_key=first["kind"].get("primaryKey"), created_at=first["enqueuedAt"])
+        return BatchOutcome({first["uid"]: succeeded(first["details"])}, mapping_changes={uid: uuid})
+
+    if existing_uuid is None:
+        creatable = first["type"] in ("documentAdditionOrUpdate", "settingsUpdate") and first["kind"].get(
+            "allowIndexCreation", True
+        )
+        if not creatable:
+            err = MeiliError("index_not_found", f"Index `{uid}` not found.")
+            return BatchOutcome({t["uid"]: failed(t, err) for t in tasks})
+        uuid = batch["pendingIndexUuid"]
+        index = sched.mapper.create_uuid(uuid, primary_key=None, created_at=first["enqueuedAt"])
+        mapping: dict[str, str | None] = {uid: uuid}
+    else:
+        uuid = existing_uuid
+        index = sched.mapper.open_uuid(uuid)
+        mapping = {}
+
+    if first["type"] == "indexDeletion":
+        with index.read() as r:
+            count = r.number_of_documents()
+        return BatchOutcome({first["uid"]: succeeded({"deletedDocuments": count})},
+                            mapping_changes={uid: None}, dropped_index_uuids=[uuid])
+    if first["type"] == "indexUpdate":
+        return _update_index(sched, index, uid, uuid, first)
+
+    with index.read() as r:
+        marker = r.applied_batch()
+    if marker is not None and marker.get("batchUid") == batch["uid"]:
+        # The index commit of this batch reached disk before a crash: reuse what it recorded.
+        recorded = {int(k): TaskResult(**v) for k, v in marker["results"].items()}
+        return BatchOutcome(recorded, mapping_changes=mapping)
+
+    results: dict[int, TaskResult] = {}
+    with index.write() as w:
+        w.interrupted = interrupted
+        for task in tasks:
+            try:
+                results[task["uid"]] = _apply_index_task(sched, w, uid, task)
+            except MeiliError as err:
+                results[task["uid"]] = failed(task, _index_error(uid, err))
+        w.touch()
+        w.set_applied_batch({"batchUid": batch["uid"],
+                             "results": {str(k): v.to_json() for k, v in results.items()}})
+    return BatchOutcome(results, mapping_changes=mapping)
+
+
+def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> TaskResult:
+    kind = task["kind"]
+    if task["type"] == "documentAdditionOrUpdate":
+        return _add_documents(sched, w, task)
+    if task["type"] == "documentDeletion":
+        op = kind["op"]
+        if op == "ids":
+            deleted = w.delete_documents(kind["ids"])
+            return succeeded(dict(task["details"], deletedDocuments=deleted))
+        if op == "clear":
+            return succeeded(dict(task["details"], deletedDocuments=w.clear_documents()))
+        raise MeiliError("feature_not_enabled", "Deleting documents by filter needs the filter engine.")
+    raise MeiliError("feature_not_enabled", f"`{task['type']}` tasks are not supported by this build yet.")
+
+
+def _add_documents(sched: Scheduler, w: IndexWriter, task: Task) -> TaskResult:
+    kind = task["kind"]
+    with open(sched.update_files / kind["contentFile"], "rb") as f:
+        documents: list[dict[str, Any]] = _decoder.decode_lines(f.read())
+    current_pk = w.primary_key
+    requested_pk = kind.get("primaryKey")
+    if current_pk is not None and requested_pk is not None and requested_pk != current_pk:
+        raise MeiliError("index_primary_key_already_exists",
+                         f"Index already has a primary key: `{current_pk}`.")
+    pk = current_pk or requested_pk
+    if pk is None and documents:
+        pk = infer_primary_key(documents[0])
+    # Validate every id before the first write, so a bad document leaves the index untouched.
+    ids = [extract_document_id(doc, pk) for doc in documents] if pk is not None else []
+    if pk is not None and pk != current_pk:
+        w.set_primary_key(pk)
+    merge = kind["method"] == "update"
+    skip_creation = bool(kind.get("skipCreation"))
+    indexed = 0
+    for i, (ext_id, doc) in enumerate(zip(ids, documents, strict=True)):
+        if i % INTERRUPT_CHECK_EVERY == 0 and w.interrupted():
+            raise Interrupted
+        if skip_creation and w.internal_id(ext_id) is None:
+            continue
+        w.put_document(ext_id, doc, merge=merge)
+        indexed += 1
+    return succeeded(dict(task["details"], indexedDocuments=indexed))
+
+
+def _update_index(sched: Scheduler, index: Index, uid: str, uuid: str, task: Task) -> BatchOutcome:
+    kind = task["kind"]
+    mapping: dict[str, str | None] = {}
+    new_uid = kind.get("newUid")
+    if new_uid is not None and new_uid != uid:
+        if sched.mapper.uuid_of(new_uid) is not None:
+            return BatchOutcome({task["uid"]: failed(task, MeiliError(
+                "index_already_exists", f"Index `{new_uid}` already exists."))})
+        mapping = {uid: None, new_uid: uuid}
+    if "primaryKey" in kind and kind["primaryKey"] is not None:
+        with index.write() as w:
+            current = w.primary_key
+            if current != kind["primaryKey"]:
+                if w.number_of_documents() > 0:
+                    err = MeiliError("index_primary_key_already_exists",
+                                     f"Index already has a primary key: `{current}`.")
+                    return BatchOutcome({task["uid"]: failed(task, _index_error(uid, err))})
+                w.set_primary_key(kind["primaryKey"])
+            w.touch()
+    else:
+        with index.write() as w:
+            w.touch()
+    return BatchOutcome({task["uid"]: succeeded(task["details"])}, mapping_changes=mapping)
+
+
+def _swap_indexes(sched: Scheduler, task: Task) -> BatchOutcome:
+    mapping = sched.mapper.mapping()
+    seen: set[str] = set()
+    changes: dict[str, str | None] = {}
+    for swap in task["kind"]["swaps"]:
+        a, b = swap["indexes"]
+        for name in (a, b):
+            if name in seen:
+                return BatchOutcome({task["uid"]: failed(task, MeiliError(
+                    "invalid_swap_duplicate_index_found",
+                    f"Indexes must be declared only once during a swap. `{name}` was specified several times."))})
+            seen.add(name)
+        missing = [n for n in (a, b) if n not in mapping and not (swap.get("rename") and n == b)]
+        if missing:
+            msg = (f"Index `{missing[0]}` not found." if len(missing) == 1
+                   else "Indexes " + ", ".join(f"`{m}`" for m in missing) + " not found.")
+            return BatchOutcome({task["uid"]: failed(task, MeiliError("index_not_found", msg))})
+        if swap.get("rename"):
+            if b in mapping:
+                return BatchOutcome({task["uid"]: failed(task, MeiliError(
+                    "index_already_exists", f"Index `{b}` already exists."))})
+            changes[a] = None
+            changes[b] = mapping[a]
+        else:
+            changes[a], changes[b] = mapping[b], mapping[a]
+    return BatchOutcome({task["uid"]: succeeded(task["details"])}, mapping_changes=changes)
+
+
+# -- task cancelation and deletion ----------------------------------------------------------------
+# Both work inside the scheduler's finishing transaction of the tasks env (`on_tasks_txn`), which runs
+# before the results are written, so the counters they fill in are committed with the tasks they touch.
+
+
+def _cancel_tasks(sched: Scheduler, tasks: list[Task]) -> BatchOutcome:
+    store = sched.store
+    outcome = BatchOutcome({})
+
+    def in_txn(txn: lmdb.Transaction, batch: Batch, now: int) -> list[Task]:
+        changed: list[Task] = []
+        for cancel in tasks:
+            canceled = 0
+            for uid in cancel["kind"]["tasks"]:
+                target = store.get_task_txn(txn, uid)
+                if target is None or target["status"] != "enqueued":
+                    continue
+                new = dict(target, status="canceled", canceledBy=cancel["uid"], batchUid=batch["uid"],
+                           startedAt=batch["startedAt"], finishedAt=now,
+                           details=failed_details(target.get("details")))
+                store.put_task(txn, new, target)
+                changed.append(new)
+                canceled += 1
+            outcome.results[cancel["uid"]] = succeeded(dict(cancel["details"], canceledTasks=canceled))
+        return changed
+
+    outcome.on_tasks_txn = in_txn
+    return outcome
+
+
+def _delete_tasks(sched: Scheduler, tasks: list[Task]) -> BatchOutcome:
+    store = sched.store
+    outcome = BatchOutcome({})
+
+    def in_txn(txn: lmdb.Transaction, batch: Batch, now: int) -> list[Task]:
+        own = {t["uid"] for t in tasks}
+        touched_batches: set[int] = set()
+        for deletion in tasks:
+            deleted = 0
+            for uid in deletion["kind"]["tasks"]:
+                if uid in own:
+                    continue
+                target = store.get_task_txn(txn, uid)
+                if target is None or target["status"] not in ("succeeded", "failed", "canceled"):
+                    continue
+                store.delete_task(txn, target)
+                if target.get("batchUid") is not None:
+                    touched_batches.add(target["batchUid"])
+                deleted += 1
+            outcome.results[deletion["uid"]] = succeeded(dict(deletion["details"], deletedTasks=deleted))
+        for buid in touched_batches:
+            if buid != batch["uid"] and not store.bitmap_txn(txn, f"batch:{buid}"):
+                store.delete_batch(txn, buid)
+        return []
+
+    outcome.on_tasks_txn = in_txn
+    return outcome

@@ -1,0 +1,400 @@
+"""The index scheduler: registers tasks durably and runs them, one batch at a time, on one writer thread.
+
+Life of a task:
+1. `register` (any thread): the payload file is already fsynced under `update_files/`; the task record
+   and its bitmaps are committed in one LMDB transaction (synced) before the caller answers `202`.
+2. The writer thread picks a batch (`autobatcher.autobatch`), commits the tasks as `processing` with
+   their batch uid (`_start_batch`), applies them (`processing.apply_batch`), then commits the outcome
+   of every task and of the batch (`_finish_batch`), and only then deletes the payload files.
+
+Crash safety: on start, batches whose tasks are still `processing` are run again with the same batch
+uid. Index changes carry an `applied-batch` marker written in the same transaction as the documents, so
+a batch whose index commit reached disk is not applied twice: its recorded outcomes are reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyroaring import BitMap
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TaskQuery
+from hanzo_engine.engine.index import Index, now_ns
+
+from . import processing
+from .autobatcher import autobatch
+from .index_mapper import IndexMapper
+from .store import Batch, Task, TaskStore
+from .views import accumulate_details, batch_view, summarized_task, task_view
+
+log = logging.getLogger("hanzo_engine.scheduler")
+
+# How many enqueued tasks the autobatcher looks at in one go.
+AUTOBATCH_WINDOW = 10_000
+
+
+class Scheduler:
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        max_batched_tasks: int | None = None,
+        batch_size_limit: int | None = None,
+        on_batch_finished: Callable[[list[Task]], None] | None = None,
+    ) -> None:
+        self.db_path = db_path
+        db_path.mkdir(parents=True, exist_ok=True)
+        self.update_files = db_path / "update_files"
+        self.update_files.mkdir(exist_ok=True)
+        self.store = TaskStore(db_path / "tasks")
+        self.mapper = IndexMapper(self.store, db_path / "indexes")
+        self.max_batched_tasks = max_batched_tasks
+        self.batch_size_limit = batch_size_limit
+        self.on_batch_finished = on_batch_finished
+        self._wake = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        # uids of the tasks of the batch being processed, and whether a cancelation asked it to stop
+        self._processing: frozenset[int] = frozenset()
+        self._must_stop = threading.Event()
+        self._idle = threading.Event()
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._recover()
+        self._thread = threading.Thread(target=self._run, name="hanzo-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._wake:
+            self._stopping = True
+            self._must_stop.set()
+            self._wake.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.mapper.close()
+        self.store.close()
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until no task is enqueued or processing (for tests and the CLI)."""
+        return self._idle.wait(timeout)
+
+    # -- registration -----------------------------------------------------------------------------
+
+    def new_update_file(self) -> tuple[str, Path]:
+        uuid = IndexMapper.new_uuid()
+        return uuid, self.update_files / uuid
+
+    def register(
+        self,
+        type_: str,
+        index_uid: str | None,
+        *,
+        details: dict[str, Any] | None,
+        kind: dict[str, Any],
+        custom_metadata: str | None = None,
+    ) -> dict[str, Any]:
+        """Durably enqueue a task; returns its summarized view (the 202 body)."""
+        task: Task = {
+            "uid": -1, "batchUid": None, "indexUid": index_uid, "status": "enqueued", "type": type_,
+            "canceledBy": None, "details": details, "error": None, "enqueuedAt": now_ns(),
+            "startedAt": None, "finishedAt": None, "kind": kind,
+        }
+        if custom_metadata is not None:
+            task["customMetadata"] = custom_metadata
+        with self.store.env.begin(write=True) as txn:
+            if type_ in ("taskCancelation", "taskDeletion"):
+                q: TaskQuery = kind.pop("query")
+                matched = self.store.matching_tasks(txn, q)
+                kind["tasks"] = list(matched)
+                task["details"] = dict(details or {}, matchedTasks=len(matched))
+                if type_ == "taskCancelation" and self._processing & set(matched):
+                    self._must_stop.set()
+            self.store.register(txn, task)
+        self._idle.clear()
+        with self._wake:
+            self._wake.notify_all()
+        return summarized_task(task)
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def get_task(self, uid: int) -> dict[str, Any] | None:
+        task = self.store.get_task(uid)
+        return None if task is None else task_view(task)
+
+    def get_batch(self, uid: int) -> dict[str, Any] | None:
+        batch = self.store.get_batch(uid)
+        return None if batch is None else batch_view(batch)
+
+    def list_tasks(self, q: TaskQuery) -> dict[str, Any]:
+        with self.store.env.begin() as txn:
+            matched = self.store.matching_tasks(txn, q)
+            page, next_uid = _paginate(matched, q)
+            results = [task_view(t) for t in self.store.iter_tasks(txn, page)]
+        return {
+            "results": results, "total": len(matched), "limit": q.limit,
+            "from": page[0] if page else None, "next": next_uid,
+        }
+
+    def list_batches(self, q: TaskQuery) -> dict[str, Any]:
+        """Batches holding at least one task that matches the task filters; `uids` are batch uids."""
+        batch_filter = q.uids
+        task_q = dataclasses.replace(q, uids=None)
+        with self.store.env.begin() as txn:
+            tasks = self.store.matching_tasks(txn, task_q)
+            batch_uids = BitMap()
+            unfiltered = task_q == TaskQuery(limit=q.limit, from_=q.from_, reverse=q.reverse)
+
+            with txn.cursor(db=self.store.db_batches) as cursor:
+                for key in cursor.iternext(keys=True, values=False):
+                    buid = int.from_bytes(key, "big")
+                    if batch_filter is not None and buid not in batch_filter:
+                        continue
+                    if unfiltered or (self.store.bitmap_txn(txn, f"batch:{buid}") & tasks):
+                        batch_uids.add(buid)
+            page, next_uid = _paginate(batch_uids, q)
+            results = []
+            for buid in page:
+                batch = self.store.get_batch_txn(txn, buid)
+                if batch is not None:
+                    results.append(batch_view(batch))
+        return {
+            "results": results, "total": len(batch_uids), "limit": q.limit,
+            "from": page[0] if page else None, "next": next_uid,
+        }
+
+    def index(self, uid: str) -> Index | None:
+        return self.mapper.get(uid)
+
+    def indexes(self) -> list[tuple[str, Index]]:
+        return [(uid, self.mapper.open_uuid(uuid)) for uid, uuid in sorted(self.mapper.mapping().items())]
+
+    def is_indexing(self, index_uid: str) -> bool:
+        with self.store.env.begin() as txn:
+            processing_uids = self.store.bitmap_txn(txn, "status:processing")
+            return bool(processing_uids & self.store.bitmap_txn(txn, f"index:{index_uid}"))
+
+    def last_update(self) -> int | None:
+        """finishedAt of the newest finished task, for GET /stats `lastUpdate`."""
+        with self.store.env.begin() as txn:
+            finished = self.store.bitmap_txn(txn, "status:succeeded") | self.store.bitmap_txn(
+                txn, "status:failed"
+            )
+            if not finished:
+                return None
+            task = self.store.get_task_txn(txn, finished.max())
+            return None if task is None else task.get("finishedAt")
+
+    # -- the writer thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                if self._stopping:
+                    return
+            try:
+                worked = self._tick()
+            except Exception:  # a bug must not kill the writer thread; the batch is retried
+                log.exception("batch processing failed")
+                worked = False
+            if not worked:
+                with self._wake:
+                    if self._stopping:
+                        return
+                    if not self.store.bitmap("status:enqueued"):
+                        self._idle.set()
+                        self._wake.wait(timeout=1.0)
+
+    def _enqueued_window(self) -> list[Task]:
+        with self.store.env.begin() as txn:
+            enqueued = self.store.bitmap_txn(txn, "status:enqueued")
+            if not enqueued:
+                return []
+            special = BitMap()
+            for type_ in ("taskCancelation", "taskDeletion", "snapshotCreation", "dumpCreation"):
+                special |= self.store.bitmap_txn(txn, f"type:{type_}")
+            special &= enqueued
+            window = list(enqueued[:AUTOBATCH_WINDOW]) if len(enqueued) > AUTOBATCH_WINDOW else list(enqueued)
+            uids = sorted(set(window) | set(special))
+            return list(self.store.iter_tasks(txn, uids))
+
+    def _tick(self) -> bool:
+        enqueued = self._enqueued_window()
+        choice = autobatch(enqueued, max_tasks=self.max_batched_tasks, max_bytes=self.batch_size_limit)
+        if choice is None:
+            return False
+        batch, tasks = self._start_batch(choice.task_uids, choice.strategy)
+        self._run_batch(batch, tasks)
+        return True
+
+    def _start_batch(self, task_uids: Sequence[int], strategy: str) -> tuple[Batch, list[Task]]:
+        started = now_ns()
+        with self.store.env.begin(write=True) as txn:
+            batch_uid = self.store.next_batch_uid(txn)
+            tasks = []
+            for uid in task_uids:
+                task = self.store.get_task_txn(txn, uid)
+                if task is None or task["status"] != "enqueued":
+                    continue
+                new = dict(task, status="processing", batchUid=batch_uid, startedAt=started)
+                self.store.put_task(txn, new, task)
+                tasks.append(new)
+            batch: Batch = {
+                "uid": batch_uid, "progress": None, "details": {}, "stats": {}, "startedAt": started,
+                "finishedAt": None, "batchStrategy": strategy,
+                # private: the uuid an index created by this batch will get, stable across a re-run
+                "pendingIndexUuid": IndexMapper.new_uuid(),
+            }
+            self._fill_batch_stats(batch, tasks)
+            self.store.put_batch(txn, batch)
+        return batch, tasks
+
+    def _run_batch(self, batch: Batch, tasks: list[Task]) -> None:
+        if not tasks:
+            return
+        self._processing = frozenset(t["uid"] for t in tasks)
+        self._must_stop.clear()
+        try:
+            outcome = processing.apply_batch(self, batch, tasks, interrupted=self._must_stop.is_set)
+        except processing.Interrupted:
+            self._requeue(batch, tasks)
+            return
+        finally:
+            self._processing = frozenset()
+        self._finish_batch(batch, tasks, outcome)
+
+    def _requeue(self, batch: Batch, tasks: list[Task]) -> None:
+        """A cancelation interrupted this batch: put its tasks back so the cancelation cancels them."""
+        with self.store.env.begin(write=True) as txn:
+            for task in tasks:
+                current = self.store.get_task_txn(txn, task["uid"])
+                if current is not None:
+                    self.store.put_task(
+                        txn, dict(current, status="enqueued", batchUid=None, startedAt=None), current
+                    )
+            self.store.delete_batch(txn, batch["uid"])
+
+    def _finish_batch(self, batch: Batch, tasks: list[Task], outcome: processing.BatchOutcome) -> None:
+        finished = now_ns()
+        done: list[Task] = []
+        with self.store.env.begin(write=True) as txn:
+            if outcome.on_tasks_txn is not None:
+                done.extend(outcome.on_tasks_txn(txn, batch, finished))
+            for task in tasks:
+                current = self.store.get_task_txn(txn, task["uid"])
+                if current is None:
+                    continue
+                result = outcome.results[task["uid"]]
+                new = dict(current, status=result.status, details=result.details, error=result.error,
+                           finishedAt=finished)
+                self.store.put_task(txn, new, current)
+                done.append(new)
+            for uid, uuid in outcome.mapping_changes.items():
+                self.store.set_index_uuid(txn, uid, uuid)
+            batch = dict(batch, finishedAt=finished)
+            batch.pop("pendingIndexUuid", None)
+            self._fill_batch_stats(batch, done)
+            self.store.put_batch(txn, batch)
+        for task in done:
+            content = task["kind"].get("contentFile")
+            if content:
+                _unlink(self.update_files / content)
+        for uuid in outcome.dropped_index_uuids:
+            self.mapper.drop_uuid(uuid)
+        if self.on_batch_finished is not None:
+            try:
+                self.on_batch_finished(done)
+            except Exception:
+                log.exception("on_batch_finished hook failed")
+
+    @staticmethod
+    def _fill_batch_stats(batch: Batch, tasks: list[Task]) -> None:
+        status: dict[str, int] = {}
+        types: dict[str, int] = {}
+        index_uids: dict[str, int] = {}
+        details: dict[str, Any] = {}
+        for t in tasks:
+            status[t["status"]] = status.get(t["status"], 0) + 1
+            types[t["type"]] = types.get(t["type"], 0) + 1
+            if t.get("indexUid") is not None:
+                index_uids[t["indexUid"]] = index_uids.get(t["indexUid"], 0) + 1
+            accumulate_details(details, t.get("details"))
+        batch["stats"] = {"totalNbTasks": len(tasks), "status": status, "types": types,
+                          "indexUids": index_uids}
+        batch["details"] = details
+
+    # -- crash recovery ---------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Re-run batches that were processing when the process died; drop orphaned files."""
+        with self.store.env.begin() as txn:
+            processing_uids = list(self.store.bitmap_txn(txn, "status:processing"))
+            stuck = list(self.store.iter_tasks(txn, processing_uids))
+            live_files = {
+                t["kind"].get("contentFile")
+                for t in self.store.iter_tasks(txn, self.store.bitmap_txn(txn, "status:enqueued"))
+            } | {t["kind"].get("contentFile") for t in stuck}
+        by_batch: dict[int, list[Task]] = {}
+        for task in stuck:
+            by_batch.setdefault(task["batchUid"], []).append(task)
+        keep: set[str] = set()
+        for batch_uid in sorted(by_batch):
+            batch = self.store.get_batch(batch_uid)
+            if batch is None:
+                continue
+            keep.add(batch.get("pendingIndexUuid", ""))
+        self.mapper.sweep_orphans(keep)
+        for path in self.update_files.iterdir():
+            if path.name not in live_files:
+                _unlink(path)
+        for batch_uid in sorted(by_batch):
+            batch = self.store.get_batch(batch_uid)
+            tasks = sorted(by_batch[batch_uid], key=lambda t: t["uid"])
+            if batch is None:
+                batch, tasks = self._restart_orphan_tasks(tasks)
+            log.info("recovering batch %s (%d tasks) interrupted by a restart", batch["uid"], len(tasks))
+            self._run_batch(batch, tasks)
+
+    def _restart_orphan_tasks(self, tasks: list[Task]) -> tuple[Batch, list[Task]]:
+        with self.store.env.begin(write=True) as txn:
+            for task in tasks:
+                self.store.put_task(txn, dict(task, status="enqueued", batchUid=None), task)
+        return self._start_batch([t["uid"] for t in tasks], "recovered after a restart")
+
+    # -- helpers for processing -------------------------------------------------------------------
+
+    def finished_status(self, status: str) -> bool:
+        return status in FINISHED_STATUSES
+
+
+def _paginate(uids: Any, q: TaskQuery) -> tuple[list[int], int | None]:
+    """Newest first (or oldest first with `reverse`), starting at `from` inclusive, `limit` long."""
+    if q.reverse:
+        ordered = [u for u in uids if q.from_ is None or u >= q.from_]
+    else:
+        ordered = [u for u in reversed(uids) if q.from_ is None or u <= q.from_]
+    page = ordered[: q.limit]
+    next_uid = ordered[q.limit] if len(ordered) > q.limit else None
+    return page, next_uid
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def user_error_for_index(uid: str, err: MeiliError) -> MeiliError:
+    """Errors from the indexing core are prefixed with the index name, as Meilisearch's milli errors."""
+    if err.code in ("index_not_found", "index_already_exists"):
+        return err
+    return MeiliError(err.code, f"Index `{uid}`: {err.message}")

@@ -1,0 +1,76 @@
+"""`create_app(options)`: the Starlette application serving Meilisearch's HTTP API."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from hanzo_engine.scheduler.scheduler import Scheduler
+
+from .app_state import ROUTES, AppState
+from .errors import http_exception
+from .options import Options
+from .routes import documents, indexes, meta, tasks  # noqa: F401  (importing registers the routes)
+
+log = logging.getLogger("hanzo_engine.server")
+
+
+class TrimTrailingSlash:
+    """Meilisearch trims trailing slashes before routing: `/indexes/` is `/indexes`."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            if len(path) > 1 and path.endswith("/"):
+                scope = dict(scope, path=path.rstrip("/") or "/")
+        await self.app(scope, receive, send)
+
+
+def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starlette:
+    if scheduler is None:
+        scheduler = Scheduler(
+            options.db_path,
+            max_batched_tasks=options.experimental_max_number_of_batched_tasks,
+            batch_size_limit=options.experimental_limit_batched_tasks_total_size,
+        )
+    app_state = AppState(options=options, scheduler=scheduler)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        scheduler.start()
+        try:
+            yield
+        finally:
+            scheduler.stop()
+
+    routes = [Route(r.path, r.endpoint, methods=[r.method]) for r in ROUTES]
+    exception_handlers: dict[Any, Any] = {HTTPException: http_exception}
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=exception_handlers,
+        middleware=[
+            Middleware(TrimTrailingSlash),
+            Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
+                       expose_headers=["*"], max_age=86400),
+            Middleware(GZipMiddleware, minimum_size=1024),
+        ],
+    )
+    app.router.redirect_slashes = False
+    app.state.hanzo = app_state
+    app.state.master_key = options.master_key
+    app.state.payload_limit = options.http_payload_size_limit
+    return app

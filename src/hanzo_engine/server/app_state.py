@@ -1,0 +1,70 @@
+"""What every route needs: the app's shared state and the route table with auth declared per route."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .auth import guard
+from .errors import Endpoint, safe
+from .http import JSONResponse
+
+if TYPE_CHECKING:
+    from hanzo_engine.scheduler.scheduler import Scheduler
+
+    from .options import Options
+
+
+@dataclass
+class AppState:
+    options: Options
+    scheduler: Scheduler
+
+    async def enqueue(
+        self, type_: str, index_uid: str | None, *, details: dict[str, Any] | None, kind: dict[str, Any],
+        custom_metadata: str | None = None,
+    ) -> Response:
+        """Register a task off the event loop (it waits for a synced LMDB commit) and answer 202."""
+        task = await run_in_threadpool(
+            self.scheduler.register, type_, index_uid, details=details, kind=kind,
+            custom_metadata=custom_metadata,
+        )
+        return JSONResponse(task, status_code=202)
+
+
+def state(request: Request) -> AppState:
+    st: AppState = request.app.state.hanzo
+    return st
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    method: str
+    path: str
+    endpoint: Endpoint
+    action: str | None
+
+
+ROUTES: list[RouteSpec] = []
+
+
+def route(method: str, path: str, *, action: str | None) -> Callable[[Endpoint], Endpoint]:
+    """Register `endpoint` for `method path`, guarded by the auth `action` (None = public)."""
+
+    def register(endpoint: Endpoint) -> Endpoint:
+        async def guarded(request: Request) -> Response:
+            guard(request, action, request.path_params.get("index_uid"))
+            return await endpoint(request)
+
+        guarded.__name__ = endpoint.__name__
+        ROUTES.append(RouteSpec(method, path, safe(guarded), action))
+        return endpoint
+
+    return register

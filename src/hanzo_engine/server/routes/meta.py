@@ -1,0 +1,121 @@
+"""GET /health, /version, / and the stats routes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from hanzo_engine import MEILISEARCH_COMPAT_VERSION, __version__
+from hanzo_engine.apitypes.deserr import QueryField, parse_query
+from hanzo_engine.apitypes.errors import index_not_found
+from hanzo_engine.apitypes.tasks import format_timestamp
+
+from ..app_state import route, state
+from ..http import JSONResponse
+
+DASHBOARD = """<!doctype html><html><head><title>hanzo-engine</title></head><body>
+<h1>hanzo-engine</h1><p>Meilisearch-compatible search engine, version {version}.</p>
+<p>Point any Meilisearch client or dashboard at this address.</p></body></html>"""
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "available"})
+
+
+async def version(request: Request) -> Response:
+    return JSONResponse({
+        "commitSha": os.environ.get("HANZO_COMMIT_SHA", "unknown"),
+        "commitDate": os.environ.get("HANZO_COMMIT_DATE", "unknown"),
+        "pkgVersion": MEILISEARCH_COMPAT_VERSION,
+    })
+
+
+async def root(request: Request) -> Response:
+    if state(request).options.env == "production":
+        return JSONResponse({"status": "Meilisearch is running"})
+    return HTMLResponse(DASHBOARD.format(version=__version__))
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root_dir, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root_dir, name))
+            except OSError:
+                pass
+    return total
+
+
+def _human(n: int) -> str:
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    value = float(n)
+    for unit in units:
+        if value < 1024 or unit == units[-1]:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+STATS_QUERY = (
+    QueryField("showInternalDatabaseSizes", "bool", "invalid_stats_show_internal_database_sizes", False),
+    QueryField("sizeFormat", "string", "invalid_stats_size_format", "raw"),
+)
+
+
+def index_stats(request: Request, uid: str, *, internal: bool = False) -> dict[str, Any]:
+    st = state(request)
+    index = st.scheduler.index(uid)
+    if index is None:
+        raise index_not_found(uid)
+    with index.read() as r:
+        count = r.number_of_documents()
+        raw_size = r.documents_size()
+        stats: dict[str, Any] = {
+            "numberOfDocuments": count,
+            "rawDocumentDbSize": raw_size,
+            "avgDocumentSize": raw_size // count if count else 0,
+            "isIndexing": st.scheduler.is_indexing(uid),
+        }
+        if internal:
+            stats["internalDatabaseSizes"] = {"documents": raw_size}
+        stats["numberOfEmbeddings"] = 0
+        stats["numberOfEmbeddedDocuments"] = 0
+        stats["fieldDistribution"] = dict(sorted(r.field_distribution().items()))
+    return stats
+
+
+@route("GET", "/indexes/{index_uid}/stats", action="stats.get")
+async def get_index_stats(request: Request) -> Response:
+    q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
+    uid = request.path_params["index_uid"]
+    return JSONResponse(index_stats(request, uid, internal=q["showInternalDatabaseSizes"]))
+
+
+@route("GET", "/stats", action="stats.get")
+async def get_stats(request: Request) -> Response:
+    q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
+    st = state(request)
+    human = q["sizeFormat"] == "human"
+    indexes = {}
+    used = 0
+    for uid, index in st.scheduler.indexes():
+        indexes[uid] = index_stats(request, uid, internal=q["showInternalDatabaseSizes"])
+        used += index.used_size()
+    size = _dir_size(st.options.db_path)
+    last = st.scheduler.last_update()
+    return JSONResponse({
+        "databaseSize": _human(size) if human else size,
+        "usedDatabaseSize": _human(used) if human else used,
+        "lastUpdate": format_timestamp(last) if last is not None else None,
+        "indexes": indexes,
+    })
+
+
+route("GET", "/health", action=None)(health)
+route("GET", "/version", action="version")(version)
+route("GET", "/", action=None)(root)
