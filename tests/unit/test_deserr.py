@@ -169,6 +169,14 @@ def test_zero_with_huge_exponent_is_accepted_like_serde() -> None:
     assert parse_json(b"[0e99999999999]") == [0.0]
 
 
+def test_serde_range_limit_not_msgspec_one() -> None:
+    # the nearest f64 is finite, but serde_json's 17976931348623158 * 1e292 overflows
+    assert parse_json(b"1.7976931348623157e308") == 1.7976931348623157e308
+    assert error_of(parse_json, b"[1.7976931348623158e308]")[1] == (
+        "The json payload provided is malformed. `number out of range at line 1 column 23`."
+    )
+
+
 json_values = st.recursive(
     st.none()
     | st.booleans()

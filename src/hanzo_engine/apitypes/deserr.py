@@ -115,6 +115,8 @@ def decode_json_body(body: bytes, content_type: str | None) -> Any:
 _DECODER: Final = msgspec.json.Decoder()
 # 19 digits: the shortest integers that can fall outside i64/u64 (e.g. -9223372036854775809)
 _BIG_INT_RE: Final = re.compile(rb"\d{19}")
+# numbers near f64's limit, where serde_json's inexact scaling may overflow although msgspec's does not
+_HUGE_NUMBER_RE: Final = re.compile(rb"[eE]\+?0*[1-9]\d\d|\d{300}")
 _MAX_DEPTH: Final = 127  # serde_json's recursion limit is 128, checked before entering the 128th level
 
 
@@ -130,8 +132,11 @@ def parse_json(body: bytes) -> Any:
             # msgspec refused something serde accepts (e.g. `0e99999999999`): the stdlib agrees with serde
             return _serde_numbers(json.loads(body))
         raise _malformed(message) from None
-    if body.count(b"[") + body.count(b"{") > _MAX_DEPTH and _depth(value) > _MAX_DEPTH:
-        raise _malformed(_SerdeSyntax(body).error() or "recursion limit exceeded")
+    too_deep = body.count(b"[") + body.count(b"{") > _MAX_DEPTH and _depth(value) > _MAX_DEPTH
+    if too_deep or _HUGE_NUMBER_RE.search(body) is not None:
+        message = _SerdeSyntax(body).error()
+        if message is not None or too_deep:
+            raise _malformed(message or "recursion limit exceeded")
     if _BIG_INT_RE.search(body) is not None:
         try:
             value = _serde_numbers(value)
@@ -667,7 +672,8 @@ class Field:
     `nullable` accepts `null` (kept as None, like Rust's `Option<T>`); `choices` makes a string an enum
     ("Unknown value ..."); `validate` post-processes the typed value and may raise `InvalidValue`;
     `fields` makes an `object` a nested struct, whose unknown keys use `unknown_code` (default `code`).
-    Absent optional fields get `default`, or are left out when it is `MISSING`.
+    Absent optional fields get `default` (called when callable, for fresh lists/dicts), or are left out
+    of the result when it is `MISSING`, so callers can tell "absent" from "null".
     """
 
     name: str

@@ -30,6 +30,7 @@ from hanzo_engine.apitypes.deserr import (
     unknown_parameter,
 )
 from hanzo_engine.apitypes.errors import MeiliError, invalid_index_uid
+from hanzo_engine.apitypes.index_uid import is_valid_index_uid
 
 __all__ = [
     "DEFAULT_TASK_LIMIT",
@@ -319,7 +320,6 @@ _DATE_FIELDS: Final = {
     "afterFinishedAt": "after_finished_at",
     "beforeFinishedAt": "before_finished_at",
 }
-_INDEX_UID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,400}")
 _TYPES_BY_LOWER: Final = {name.lower(): name for name in TASK_TYPES}
 _STATUSES_BY_LOWER: Final = {name: name for name in TASK_STATUSES}
 
@@ -358,7 +358,7 @@ def _u32(item: str) -> int | None:
 
 
 def _index_uid(item: str) -> str | None:
-    return item if _INDEX_UID_RE.fullmatch(item) else None
+    return item if is_valid_index_uid(item) else None
 
 
 def _bad_type(item: str) -> str:

@@ -232,6 +232,7 @@ class Scheduler:
         if choice is None:
             return False
         batch, tasks = self._start_batch(choice.task_uids, choice.strategy)
+        _crash_point("after-start-batch")
         self._run_batch(batch, tasks)
         return True
 
@@ -269,6 +270,7 @@ class Scheduler:
             return
         finally:
             self._processing = frozenset()
+        _crash_point("after-apply-batch")
         self._finish_batch(batch, tasks, outcome)
 
     def _requeue(self, batch: Batch, tasks: list[Task]) -> None:
@@ -373,6 +375,15 @@ class Scheduler:
 
     def finished_status(self, status: str) -> bool:
         return status in FINISHED_STATUSES
+
+
+def _crash_point(name: str) -> None:
+    """Fault injection for the crash-recovery tests: die like `kill -9` at a named point.
+
+    HANZO_CRASH_POINT=<name> makes the process exit abruptly the first time it reaches <name>.
+    """
+    if os.environ.get("HANZO_CRASH_POINT") == name:
+        os._exit(137)
 
 
 def _paginate(uids: Any, q: TaskQuery) -> tuple[list[int], int | None]:

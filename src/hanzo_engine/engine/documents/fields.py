@@ -111,12 +111,13 @@ def _select_in_object(obj: dict[str, Any], selectors: set[str]) -> dict[str, Any
                 # A plain key selects the whole value; nothing below it needs looking at.
                 selectors.discard(key)
                 continue
+        # `a.b.c` under key `a` becomes `b.c` (Rust drops one byte after the key: the dot).
         sub_selectors = {
             rest[1:]
             for selector in selectors
             if _contained_in(selector, key)
             for rest in (_trim_start_matches(selector, key),)
-            if len(rest) >= 1
+            if rest and rest[0].isascii()
         }
         if not sub_selectors:
             continue

@@ -30,7 +30,15 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["JsonSyntaxError", "NotAnObject", "scan_json", "scan_ndjson", "scan_value_strict"]
+__all__ = [
+    "INVALID_UNICODE",
+    "JsonSyntaxError",
+    "NotAnObject",
+    "scan_json",
+    "scan_ndjson",
+    "scan_value_strict",
+    "syntax_error_at",
+]
 
 # serde_json's ErrorCode texts.
 EOF_LIST: Final = "EOF while parsing a list"
@@ -85,6 +93,13 @@ class NotAnObject(Exception):
     """A well-formed value that is not a JSON object where a document was expected."""
 
 
+def syntax_error_at(body: bytes, reason: str, index: int) -> JsonSyntaxError:
+    """The error `reason` at byte `index` of `body`, positioned as serde_json's `SliceRead`."""
+    line_start = body.rfind(b"\n", 0, index) + 1
+    line = body.count(b"\n", 0, line_start) + 1
+    return JsonSyntaxError(reason, line, index - line_start)
+
+
 def _is_digit(c: int) -> bool:
     return 0x30 <= c <= 0x39
 
@@ -108,16 +123,11 @@ class _Reader:
 
     # -- positions ---------------------------------------------------------------------------
 
-    def _error_at(self, reason: str, index: int) -> JsonSyntaxError:
-        line_start = self.body.rfind(b"\n", 0, index) + 1
-        line = self.body.count(b"\n", 0, line_start) + 1
-        return JsonSyntaxError(reason, line, index - line_start)
-
     def error(self, reason: str) -> JsonSyntaxError:
-        return self._error_at(reason, self.i)
+        return syntax_error_at(self.body, reason, self.i)
 
     def peek_error(self, reason: str) -> JsonSyntaxError:
-        return self._error_at(reason, min(self.n, self.i + 1))
+        return syntax_error_at(self.body, reason, min(self.n, self.i + 1))
 
     def ws(self) -> int:
         """Skip JSON whitespace; the next byte, or -1 at the end."""
@@ -539,7 +549,9 @@ def scan_json(body: bytes, resume_at: int | None = None) -> list[tuple[int, int]
     return [(start, end)]
 
 
-def scan_ndjson(body: bytes, start: int = 0, stop_at_line_end: bool = False) -> tuple[list[tuple[int, int]], int]:
+def scan_ndjson(
+    body: bytes, start: int = 0, stop_at_line_end: bool = False
+) -> tuple[list[tuple[int, int]], int]:
     """Byte spans of NDJSON documents (serde_json's `StreamDeserializer`), and where reading stopped.
 
     Values may be separated by any JSON whitespace, including none after an object or array.

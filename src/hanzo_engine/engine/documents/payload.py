@@ -43,11 +43,13 @@ import msgspec
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.documents.json_scan import (
+    INVALID_UNICODE,
     JsonSyntaxError,
     NotAnObject,
     scan_json,
     scan_ndjson,
     scan_value_strict,
+    syntax_error_at,
 )
 
 __all__ = ["ACCEPTED_CONTENT_TYPES", "PayloadFormat", "convert_to_ndjson", "payload_format"]
@@ -141,6 +143,7 @@ def payload_format(content_type: str | None, csv_delimiter: str | None) -> tuple
             f"The Content-Type `{shown}` is invalid. Accepted values for the Content-Type header are: {_ACCEPTED}",
         )
     if delimiter is not None and fmt is not PayloadFormat.CSV:
+        assert mime is not None
         raise MeiliError(
             "invalid_content_type",
             f"The Content-Type `{mime[0]}/{mime[1]}` does not support the use of a csv delimiter. "
@@ -228,7 +231,7 @@ def convert_to_ndjson(body: bytes, fmt: PayloadFormat, out: typing.BinaryIO, del
 _LEADING_WS: Final = re.compile(rb"[ \t\n\r]*")
 _SERDE_RECURSION_LIMIT: Final = 128
 _MSGSPEC_BYTE_RE: Final = re.compile(r"\(byte (\d+)\)")
-_COMMA_NEXT: Final = re.compile(rb"[ \t\n\r]*,")
+_NEXT_ELEMENT: Final = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*\{")
 # Each attempt re-decodes the prefix (C speed); give up before that costs more than a re-read.
 _RESUME_ATTEMPTS: Final = 4
 
@@ -275,6 +278,10 @@ def _raw_document(body: bytes, raw: msgspec.Raw, fmt: PayloadFormat) -> dict[str
         # have failed first, so the first occurrence is this element.
         data = bytes(raw)
         start = body.find(data)
+        if isinstance(exc, UnicodeDecodeError) and start >= 0:
+            # serde_json checks a raw element's UTF-8 as a whole, once it has read all of it.
+            error = syntax_error_at(body, INVALID_UNICODE, start + len(data))
+            raise _json_malformed(fmt, str(error)) from None
         raise _value_error(body, start, start + len(data), fmt, exc) from None
     if type(document) is not dict:
         raise _not_an_object(fmt)
@@ -295,23 +302,27 @@ def _json_array_after_error(body: bytes, error_at: int) -> Iterator[dict[str, An
     """Documents of a top-level array msgspec refused (Meilisearch may still accept it).
 
     Re-reading from the start in Python is slow on a large payload, so first look for an element
-    boundary shortly before the reported error: if the prefix up to it is a valid array, its
-    elements are taken from msgspec and only the rest is re-read by the serde_json model.
+    boundary shortly before the reported error (`}`, `,`, `{`: documents are objects); if the
+    prefix up to it is a valid array, its elements come from msgspec and only the rest is re-read
+    by the serde_json model.
     """
     pos = error_at
-    for _ in range(_RESUME_ATTEMPTS):
+    attempts = 0
+    while attempts < _RESUME_ATTEMPTS:
         pos = body.rfind(b"}", 0, pos)
         if pos < 0:
             break
-        if not _COMMA_NEXT.match(body, pos + 1):
+        if not _NEXT_ELEMENT.match(body, pos + 1):
             continue
+        attempts += 1
         try:
             prefix = _raw_list_decoder.decode(body[: pos + 1] + b"]")
         except _DECODE_ERRORS:
-            continue
+            continue  # a nested object, or a `}` inside a string
         for raw in prefix:
             yield _raw_document(body, raw, PayloadFormat.JSON)
-        yield from _documents_from_spans(body, _scan(body, PayloadFormat.JSON, resume_at=pos + 1), PayloadFormat.JSON)
+        spans = _scan(body, PayloadFormat.JSON, resume_at=pos + 1)
+        yield from _documents_from_spans(body, spans, PayloadFormat.JSON)
         return
     yield from _slow_documents(body, PayloadFormat.JSON)
 
@@ -370,7 +381,9 @@ def _scan(body: bytes, fmt: PayloadFormat, resume_at: int | None = None) -> list
         raise _not_an_object(fmt) from None
 
 
-def _documents_from_spans(body: bytes, spans: list[tuple[int, int]], fmt: PayloadFormat) -> Iterator[dict[str, Any]]:
+def _documents_from_spans(
+    body: bytes, spans: list[tuple[int, int]], fmt: PayloadFormat
+) -> Iterator[dict[str, Any]]:
     view = memoryview(body)
     for start, end in spans:
         try:
@@ -391,13 +404,19 @@ def _slow_documents(body: bytes, fmt: PayloadFormat) -> Iterator[dict[str, Any]]
 _RUST_WHITESPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _I64_RE: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
 # Rust's f64 grammar: no underscores, no surrounding spaces, `inf`/`infinity`/`nan` any case.
-_F64_RE: Final = re.compile(r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)", re.ASCII | re.I)
+_F64_RE: Final = re.compile(
+    r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)", re.ASCII | re.I
+)
 _I64_MIN: Final = -(2**63)
 _I64_MAX: Final = 2**63 - 1
 _SURROGATE_RE: Final = re.compile("[\udc80-\udcff]")
 
 # A huge quoted cell is data, not an attack vector: the body size limit already bounds it.
 csv.field_size_limit(sys.maxsize)
+
+
+# Rust's Debug escapes non-printable characters (and combining marks) as `\u{...}`.
+_RUST_ESCAPED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs", "Mn", "Me"})
 
 
 def _rust_debug(text: str) -> str:
@@ -416,7 +435,7 @@ def _rust_debug(text: str) -> str:
             out.append("\\t")
         elif ch == "\0":
             out.append("\\0")
-        elif ch != " " and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs", "Mn", "Me"):
+        elif ch != " " and unicodedata.category(ch) in _RUST_ESCAPED_CATEGORIES:
             out.append(f"\\u{{{ord(ch):x}}}")
         else:
             out.append(ch)
@@ -543,7 +562,9 @@ def _csv_documents(body: bytes, delimiter: bytes) -> Iterator[dict[str, Any]]:
             return
         except csv.Error as exc:
             at_line, byte = _record_position(text, sep, record)
-            raise _csv_malformed(f"CSV error: record {record} (line: {at_line}, byte: {byte}): {exc}") from None
+            raise _csv_malformed(
+                f"CSV error: record {record} (line: {at_line}, byte: {byte}): {exc}"
+            ) from None
         if not row:
             continue  # an empty line, which the csv crate skips too
         if names is not None and len(row) != expected:

@@ -168,8 +168,7 @@ def extract_document_id(document: dict[str, Any], primary_key: str) -> str:
         except _TooManyIds:
             raise MeiliError(
                 "invalid_document_id",
-                f"Document have too many matching `{primary_key}` attribute: "
-                f"`{_compact_json(document)}`.",
+                f"Document have too many matching `{primary_key}` attribute: `{_compact_json(document)}`.",
             ) from None
     if found is _NOT_FOUND:
         raise MeiliError(
