@@ -226,6 +226,15 @@ class Scheduler:
             uids = sorted(set(window) | set(special))
             return list(self.store.iter_tasks(txn, uids))
 
+    def tick(self) -> bool:
+        """Run the next batch synchronously; False when nothing was enqueued. For tests and the CLI
+        (never call it while the writer thread runs)."""
+        return self._tick()
+
+    def recover(self) -> None:
+        """Finish batches interrupted by a crash (what `start` does first)."""
+        self._recover()
+
     def _tick(self) -> bool:
         enqueued = self._enqueued_window()
         choice = autobatch(enqueued, max_tasks=self.max_batched_tasks, max_bytes=self.batch_size_limit)

@@ -234,6 +234,7 @@ _MSGSPEC_BYTE_RE: Final = re.compile(r"\(byte (\d+)\)")
 _NEXT_ELEMENT: Final = re.compile(rb"[ \t\n\r]*,[ \t\n\r]*\{")
 # Each attempt re-decodes the prefix (C speed); give up before that costs more than a re-read.
 _RESUME_ATTEMPTS: Final = 4
+_RESUME_CANDIDATES: Final = 1000
 
 
 def _json_documents(body: bytes) -> Iterator[dict[str, Any]]:
@@ -308,9 +309,9 @@ def _json_array_after_error(body: bytes, error_at: int) -> Iterator[dict[str, An
     """
     pos = error_at
     attempts = 0
-    while attempts < _RESUME_ATTEMPTS:
+    for _ in range(_RESUME_CANDIDATES):
         pos = body.rfind(b"}", 0, pos)
-        if pos < 0:
+        if pos < 0 or attempts == _RESUME_ATTEMPTS:
             break
         if not _NEXT_ELEMENT.match(body, pos + 1):
             continue
