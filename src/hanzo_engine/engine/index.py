@@ -3,13 +3,17 @@
 Layout of the environment (every database name and main-db key is a constant below):
 
 - `main`        small metadata: primary key, dates, the fields-ids map (field names in first-seen order),
-                the field distribution, the docid counter and the marker of the last applied batch.
+                the field distribution, the free docids and the marker of the last applied batch.
 - `documents`   internal docid (u32 big-endian, so cursor order = insertion order) -> document JSON.
 - `external`    external document id (utf-8) -> internal docid.
 
 Invariants:
 - `documents` and `external` always hold the same set of docids (one write transaction changes both).
 - Stored documents keep their keys in fields-ids-map order, which is the order Meilisearch returns them.
+- Internal docids are allocated as milli's `AvailableIds`: a new document takes the smallest docid
+  that was free when the write transaction began (gaps below the largest docid in use, then the
+  ids after it). Docids freed by a transaction become reusable from the next one. `free-docids`
+  holds the gaps below the largest docid; the ids above it are implied.
 - `applied-batch` in `main` is written in the same transaction as the batch's changes; it lets the
   scheduler tell, after a crash, whether a batch's changes already reached disk (exactly-once apply).
 """
@@ -27,6 +31,7 @@ from typing import Any, Final
 
 import lmdb
 import msgspec
+from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
 
@@ -39,11 +44,14 @@ KEY_CREATED_AT: Final = b"created-at"
 KEY_UPDATED_AT: Final = b"updated-at"
 KEY_FIELDS_IDS_MAP: Final = b"fields-ids-map"
 KEY_FIELD_DISTRIBUTION: Final = b"field-distribution"
-KEY_NEXT_DOCID: Final = b"next-docid"
+KEY_FREE_DOCIDS: Final = b"free-docids"
 KEY_APPLIED_BATCH: Final = b"applied-batch"
+# The index settings as one JSON object (`apitypes.settings` shape); absent = every setting at its default.
+KEY_SETTINGS: Final = b"settings"
 
-# Virtual address space reserved per index; LMDB files grow only as data is written.
-DEFAULT_MAP_SIZE: Final = 1 << 40
+# Virtual address space reserved per index (LMDB files grow only as data is written). 256 GiB each,
+# with at most `IndexMapper.MAX_OPEN` environments open, stays far inside the 128 TiB user address space.
+DEFAULT_MAP_SIZE: Final = 256 << 30
 MAX_FIELDS: Final = 65_535
 
 _U32 = struct.Struct(">I")
@@ -156,6 +164,11 @@ class IndexReader:
         raw = self._main(KEY_APPLIED_BATCH)
         return dict(_decode(raw)) if raw else None
 
+    def settings(self) -> dict[str, Any]:
+        """The stored settings JSON; `{}` for an index whose settings were never updated (all defaults)."""
+        raw = self._main(KEY_SETTINGS)
+        return dict(_decode(raw)) if raw else {}
+
     def number_of_documents(self) -> int:
         return int(self.txn.stat(self.index.db_external)["entries"])
 
@@ -199,16 +212,43 @@ class IndexWriter(IndexReader):
         self._fields: list[str] = self.fields_ids_map()
         self._field_pos: dict[str, int] = {name: i for i, name in enumerate(self._fields)}
         self._distribution: dict[str, int] = self.field_distribution()
-        raw = self._main(KEY_NEXT_DOCID)
-        self._next_docid = _U32.unpack(raw)[0] if raw else 0
+        raw = self._main(KEY_FREE_DOCIDS)
+        # docids this transaction may hand out, fixed at its start (AvailableIds over `documents_ids`)
+        last = self._last_docid()
+        self._free = BitMap.deserialize(raw) if raw else BitMap()
+        if last is None:
+            self._free.clear()
+        else:
+            self._free.remove_range(last + 1, 1 << 32)
+        self._next_docid = 0 if last is None else last + 1
+        self._freed = BitMap()  # reusable once this transaction is committed
         self._dirty = False
         self.interrupted: Callable[[], bool] = lambda: False
+
+    def _last_docid(self) -> int | None:
+        with self.txn.cursor(db=self.index.db_documents) as cursor:
+            if not cursor.last():
+                return None
+            last: int = _U32.unpack(cursor.key())[0]
+            return last
+
+    def _allocate_docid(self) -> bytes:
+        if self._free:
+            docid = self._free.min()
+            self._free.remove(docid)
+        else:
+            docid = self._next_docid
+            self._next_docid += 1
+        return _U32.pack(docid)
 
     # -- metadata ---------------------------------------------------------------------------------
 
     def set_primary_key(self, primary_key: str) -> None:
         self.txn.put(KEY_PRIMARY_KEY, primary_key.encode(), db=self.index.db_main)
         self._dirty = True
+
+    def set_settings(self, settings: dict[str, Any]) -> None:
+        self.txn.put(KEY_SETTINGS, _encode(settings), db=self.index.db_main)
 
     def set_applied_batch(self, marker: dict[str, Any]) -> None:
         self.txn.put(KEY_APPLIED_BATCH, _encode(marker), db=self.index.db_main)
@@ -222,7 +262,13 @@ class IndexWriter(IndexReader):
         db = self.index.db_main
         self.txn.put(KEY_FIELDS_IDS_MAP, _encode(self._fields), db=db)
         self.txn.put(KEY_FIELD_DISTRIBUTION, _encode(self._distribution), db=db)
-        self.txn.put(KEY_NEXT_DOCID, _U32.pack(self._next_docid), db=db)
+        free = self._free | self._freed
+        last = self._last_docid()
+        if last is None:
+            free.clear()
+        else:
+            free.remove_range(last, 1 << 32)  # ids above the largest docid are implied
+        self.txn.put(KEY_FREE_DOCIDS, free.serialize(), db=db)
         self._dirty = False
 
     # -- documents --------------------------------------------------------------------------------
@@ -271,8 +317,7 @@ class IndexWriter(IndexReader):
                 merged.update(document)
                 document = merged
         else:
-            raw_docid = _U32.pack(self._next_docid)
-            self._next_docid += 1
+            raw_docid = self._allocate_docid()
             self.txn.put(ext, raw_docid, db=self.index.db_external)
         document = self._ordered(document)
         self._count_fields(document, +1)
@@ -289,6 +334,7 @@ class IndexWriter(IndexReader):
             self._count_fields(_decode(old_raw), -1)
         self.txn.delete(raw_docid, db=self.index.db_documents)
         self.txn.delete(ext, db=self.index.db_external)
+        self._freed.add(_U32.unpack(raw_docid)[0])
         return True
 
     def delete_documents(self, external_ids: Iterable[str]) -> int:
@@ -299,5 +345,9 @@ class IndexWriter(IndexReader):
         self.txn.drop(self.index.db_documents, delete=False)
         self.txn.drop(self.index.db_external, delete=False)
         self._distribution = {}
+        # an empty index allocates from 0 again, as milli after a clear
+        self._free.clear()
+        self._freed.clear()
+        self._next_docid = 0
         self._dirty = True
         return count

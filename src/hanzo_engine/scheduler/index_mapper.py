@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 import uuid as uuidlib
+from collections import OrderedDict
 from pathlib import Path
 
 from hanzo_engine.engine.index import Index
@@ -18,11 +19,15 @@ from .store import TaskStore
 
 
 class IndexMapper:
+    # Open environments kept at once; the least recently used one is closed past this (each reserves
+    # address space, and Meilisearch bounds its open indexes the same way).
+    MAX_OPEN = 100
+
     def __init__(self, store: TaskStore, indexes_dir: Path) -> None:
         self.store = store
         self.dir = indexes_dir
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._open: dict[str, Index] = {}
+        self._open: OrderedDict[str, Index] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -37,20 +42,27 @@ class IndexMapper:
         with self.store.env.begin() as txn:
             return self.store.index_mapping(txn)
 
+    def _remember(self, uuid: str, index: Index) -> Index:
+        self._open[uuid] = index
+        while len(self._open) > self.MAX_OPEN:
+            _, evicted = self._open.popitem(last=False)
+            evicted.close()
+        return index
+
     def open_uuid(self, uuid: str) -> Index:
         with self._lock:
             index = self._open.get(uuid)
             if index is None:
-                index = self._open[uuid] = Index(self.dir / uuid)
+                return self._remember(uuid, Index(self.dir / uuid))
+            self._open.move_to_end(uuid)
             return index
 
     def create_uuid(self, uuid: str, *, primary_key: str | None, created_at: int) -> Index:
         with self._lock:
             index = self._open.get(uuid)
             if index is None:
-                index = self._open[uuid] = Index.create(
-                    self.dir / uuid, primary_key=primary_key, created_at=created_at
-                )
+                index = Index.create(self.dir / uuid, primary_key=primary_key, created_at=created_at)
+                return self._remember(uuid, index)
             return index
 
     def get(self, uid: str) -> Index | None:

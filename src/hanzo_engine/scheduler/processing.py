@@ -18,8 +18,10 @@ import lmdb
 import msgspec
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.settings import SettingsPatch, apply_patch, complete_settings
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexWriter
+from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
 from .store import Batch, Task
 from .views import failed_details
@@ -61,12 +63,6 @@ def succeeded(details: dict[str, Any] | None) -> TaskResult:
 
 def failed(task: Task, err: MeiliError) -> TaskResult:
     return TaskResult("failed", failed_details(task.get("details")), err.to_json())
-
-
-def _index_error(uid: str, err: MeiliError) -> MeiliError:
-    from .scheduler import user_error_for_index
-
-    return user_error_for_index(uid, err)
 
 
 def apply_batch(
@@ -140,7 +136,8 @@ def _index_batch(
             try:
                 results[task["uid"]] = _apply_index_task(sched, w, uid, task)
             except MeiliError as err:
-                results[task["uid"]] = failed(task, _index_error(uid, err))
+                # Per-document errors (ids, primary key) carry no `Index `x`: ` prefix in Meilisearch.
+                results[task["uid"]] = failed(task, err)
         w.touch()
         w.set_applied_batch({"batchUid": batch["uid"],
                              "results": {str(k): v.to_json() for k, v in results.items()}})
@@ -159,7 +156,19 @@ def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) ->
         if op == "clear":
             return succeeded(dict(task["details"], deletedDocuments=w.clear_documents()))
         raise MeiliError("feature_not_enabled", "Deleting documents by filter needs the filter engine.")
+    if task["type"] == "settingsUpdate":
+        return _update_settings(w, task)
     raise MeiliError("feature_not_enabled", f"`{task['type']}` tasks are not supported by this build yet.")
+
+
+def _update_settings(w: IndexWriter, task: Task) -> TaskResult:
+    """Merge the task's patch into the stored settings; the new settings are stored only after the
+    indexer rebuilt what depends on them, so a failing task leaves them unchanged."""
+    old = complete_settings(w.settings())
+    new = apply_patch(old, SettingsPatch.from_json(task["kind"]["settings"]))
+    reindex_for_settings(w, old, new)
+    w.set_settings(new)
+    return succeeded(task["details"])
 
 
 def _add_documents(sched: Scheduler, w: IndexWriter, task: Task) -> TaskResult:
@@ -207,7 +216,7 @@ def _update_index(sched: Scheduler, index: Index, uid: str, uuid: str, task: Tas
                 if w.number_of_documents() > 0:
                     err = MeiliError("index_primary_key_already_exists",
                                      f"Index already has a primary key: `{current}`.")
-                    return BatchOutcome({task["uid"]: failed(task, _index_error(uid, err))})
+                    return BatchOutcome({task["uid"]: failed(task, err)})
                 w.set_primary_key(kind["primaryKey"])
             w.touch()
     else:

@@ -14,7 +14,6 @@ a batch whose index commit reached disk is not applied twice: its recorded outco
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
@@ -24,7 +23,6 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TaskQuery
 from hanzo_engine.engine.index import Index, now_ns
 
@@ -145,20 +143,16 @@ class Scheduler:
         }
 
     def list_batches(self, q: TaskQuery) -> dict[str, Any]:
-        """Batches holding at least one task that matches the task filters; `uids` are batch uids."""
-        batch_filter = q.uids
-        task_q = dataclasses.replace(q, uids=None)
+        """Batches holding at least one task that matches the filters (`uids` are task uids, as
+        Meilisearch's `get_batch_ids`; `batchUids` select batches directly)."""
         with self.store.env.begin() as txn:
-            tasks = self.store.matching_tasks(txn, task_q)
+            unfiltered = q == TaskQuery(limit=q.limit, from_=q.from_, reverse=q.reverse)
+            tasks = None if unfiltered else self.store.matching_tasks(txn, q)
             batch_uids = BitMap()
-            unfiltered = task_q == TaskQuery(limit=q.limit, from_=q.from_, reverse=q.reverse)
-
             with txn.cursor(db=self.store.db_batches) as cursor:
                 for key in cursor.iternext(keys=True, values=False):
                     buid = int.from_bytes(key, "big")
-                    if batch_filter is not None and buid not in batch_filter:
-                        continue
-                    if unfiltered or (self.store.bitmap_txn(txn, f"batch:{buid}") & tasks):
+                    if tasks is None or (self.store.bitmap_txn(txn, f"batch:{buid}") & tasks):
                         batch_uids.add(buid)
             page, next_uid = _paginate(batch_uids, q)
             results = []
@@ -411,10 +405,3 @@ def _unlink(path: Path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def user_error_for_index(uid: str, err: MeiliError) -> MeiliError:
-    """Errors from the indexing core are prefixed with the index name, as Meilisearch's milli errors."""
-    if err.code in ("index_not_found", "index_already_exists"):
-        return err
-    return MeiliError(err.code, f"Index `{uid}`: {err.message}")

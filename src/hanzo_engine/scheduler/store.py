@@ -34,7 +34,6 @@ DB_INDEX_MAPPING: Final = b"index-mapping"
 DB_META: Final = b"meta"
 
 KEY_NEXT_TASK: Final = b"next-task-uid"
-KEY_NEXT_BATCH: Final = b"next-batch-uid"
 
 TASKS_MAP_SIZE: Final = 1 << 38
 
@@ -142,9 +141,9 @@ class TaskStore:
         return task
 
     def next_batch_uid(self, txn: lmdb.Transaction) -> int:
-        uid = self._counter(txn, KEY_NEXT_BATCH)
-        txn.put(KEY_NEXT_BATCH, _U32.pack(uid + 1), db=self.db_meta)
-        return uid
+        """Last stored batch uid + 1, as Meilisearch: an aborted (never stored) batch leaves no gap."""
+        with txn.cursor(db=self.db_batches) as cursor:
+            return _U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
 
     def peek_next_task_uid(self) -> int:
         with self.env.begin() as txn:
