@@ -36,10 +36,19 @@ def test_consecutive_document_tasks_of_one_index_batch_together() -> None:
     assert choice.index_uid == "a"
 
 
-def test_index_deletion_stops_the_batch() -> None:
+def test_index_deletion_joins_and_ends_the_batch() -> None:
     tasks = [task(0, "documentAdditionOrUpdate"), task(1, "indexDeletion"), task(2, "documentAdditionOrUpdate")]
     choice = autobatch(tasks)
+    assert choice is not None and choice.task_uids == [0, 1]
+    assert choice.strategy == "stopped after task with id 1 because it deletes the index"
+
+
+def test_settings_and_documents_do_not_mix() -> None:
+    tasks = [task(0, "documentAdditionOrUpdate"), task(1, "settingsUpdate"), task(2, "settingsUpdate")]
+    choice = autobatch(tasks)
     assert choice is not None and choice.task_uids == [0]
+    choice = autobatch(tasks[1:])
+    assert choice is not None and choice.task_uids == [1, 2]
 
 
 def test_index_creation_runs_alone() -> None:
@@ -52,7 +61,9 @@ def test_cancelations_overtake_everything() -> None:
     tasks = [task(0, "documentAdditionOrUpdate"), task(1, "taskCancelation"), task(2, "taskDeletion"),
              task(3, "taskCancelation")]
     choice = autobatch(tasks)
-    assert choice is not None and choice.task_uids == [1, 3]
+    assert choice is not None and choice.task_uids == [1]
+    choice = autobatch([t for t in tasks if t["uid"] != 1])
+    assert choice is not None and choice.task_uids == [3]
     choice = autobatch([t for t in tasks if t["uid"] not in (1, 3)])
     assert choice is not None and choice.task_uids == [2]
 
@@ -86,7 +97,8 @@ def test_batches_preserve_per_index_order_and_never_mix_indexes(spec: list[tuple
         assert chosen, "a batch is never empty"
         if len(chosen) > 1 and chosen[0]["type"] not in ("taskCancelation", "taskDeletion"):
             assert {t["indexUid"] for t in chosen} == {choice.index_uid}
-            assert all(t["type"] in BATCHABLE for t in chosen)
+            assert all(t["type"] in BATCHABLE for t in chosen[:-1])
+            assert chosen[-1]["type"] in BATCHABLE | {"indexDeletion"}
         order.extend(choice.task_uids)
         pending = [t for t in pending if t["uid"] not in set(choice.task_uids)]
     assert sorted(order) == list(range(len(spec)))

@@ -1,12 +1,12 @@
 """Choose the next batch among enqueued tasks. A pure function of the enqueued tasks (no I/O).
 
 Priority, as Meilisearch's scheduler:
-1. every enqueued `taskCancelation` together (they must overtake the work they cancel);
-2. every enqueued `taskDeletion` together;
-3. a `snapshotCreation`, then a `dumpCreation`, each alone;
+1. the oldest enqueued `taskCancelation`, alone (cancelations must overtake the work they cancel);
+2. every enqueued `taskDeletion` together, then every `snapshotCreation` together;
+3. a `dumpCreation` alone;
 4. otherwise the oldest enqueued index task, with the consecutive compatible tasks of the same index:
-   document additions/updates, document deletions and settings updates batch together; index creation,
-   update, deletion and swaps run alone. Tasks of other indexes in between are independent and skipped
+   document additions/updates and deletions batch together, settings updates batch together (not with
+   documents), an index deletion ends the batch it joins; index creation, update and swaps run alone. Tasks of other indexes in between are independent and skipped
    over, but a swap naming the index is a barrier: nothing after it may overtake it.
 
 Invariants: a batch never holds tasks of two indexes (swaps aside), and the tasks of one index always
@@ -38,43 +38,72 @@ def _touches(task: dict[str, Any], index_uid: str) -> bool:
     return False
 
 
+def _alone(task: dict[str, Any]) -> str:
+    return (f"created batch containing only task with id {task['uid']} of type `{task['type']}` that cannot be "
+            "batched with any other task.")
+
+
+def _family(task: dict[str, Any]) -> str:
+    return "settings" if task["type"] == "settingsUpdate" else "documents"
+
+
 def autobatch(
     enqueued: Sequence[dict[str, Any]], *, max_tasks: int | None = None, max_bytes: int | None = None
 ) -> BatchChoice | None:
-    """Pick the next batch from `enqueued` (tasks in ascending uid order)."""
+    """Pick the next batch from `enqueued` (tasks in ascending uid order).
+
+    The `strategy` strings are Meilisearch's `BatchStopReason` texts.
+    """
     if not enqueued:
         return None
-    for kind in ("taskCancelation", "taskDeletion"):
+    for t in enqueued:
+        if t["type"] == "taskCancelation":
+            return BatchChoice([t["uid"]], None, _alone(t))
+    for kind in ("taskDeletion", "snapshotCreation"):
         uids = [t["uid"] for t in enqueued if t["type"] == kind]
         if uids:
-            return BatchChoice(uids, None, f"batched all enqueued tasks of type `{kind}`")
-    for kind in ("snapshotCreation", "dumpCreation", "upgradeDatabase"):
+            return BatchChoice(uids, None, f"stopped after the last task of type `{kind}` because they cannot "
+                                           "be batched with tasks of any other type.")
+    for kind in ("dumpCreation", "upgradeDatabase"):
         for t in enqueued:
             if t["type"] == kind:
-                return BatchChoice([t["uid"]], None, f"a batch of type `{kind}` always runs alone")
+                return BatchChoice([t["uid"]], None, _alone(t))
 
     first = enqueued[0]
     if first["type"] == "indexSwap" or first.get("indexUid") is None:
-        return BatchChoice([first["uid"]], None, f"a batch of type `{first['type']}` always runs alone")
+        return BatchChoice([first["uid"]], None, _alone(first))
     index_uid = first["indexUid"]
     if first["type"] in ALONE_INDEX_TASKS:
-        return BatchChoice([first["uid"]], index_uid, f"a batch of type `{first['type']}` always runs alone")
+        return BatchChoice([first["uid"]], index_uid, _alone(first))
 
     chosen = [first["uid"]]
     size = first["kind"].get("contentSize", 0)
+    family = _family(first)
     strategy = "batched all enqueued tasks"
     for t in enqueued[1:]:
         if not _touches(t, index_uid):
             continue
+        if t["type"] == "indexDeletion":
+            # Work before a deletion is pointless but must still be reported: it joins the deletion.
+            chosen.append(t["uid"])
+            strategy = f"stopped after task with id {t['uid']} because it deletes the index"
+            break
         if t["type"] not in BATCHABLE:
-            strategy = f"stopped at a task of type `{t['type']}` that cannot be batched with the others"
+            strategy = f"batched all enqueued tasks for index `{index_uid}`"
+            break
+        if _family(t) != family:
+            strategy = (
+                f"stopped before task with id {t['uid']} because it is a settings change which cannot be "
+                "batched with document operations" if family == "documents" else
+                f"stopped before task with id {t['uid']} because it is a document operation which cannot be "
+                "batched with settings changes")
             break
         if max_tasks is not None and len(chosen) >= max_tasks:
-            strategy = f"batched up to configured batch size limit of {max_tasks} tasks"
+            strategy = f"batched up to configured batch limit of {max_tasks} tasks"
             break
         t_size = t["kind"].get("contentSize", 0)
         if max_bytes is not None and size + t_size > max_bytes:
-            strategy = "batched up to configured batch size limit in bytes"
+            strategy = f"batched up to configured batch size limit of {max_bytes}B with a total of {size}B"
             break
         size += t_size
         chosen.append(t["uid"])

@@ -114,11 +114,14 @@ def _index_batch(
         index = sched.mapper.open_uuid(uuid)
         mapping = {}
 
-    if first["type"] == "indexDeletion":
+    if tasks[-1]["type"] == "indexDeletion":
+        # The work before the deletion is reported (it succeeds) but never written: the index goes.
+        deletion = tasks[-1]
         with index.read() as r:
             count = r.number_of_documents()
-        return BatchOutcome({first["uid"]: succeeded({"deletedDocuments": count})},
-                            mapping_changes={uid: None}, dropped_index_uuids=[uuid])
+        results = {t["uid"]: succeeded(t["details"]) for t in tasks[:-1]}
+        results[deletion["uid"]] = succeeded({"deletedDocuments": count})
+        return BatchOutcome(results, mapping_changes={uid: None}, dropped_index_uuids=[uuid])
     if first["type"] == "indexUpdate":
         return _update_index(sched, index, uid, uuid, first)
 
@@ -132,7 +135,9 @@ def _index_batch(
     results: dict[int, TaskResult] = {}
     with index.write() as w:
         w.interrupted = interrupted
-        for task in tasks:
+        for done, task in enumerate(tasks):
+            sched.progress.start("processing tasks", len(tasks))
+            sched.progress.advance(done)
             try:
                 results[task["uid"]] = _apply_index_task(sched, w, uid, task)
             except MeiliError as err:
@@ -190,9 +195,12 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task) -> TaskResult:
     merge = kind["method"] == "update"
     skip_creation = bool(kind.get("skipCreation"))
     indexed = 0
+    sched.progress.nested("indexing documents", len(ids))
     for i, (ext_id, doc) in enumerate(zip(ids, documents, strict=True)):
-        if i % INTERRUPT_CHECK_EVERY == 0 and w.interrupted():
-            raise Interrupted
+        if i % INTERRUPT_CHECK_EVERY == 0:
+            if w.interrupted():
+                raise Interrupted
+            sched.progress.advance(i)
         if skip_creation and w.internal_id(ext_id) is None:
             continue
         w.put_document(ext_id, doc, merge=merge)

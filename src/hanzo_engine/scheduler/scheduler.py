@@ -29,6 +29,7 @@ from hanzo_engine.engine.index import Index, now_ns
 from . import processing
 from .autobatcher import autobatch
 from .index_mapper import IndexMapper
+from .progress import Progress
 from .store import Batch, Task, TaskStore
 from .views import accumulate_details, batch_view, summarized_task, task_view
 
@@ -63,6 +64,8 @@ class Scheduler:
         self._processing: frozenset[int] = frozenset()
         self._must_stop = threading.Event()
         self._idle = threading.Event()
+        self.progress = Progress()
+        self._current_batch: int | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -130,7 +133,13 @@ class Scheduler:
 
     def get_batch(self, uid: int) -> dict[str, Any] | None:
         batch = self.store.get_batch(uid)
-        return None if batch is None else batch_view(batch)
+        return None if batch is None else self._batch_view(batch)
+
+    def _batch_view(self, batch: Batch) -> dict[str, Any]:
+        view = batch_view(batch)
+        if batch["uid"] == self._current_batch and batch.get("finishedAt") is None:
+            view["progress"] = self.progress.view()
+        return view
 
     def list_tasks(self, q: TaskQuery) -> dict[str, Any]:
         with self.store.env.begin() as txn:
@@ -159,7 +168,7 @@ class Scheduler:
             for buid in page:
                 batch = self.store.get_batch_txn(txn, buid)
                 if batch is not None:
-                    results.append(batch_view(batch))
+                    results.append(self._batch_view(batch))
         return {
             "results": results, "total": len(batch_uids), "limit": q.limit,
             "from": page[0] if page else None, "next": next_uid,
@@ -266,6 +275,8 @@ class Scheduler:
             return
         self._processing = frozenset(t["uid"] for t in tasks)
         self._must_stop.clear()
+        self._current_batch = batch["uid"]
+        self.progress.start("processing tasks", len(tasks))
         try:
             outcome = processing.apply_batch(self, batch, tasks, interrupted=self._must_stop.is_set)
         except processing.Interrupted:
@@ -273,6 +284,8 @@ class Scheduler:
             return
         finally:
             self._processing = frozenset()
+            self._current_batch = None
+            self.progress.clear()
         _crash_point("after-apply-batch")
         self._finish_batch(batch, tasks, outcome)
 
