@@ -119,9 +119,9 @@ def _index_batch(
         deletion = tasks[-1]
         with index.read() as r:
             count = r.number_of_documents()
-        results = {t["uid"]: succeeded(t["details"]) for t in tasks[:-1]}
-        results[deletion["uid"]] = succeeded({"deletedDocuments": count})
-        return BatchOutcome(results, mapping_changes={uid: None}, dropped_index_uuids=[uuid])
+        before = {t["uid"]: succeeded(t["details"]) for t in tasks[:-1]}
+        before[deletion["uid"]] = succeeded({"deletedDocuments": count})
+        return BatchOutcome(before, mapping_changes={uid: None}, dropped_index_uuids=[uuid])
     if first["type"] == "indexUpdate":
         return _update_index(sched, index, uid, uuid, first)
 

@@ -24,7 +24,7 @@ class Progress:
     def nested(self, name: str, total: int) -> None:
         """Open (or replace) the step nested directly under the top-level one."""
         with self._lock:
-            self._steps = self._steps[:1] + [[name, 0, max(total, 1)]]
+            self._steps = [*self._steps[:1], [name, 0, max(total, 1)]]
 
     def advance(self, finished: int) -> None:
         with self._lock:
