@@ -222,8 +222,9 @@ def _update_index(sched: Scheduler, index: Index, uid: str, uuid: str, task: Tas
             current = w.primary_key
             if current != kind["primaryKey"]:
                 if w.number_of_documents() > 0:
+                    # An index update is an indexing-core operation: its errors name the index.
                     err = MeiliError("index_primary_key_already_exists",
-                                     f"Index already has a primary key: `{current}`.")
+                                     f"Index `{uid}`: Index already has a primary key: `{current}`.")
                     return BatchOutcome({task["uid"]: failed(task, err)})
                 w.set_primary_key(kind["primaryKey"])
             w.touch()
