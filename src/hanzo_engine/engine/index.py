@@ -27,13 +27,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import lmdb
 import msgspec
 from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
+
+if TYPE_CHECKING:
+    from hanzo_engine.engine.update.indexer import SearchIndexer
 
 DB_MAIN: Final = b"main"
 DB_DOCUMENTS: Final = b"documents"
@@ -48,6 +51,9 @@ KEY_FREE_DOCIDS: Final = b"free-docids"
 KEY_APPLIED_BATCH: Final = b"applied-batch"
 # The index settings as one JSON object (`apitypes.settings` shape); absent = every setting at its default.
 KEY_SETTINGS: Final = b"settings"
+
+# Databases of the search structures (engine/update/indexer.py documents them).
+EXTRA_DBS: Final = (b"word-docids", b"word-fid-docids", b"docid-words")
 
 # Virtual address space reserved per index (LMDB files grow only as data is written). 256 GiB each,
 # with at most `IndexMapper.MAX_OPEN` environments open, stays far inside the 128 TiB user address space.
@@ -64,12 +70,17 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+class IndexClosed(Exception):
+    """The environment was closed (index deleted, or its env evicted) while it was being read."""
+
+
 class Index:
     """An open index environment. Thread-safe: LMDB read txns may run while one write txn is open."""
 
     def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> None:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.closed = False
         self.env = lmdb.open(
             str(path), map_size=map_size, max_dbs=16, subdir=True, readahead=False, max_readers=512,
             lock=True,
@@ -77,6 +88,12 @@ class Index:
         self.db_main = self.env.open_db(DB_MAIN)
         self.db_documents = self.env.open_db(DB_DOCUMENTS)
         self.db_external = self.env.open_db(DB_EXTERNAL)
+        # Every other database is opened here too: opening one later, inside a write transaction of
+        # this thread, would deadlock on LMDB's writer lock.
+        self._dbs = {name: self.env.open_db(name) for name in EXTRA_DBS}
+
+    def db(self, name: bytes) -> Any:
+        return self._dbs[name]
 
     @classmethod
     def create(cls, path: Path, *, primary_key: str | None, created_at: int) -> Index:
@@ -90,6 +107,7 @@ class Index:
         return index
 
     def close(self) -> None:
+        self.closed = True
         self.env.close()
 
     def delete_files(self) -> None:
@@ -98,8 +116,14 @@ class Index:
 
     @contextmanager
     def read(self) -> Iterator[IndexReader]:
-        with self.env.begin(write=False, buffers=False) as txn:
-            yield IndexReader(self, txn)
+        """One read transaction; `IndexClosed` when the env is (or gets) closed under the reader."""
+        try:
+            with self.env.begin(write=False, buffers=False) as txn:
+                yield IndexReader(self, txn)
+        except lmdb.Error:
+            if self.closed:
+                raise IndexClosed(str(self.path)) from None
+            raise
 
     @contextmanager
     def write(self) -> Iterator[IndexWriter]:
@@ -224,6 +248,16 @@ class IndexWriter(IndexReader):
         self._freed = BitMap()  # reusable once this transaction is committed
         self._dirty = False
         self.interrupted: Callable[[], bool] = lambda: False
+        self._search: SearchIndexer | None = None
+
+    @property
+    def search(self) -> SearchIndexer:
+        """The full-text indexer of this transaction, created on first use."""
+        if self._search is None:
+            from hanzo_engine.engine.update.indexer import SearchIndexer
+
+            self._search = SearchIndexer(self, self.settings())
+        return self._search
 
     def _last_docid(self) -> int | None:
         with self.txn.cursor(db=self.index.db_documents) as cursor:
@@ -257,6 +291,8 @@ class IndexWriter(IndexReader):
         self.txn.put(KEY_UPDATED_AT, _U64.pack(at or now_ns()), db=self.index.db_main)
 
     def flush_metadata(self) -> None:
+        if self._search is not None:
+            self._search.flush()
         if not self._dirty:
             return
         db = self.index.db_main
@@ -312,6 +348,7 @@ class IndexWriter(IndexReader):
             old_raw = self.txn.get(raw_docid, db=self.index.db_documents)
             old = _decode(old_raw) if old_raw is not None else {}
             self._count_fields(old, -1)
+            self.search.remove(_U32.unpack(raw_docid)[0])
             if merge:
                 merged = dict(old)
                 merged.update(document)
@@ -322,6 +359,7 @@ class IndexWriter(IndexReader):
         document = self._ordered(document)
         self._count_fields(document, +1)
         self.txn.put(raw_docid, _encode(document), db=self.index.db_documents)
+        self.search.add(_U32.unpack(raw_docid)[0], document)
 
     def delete_document(self, external_id: str) -> bool:
         ext = external_id.encode()
@@ -334,6 +372,7 @@ class IndexWriter(IndexReader):
             self._count_fields(_decode(old_raw), -1)
         self.txn.delete(raw_docid, db=self.index.db_documents)
         self.txn.delete(ext, db=self.index.db_external)
+        self.search.remove(_U32.unpack(raw_docid)[0])
         self._freed.add(_U32.unpack(raw_docid)[0])
         return True
 
@@ -344,6 +383,7 @@ class IndexWriter(IndexReader):
         count = self.number_of_documents()
         self.txn.drop(self.index.db_documents, delete=False)
         self.txn.drop(self.index.db_external, delete=False)
+        self.search.clear()
         self._distribution = {}
         # an empty index allocates from 0 again, as milli after a clear
         self._free.clear()
