@@ -8,9 +8,7 @@ Meilisearch's store, so null DetailsView fields are absent (an index creation ba
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +16,9 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, wait_task
-from tests.http.test_tasks import DATE_RE, iso_duration, to_ns
+from tests.http.test_tasks import BLOCKER_DOCS, DATE_RE, iso_duration, start_blocker, still_processing, to_ns
 
-JSON = {"content-type": "application/json"}
 BATCH_KEYS = ["uid", "progress", "details", "stats", "duration", "startedAt", "finishedAt", "batchStrategy"]
-BLOCKER_DOCS = 400_000
 
 
 def add_documents(http: httpx.Client, uid: str, docs: list[dict[str, Any]]) -> int:
@@ -197,29 +193,6 @@ def private(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         srv.stop()
 
 
-@cache
-def blocker_payload() -> bytes:
-    return ("[" + ",".join(f'{{"id":{i}}}' for i in range(BLOCKER_DOCS)) + "]").encode()
-
-
-def start_blocker(http: httpx.Client, uid: str) -> int:
-    """A large document addition, returned once its batch is processing: work queued now waits."""
-    r = http.post(f"/indexes/{uid}/documents", content=blocker_payload(), headers=JSON)
-    assert r.status_code == 202, r.text
-    task = int(r.json()["taskUid"])
-    deadline = time.monotonic() + 30
-    while (status := http.get(f"/tasks/{task}").json()["status"]) == "enqueued":
-        assert time.monotonic() < deadline
-        time.sleep(0.002)
-    assert status == "processing", "the blocker finished before the test could queue work behind it"
-    return task
-
-
-def still_processing(http: httpx.Client, task: int) -> None:
-    status = http.get(f"/tasks/{task}").json()["status"]
-    assert status == "processing", f"blocker is {status}: the test premise (queued work) is gone"
-
-
 def test_consecutive_additions_share_a_batch(private: httpx.Client) -> None:
     blocker = start_blocker(private, "auto_blocker")
     queued = [
@@ -305,3 +278,23 @@ def test_canceled_processing_task_keeps_its_batch_uid(private: httpx.Client) -> 
     cancel = wait_task(private, private.post(f"/tasks/cancel?uids={blocker}").json()["taskUid"])
     assert cancel["batchUid"] == batch_uid
     assert private.get(f"/tasks/{blocker}").json()["batchUid"] == batch_uid
+
+
+def test_batch_strategy_when_other_indexes_have_work(private: httpx.Client) -> None:
+    blocker = start_blocker(private, "strategy_blocker")
+    first = add_documents(private, "strategy_a", [{"id": 1}])
+    second = add_documents(private, "strategy_b", [{"id": 1}])
+    still_processing(private, blocker)
+    private.post(f"/tasks/cancel?uids={blocker}")
+    assert batch_of(private, first)["batchStrategy"] == "batched all enqueued tasks for index `strategy_a`"
+    assert batch_of(private, second)["batchStrategy"] == "batched all enqueued tasks"
+
+
+def test_newest_cancelation_runs_first(private: httpx.Client) -> None:
+    blocker = start_blocker(private, "order_blocker")
+    waiting = add_documents(private, "order_waiting", [{"id": 1}])
+    older = private.post(f"/tasks/cancel?uids={waiting}").json()["taskUid"]
+    still_processing(private, blocker)
+    newer = private.post(f"/tasks/cancel?uids={blocker}").json()["taskUid"]
+    older_task, newer_task = wait_task(private, older), wait_task(private, newer)
+    assert newer_task["batchUid"] < older_task["batchUid"]

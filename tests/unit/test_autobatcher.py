@@ -61,9 +61,9 @@ def test_cancelations_overtake_everything() -> None:
     tasks = [task(0, "documentAdditionOrUpdate"), task(1, "taskCancelation"), task(2, "taskDeletion"),
              task(3, "taskCancelation")]
     choice = autobatch(tasks)
+    assert choice is not None and choice.task_uids == [3], "the newest cancelation first"
+    choice = autobatch([t for t in tasks if t["uid"] != 3])
     assert choice is not None and choice.task_uids == [1]
-    choice = autobatch([t for t in tasks if t["uid"] != 1])
-    assert choice is not None and choice.task_uids == [3]
     choice = autobatch([t for t in tasks if t["uid"] not in (1, 3)])
     assert choice is not None and choice.task_uids == [2]
 

@@ -1,7 +1,7 @@
 """Choose the next batch among enqueued tasks. A pure function of the enqueued tasks (no I/O).
 
 Priority, as Meilisearch's scheduler:
-1. the oldest enqueued `taskCancelation`, alone (cancelations must overtake the work they cancel);
+1. the newest enqueued `taskCancelation`, alone (cancelations must overtake the work they cancel);
 2. every enqueued `taskDeletion` together, then every `snapshotCreation` together;
 3. a `dumpCreation` alone;
 4. otherwise the oldest enqueued index task, with the consecutive compatible tasks of the same index:
@@ -56,9 +56,10 @@ def autobatch(
     """
     if not enqueued:
         return None
-    for t in enqueued:
-        if t["type"] == "taskCancelation":
-            return BatchChoice([t["uid"]], None, _alone(t))
+    cancelations = [t for t in enqueued if t["type"] == "taskCancelation"]
+    if cancelations:
+        # The newest cancelation first, as Meilisearch (`to_cancel.max()`).
+        return BatchChoice([cancelations[-1]["uid"]], None, _alone(cancelations[-1]))
     for kind in ("taskDeletion", "snapshotCreation"):
         uids = [t["uid"] for t in enqueued if t["type"] == kind]
         if uids:
@@ -79,7 +80,7 @@ def autobatch(
     chosen = [first["uid"]]
     size = first["kind"].get("contentSize", 0)
     family = _family(first)
-    strategy = "batched all enqueued tasks"
+    strategy = ""
     for t in enqueued[1:]:
         if not _touches(t, index_uid):
             continue
@@ -107,4 +108,8 @@ def autobatch(
             break
         size += t_size
         chosen.append(t["uid"])
+    if not strategy:
+        # Every enqueued task of the index was taken; Meilisearch names the index when other work remains.
+        strategy = ("batched all enqueued tasks" if len(chosen) == len(enqueued)
+                    else f"batched all enqueued tasks for index `{index_uid}`")
     return BatchChoice(chosen, index_uid, strategy)

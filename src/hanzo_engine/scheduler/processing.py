@@ -162,15 +162,19 @@ def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) ->
             return succeeded(dict(task["details"], deletedDocuments=w.clear_documents()))
         raise MeiliError("feature_not_enabled", "Deleting documents by filter needs the filter engine.")
     if task["type"] == "settingsUpdate":
-        return _update_settings(w, task)
+        return _update_settings(w, uid, task)
     raise MeiliError("feature_not_enabled", f"`{task['type']}` tasks are not supported by this build yet.")
 
 
-def _update_settings(w: IndexWriter, task: Task) -> TaskResult:
+def _update_settings(w: IndexWriter, uid: str, task: Task) -> TaskResult:
     """Merge the task's patch into the stored settings; the new settings are stored only after the
     indexer rebuilt what depends on them, so a failing task leaves them unchanged."""
     old = complete_settings(w.settings())
-    new = apply_patch(old, SettingsPatch.from_json(task["kind"]["settings"]))
+    try:
+        new = apply_patch(old, SettingsPatch.from_json(task["kind"]["settings"]))
+    except MeiliError as err:
+        # milli's settings errors name the index
+        raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
     reindex_for_settings(w, old, new)
     w.set_settings(new)
     return succeeded(task["details"])
@@ -237,20 +241,26 @@ def _update_index(sched: Scheduler, index: Index, uid: str, uuid: str, task: Tas
 def _swap_indexes(sched: Scheduler, task: Task) -> BatchOutcome:
     mapping = sched.mapper.mapping()
     seen: set[str] = set()
+    missing: set[str] = set()
     changes: dict[str, str | None] = {}
     for swap in task["kind"]["swaps"]:
-        a, b = swap["indexes"]
-        for name in (a, b):
+        for name in swap["indexes"]:
             if name in seen:
                 return BatchOutcome({task["uid"]: failed(task, MeiliError(
                     "invalid_swap_duplicate_index_found",
                     f"Indexes must be declared only once during a swap. `{name}` was specified several times."))})
             seen.add(name)
-        missing = [n for n in (a, b) if n not in mapping and not (swap.get("rename") and n == b)]
-        if missing:
-            msg = (f"Index `{missing[0]}` not found." if len(missing) == 1
-                   else "Indexes " + ", ".join(f"`{m}`" for m in missing) + " not found.")
-            return BatchOutcome({task["uid"]: failed(task, MeiliError("index_not_found", msg))})
+    for swap in task["kind"]["swaps"]:
+        a, b = swap["indexes"]
+        # With `rename`, the second index is the new name: it must not exist, the first must.
+        missing.update(n for n in (a, b) if n not in mapping and not (swap.get("rename") and n == b))
+    if missing:
+        names = sorted(missing)
+        msg = (f"Index `{names[0]}` not found." if len(names) == 1
+               else "Indexes " + ", ".join(f"`{m}`" for m in names) + " not found.")
+        return BatchOutcome({task["uid"]: failed(task, MeiliError("index_not_found", msg))})
+    for swap in task["kind"]["swaps"]:
+        a, b = swap["indexes"]
         if swap.get("rename"):
             if b in mapping:
                 return BatchOutcome({task["uid"]: failed(task, MeiliError(

@@ -23,6 +23,7 @@ from typing import Any
 
 from pyroaring import BitMap
 
+from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TaskQuery
 from hanzo_engine.engine.index import Index, now_ns
 
@@ -282,6 +283,12 @@ class Scheduler:
         except processing.Interrupted:
             self._requeue(batch, tasks)
             return
+        except Exception as exc:
+            # A bug or a system failure (disk full...): the batch's tasks fail with an `internal`
+            # error instead of staying `processing` forever; nothing of the batch was committed.
+            log.exception("batch %s failed", batch["uid"])
+            err = MeiliError("internal", f"An internal error occurred while processing the batch: {exc}.")
+            outcome = processing.BatchOutcome({t["uid"]: processing.failed(t, err) for t in tasks})
         finally:
             self._processing = frozenset()
             self._current_batch = None

@@ -30,14 +30,27 @@ MISSING_MASTER_KEY = MeiliError(
 )
 
 
+def _visible_ascii(value: str) -> bool:
+    # `HeaderValue::to_str` only accepts visible ASCII and tabs; anything else reads as "".
+    return all(c == "\t" or " " <= c <= "~" for c in value)
+
+
 def bearer_token(request: Request) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None when there is no header.
+
+    Parsed as Meilisearch does: the raw value split once on a space, the scheme must be exactly
+    `Bearer` (else 401 `missing_authorization_header`) and is then followed by a token, kept as is
+    (`Bearer` alone is 403 `invalid_api_key`, even without a master key).
+    """
     header = request.headers.get("authorization")
     if header is None:
         return None
-    scheme, _, token = header.strip().partition(" ")
+    scheme, space, token = (header if _visible_ascii(header) else "").partition(" ")
     if scheme != "Bearer":
         raise MISSING_AUTH
-    return token.strip()
+    if not space:
+        raise INVALID_KEY
+    return token
 
 
 def guard(request: Request, action: str | None, index_uid: str | None = None) -> None:
@@ -45,14 +58,14 @@ def guard(request: Request, action: str | None, index_uid: str | None = None) ->
     if action is None:
         return
     master_key: str | None = request.app.state.master_key
-    token = bearer_token(request) if request.headers.get("authorization") is not None else None
+    token = bearer_token(request)
     if master_key is None:
         if action.startswith("keys."):
             raise MISSING_MASTER_KEY
         return
     if token is None:
         raise MISSING_AUTH
-    if token and hmac.compare_digest(token.encode(), master_key.encode()):
+    if hmac.compare_digest(token.encode(), master_key.encode()):
         return
     resolver: KeyResolver | None = getattr(request.app.state, "key_resolver", None)
     if token and resolver is not None and resolver.authorize(token, action, index_uid):

@@ -26,6 +26,7 @@ write per touched key instead of one per document.
 from __future__ import annotations
 
 import struct
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -111,10 +112,12 @@ class SearchIndexer:
         self.fields = search_fields(writer)
         self.fid_of = {name: i for i, name in enumerate(self.fields)}
         self.stats = field_stats(writer)
-        self.added: dict[bytes, BitMap] = {}
-        self.removed: dict[bytes, BitMap] = {}
-        self.added_fid: dict[bytes, BitMap] = {}
-        self.removed_fid: dict[bytes, BitMap] = {}
+        # word (or (word, fid)) -> docids, applied at flush as "(stored - removed) | added"
+        self.added: defaultdict[str, list[int]] = defaultdict(list)
+        self.removed: defaultdict[str, list[int]] = defaultdict(list)
+        self.added_fid: defaultdict[tuple[str, int], list[int]] = defaultdict(list)
+        self.removed_fid: defaultdict[tuple[str, int], list[int]] = defaultdict(list)
+        self.pending: set[int] = set()
         self.dirty = False
 
     def _fid(self, name: str) -> int:
@@ -124,10 +127,12 @@ class SearchIndexer:
             self.fields.append(name)
         return fid
 
-    def analyze(self, document: dict[str, Any]) -> Forward:
-        """Tokenize every field of `document` into (field lengths, word -> packed positions)."""
+    def analyze(self, document: dict[str, Any]) -> tuple[Forward, list[tuple[int, list[str]]]]:
+        """Tokenize every field of `document`: (field lengths, word -> packed positions), and the
+        distinct words of each field."""
         lengths: dict[int, int] = {}
-        postings: dict[str, list[int]] = {}
+        postings: defaultdict[str, list[int]] = defaultdict(list)
+        per_field: list[tuple[int, list[str]]] = []
         word_positions = self.tokenizer.word_positions
         for name, value in flatten(document).items():
             if name == "_vectors" or name.startswith("_vectors."):
@@ -137,6 +142,7 @@ class SearchIndexer:
             base = fid << 16
             offset = 0
             count = 0
+            seen: dict[str, None] = {}
             for item in values:
                 text = field_text(item)
                 if not text:
@@ -146,32 +152,26 @@ class SearchIndexer:
                     p = offset + pos
                     if p > MAX_POSITION:
                         break
-                    postings.setdefault(word, []).append(base | p)
-                    count += 1
+                    postings[word].append(base | p)
+                    seen[word] = None
                     last = p
+                    count += 1
                 # Array elements are apart by a hard separator, as milli does.
                 offset = last + 8 if last >= 0 else offset
             if count:
                 lengths[fid] = count
-        return lengths, postings
+                per_field.append((fid, list(seen)))
+        return (lengths, dict(postings)), per_field
 
-    def _mark(self, docid: int, forward: Forward, add: bool) -> None:
-        lengths, postings = forward
-        # Keep the last event per (key, docid): an add cancels an earlier remove and vice versa.
-        if add:
-            words, words_fid, undo, undo_fid = self.added, self.added_fid, self.removed, self.removed_fid
-        else:
-            words, words_fid, undo, undo_fid = self.removed, self.removed_fid, self.added, self.added_fid
-        for word, positions in postings.items():
-            key = word.encode()
-            words.setdefault(key, BitMap()).add(docid)
-            if key in undo:
-                undo[key].discard(docid)
-            for fid in {p >> 16 for p in positions}:
-                fkey = key + b"\x00" + _FID.pack(fid)
-                words_fid.setdefault(fkey, BitMap()).add(docid)
-                if fkey in undo_fid:
-                    undo_fid[fkey].discard(docid)
+    def _mark(self, docid: int, lengths: dict[int, int], per_field: list[tuple[int, list[str]]], add: bool) -> None:
+        words, words_fid = (self.added, self.added_fid) if add else (self.removed, self.removed_fid)
+        all_words: set[str] = set()
+        for fid, field_words in per_field:
+            all_words.update(field_words)
+            for word in field_words:
+                words_fid[(word, fid)].append(docid)
+        for word in all_words:
+            words[word].append(docid)
         sign = 1 if add else -1
         for fid, n in lengths.items():
             st = self.stats.setdefault(fid, [0, 0])
@@ -180,16 +180,25 @@ class SearchIndexer:
         self.dirty = True
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
-        forward = self.analyze(document)
+        forward, per_field = self.analyze(document)
         self.txn.put(_U32.pack(docid), _pack(forward), db=self.db_forward)
-        self._mark(docid, forward, add=True)
+        self._mark(docid, forward[0], per_field, add=True)
+        self.pending.add(docid)
 
     def remove(self, docid: int) -> None:
+        if docid in self.pending:
+            # Added earlier in this transaction: apply that first, so "(stored - removed) | added"
+            # at flush time stays right for add-then-remove sequences.
+            self.flush()
         raw = self.txn.pop(_U32.pack(docid), db=self.db_forward)
         if raw is None:
             return
         lengths, postings = _unpack(raw)
-        self._mark(docid, ({int(k): v for k, v in lengths.items()}, postings), add=False)
+        by_fid: defaultdict[int, list[str]] = defaultdict(list)
+        for word, positions in postings.items():
+            for fid in {p >> 16 for p in positions}:
+                by_fid[fid].append(word)
+        self._mark(docid, {int(k): v for k, v in lengths.items()}, list(by_fid.items()), add=False)
 
     def clear(self) -> None:
         for db in (self.db_word, self.db_word_fid, self.db_forward):
@@ -198,18 +207,19 @@ class SearchIndexer:
         self.removed.clear()
         self.added_fid.clear()
         self.removed_fid.clear()
+        self.pending.clear()
         self.stats = {}
         self.dirty = True
 
-    def _merge(self, db: Any, added: dict[bytes, BitMap], removed: dict[bytes, BitMap]) -> None:
+    def _merge(self, db: Any, added: dict[bytes, list[int]], removed: dict[bytes, list[int]]) -> None:
         txn = self.txn
         for key in sorted(set(added) | set(removed)):
             raw = txn.get(key, db=db)
             bitmap = BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
             if key in removed:
-                bitmap -= removed[key]
+                bitmap -= BitMap(removed[key])
             if key in added:
-                bitmap |= added[key]
+                bitmap |= BitMap(added[key])
             if bitmap:
                 txn.put(key, bitmap.serialize(), db=db)
             elif raw is not None:
@@ -218,13 +228,16 @@ class SearchIndexer:
     def flush(self) -> None:
         if not self.dirty:
             return
-        self._merge(self.db_word, self.added, self.removed)
-        self._merge(self.db_word_fid, self.added_fid, self.removed_fid)
+        self._merge(self.db_word, {w.encode(): d for w, d in self.added.items()},
+                    {w.encode(): d for w, d in self.removed.items()})
+        self._merge(self.db_word_fid, {word_fid_key(w, f): d for (w, f), d in self.added_fid.items()},
+                    {word_fid_key(w, f): d for (w, f), d in self.removed_fid.items()})
         db_main = self.writer.index.db_main
         self.txn.put(KEY_SEARCH_FIELDS, _json_encode(self.fields), db=db_main)
         self.txn.put(KEY_FIELD_STATS, _json_encode({str(k): v for k, v in self.stats.items()}), db=db_main)
         for d in (self.added, self.removed, self.added_fid, self.removed_fid):
             d.clear()
+        self.pending.clear()
         self.dirty = False
 
     def reindex_all(self, documents: Iterable[tuple[int, dict[str, Any]]]) -> None:

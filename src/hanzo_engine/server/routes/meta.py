@@ -13,8 +13,9 @@ from hanzo_engine import MEILISEARCH_COMPAT_VERSION, __version__
 from hanzo_engine.apitypes.deserr import QueryField, parse_query
 from hanzo_engine.apitypes.errors import index_not_found
 from hanzo_engine.apitypes.tasks import format_timestamp
+from hanzo_engine.engine.index import Index
 
-from ..app_state import route, state
+from ..app_state import AppState, route, state
 from ..http import JSONResponse
 
 DASHBOARD = """<!doctype html><html><head><title>hanzo-engine</title></head><body>
@@ -67,11 +68,8 @@ STATS_QUERY = (
 )
 
 
-def index_stats(request: Request, uid: str, *, internal: bool = False) -> dict[str, Any]:
-    st = state(request)
-    index = st.scheduler.index(uid)
-    if index is None:
-        raise index_not_found(uid)
+def _stats_of(st: AppState, uid: str, index: Index, *, internal: bool) -> tuple[dict[str, Any], int]:
+    """IndexStats (Meilisearch field order) and the index's `updatedAt`, from one read transaction."""
     with index.read() as r:
         count = r.number_of_documents()
         raw_size = r.documents_size()
@@ -86,7 +84,15 @@ def index_stats(request: Request, uid: str, *, internal: bool = False) -> dict[s
         stats["numberOfEmbeddings"] = 0
         stats["numberOfEmbeddedDocuments"] = 0
         stats["fieldDistribution"] = dict(sorted(r.field_distribution().items()))
-    return stats
+        return stats, r.updated_at
+
+
+def index_stats(request: Request, uid: str, *, internal: bool = False) -> dict[str, Any]:
+    st = state(request)
+    index = st.scheduler.index(uid)
+    if index is None:
+        raise index_not_found(uid)
+    return _stats_of(st, uid, index, internal=internal)[0]
 
 
 @route("GET", "/indexes/{index_uid}/stats", action="stats.get")
@@ -103,11 +109,19 @@ async def get_stats(request: Request) -> Response:
     human = q["sizeFormat"] == "human"
     indexes = {}
     used = 0
-    for uid, index in st.scheduler.indexes():
-        indexes[uid] = index_stats(request, uid, internal=q["showInternalDatabaseSizes"])
+    # Meilisearch's `lastUpdate` is the newest `updatedAt` among the indexes (null without any index),
+    # not the end of the last task: cancelations, task deletions or failures do not move it.
+    last: int | None = None
+    # One index at a time: the mapper keeps a bounded set of environments open, so holding every
+    # index of a large instance at once would see the first ones closed under our feet.
+    for uid in sorted(st.scheduler.mapper.mapping()):
+        index = st.scheduler.index(uid)
+        if index is None:  # deleted meanwhile
+            continue
+        indexes[uid], updated_at = _stats_of(st, uid, index, internal=q["showInternalDatabaseSizes"])
         used += index.used_size()
+        last = updated_at if last is None else max(last, updated_at)
     size = _dir_size(st.options.db_path)
-    last = st.scheduler.last_update()
     return JSONResponse({
         "databaseSize": _human(size) if human else size,
         "usedDatabaseSize": _human(used) if human else used,

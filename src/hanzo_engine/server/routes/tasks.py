@@ -2,74 +2,81 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hanzo_engine.apitypes.deserr import U32_MAX
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.apitypes.tasks import original_filter, parse_task_query
+from hanzo_engine.apitypes.tasks import (
+    TaskQuery,
+    original_filter,
+    parse_batch_uid,
+    parse_task_query,
+    parse_task_uid,
+)
 
 from ..app_state import route, state
 from ..http import JSONResponse, query_pairs
 
 
-def _uid(raw: str, code: str, what: str) -> int:
-    if not raw.isdigit() or int(raw) >= 2**32:
-        raise MeiliError(code, f"{what} uid `{raw}` is invalid. It should only contain numeric characters.")
-    return int(raw)
+def _page(listing: dict[str, Any], q: TaskQuery) -> JSONResponse:
+    # Meilisearch asks its queue for `limit + 1` items (saturating at u32::MAX) to learn whether a next
+    # page exists, then reports `limit - 1`: so `limit=4294967295` is echoed as 4294967294.
+    if q.limit == U32_MAX:
+        listing["limit"] = U32_MAX - 1
+    return JSONResponse(listing)
 
 
 @route("GET", "/tasks", action="tasks.get")
 async def list_tasks(request: Request) -> Response:
     q = parse_task_query(query_pairs(request), "tasks")
-    return JSONResponse(state(request).scheduler.list_tasks(q))
+    return _page(state(request).scheduler.list_tasks(q), q)
 
 
 @route("GET", "/tasks/{task_uid}", action="tasks.get")
 async def get_task(request: Request) -> Response:
-    raw = request.path_params["task_uid"]
-    uid = _uid(raw, "invalid_task_uids", "Task")
+    uid = parse_task_uid(request.path_params["task_uid"])
     task = state(request).scheduler.get_task(uid)
     if task is None:
         raise MeiliError("task_not_found", f"Task `{uid}` not found.")
     return JSONResponse(task)
 
 
-@route("POST", "/tasks/cancel", action="tasks.cancel")
-async def cancel_tasks(request: Request) -> Response:
-    pairs = query_pairs(request)
-    q = parse_task_query(pairs, "cancel")
+async def _enqueue_filtered(request: Request, type_: str, counter: str) -> Response:
+    """Cancel or delete: the task records the matching uids now and the raw query as `originalFilter`."""
+    q = parse_task_query(query_pairs(request), "cancel" if type_ == "taskCancelation" else "delete")
     response = await state(request).enqueue(
-        "taskCancelation", None,
-        details={"matchedTasks": 0, "canceledTasks": None, "originalFilter": original_filter(pairs)},
+        type_, None,
+        # `req.query_string()` in Meilisearch: the query exactly as received, still percent-encoded
+        details={"matchedTasks": 0, counter: None, "originalFilter": original_filter(request.url.query)},
         kind={"query": q},
     )
+    # Unlike every other asynchronous route, cancel and delete answer 200, not 202.
     response.status_code = 200
     return response
+
+
+@route("POST", "/tasks/cancel", action="tasks.cancel")
+async def cancel_tasks(request: Request) -> Response:
+    return await _enqueue_filtered(request, "taskCancelation", "canceledTasks")
 
 
 @route("DELETE", "/tasks", action="tasks.delete")
 async def delete_tasks(request: Request) -> Response:
-    pairs = query_pairs(request)
-    q = parse_task_query(pairs, "delete")
-    response = await state(request).enqueue(
-        "taskDeletion", None,
-        details={"matchedTasks": 0, "deletedTasks": None, "originalFilter": original_filter(pairs)},
-        kind={"query": q},
-    )
-    response.status_code = 200
-    return response
+    return await _enqueue_filtered(request, "taskDeletion", "deletedTasks")
 
 
 @route("GET", "/batches", action="tasks.get")
 async def list_batches(request: Request) -> Response:
     q = parse_task_query(query_pairs(request), "batches")
-    return JSONResponse(state(request).scheduler.list_batches(q))
+    return _page(state(request).scheduler.list_batches(q), q)
 
 
 @route("GET", "/batches/{batch_uid}", action="tasks.get")
 async def get_batch(request: Request) -> Response:
-    raw = request.path_params["batch_uid"]
-    uid = _uid(raw, "invalid_batch_uids", "Batch")
+    uid = parse_batch_uid(request.path_params["batch_uid"])
     batch = state(request).scheduler.get_batch(uid)
     if batch is None:
         raise MeiliError("batch_not_found", f"Batch `{uid}` not found.")
