@@ -49,6 +49,8 @@ KEY_FIELDS_IDS_MAP: Final = b"fields-ids-map"
 KEY_FIELD_DISTRIBUTION: Final = b"field-distribution"
 KEY_FREE_DOCIDS: Final = b"free-docids"
 KEY_APPLIED_BATCH: Final = b"applied-batch"
+# Roaring bitmap of every docid in use: the universe of placeholder search and filters.
+KEY_DOCUMENTS_IDS: Final = b"documents-ids"
 # The index settings as one JSON object (`apitypes.settings` shape); absent = every setting at its default.
 KEY_SETTINGS: Final = b"settings"
 
@@ -193,6 +195,10 @@ class IndexReader:
         raw = self._main(KEY_SETTINGS)
         return dict(_decode(raw)) if raw else {}
 
+    def documents_ids(self) -> BitMap:
+        raw = self._main(KEY_DOCUMENTS_IDS)
+        return BitMap.deserialize(raw) if raw else BitMap()
+
     def number_of_documents(self) -> int:
         return int(self.txn.stat(self.index.db_external)["entries"])
 
@@ -249,6 +255,14 @@ class IndexWriter(IndexReader):
         self._dirty = False
         self.interrupted: Callable[[], bool] = lambda: False
         self._search: SearchIndexer | None = None
+        self._docids: BitMap | None = None
+
+    @property
+    def docids(self) -> BitMap:
+        """The documents-ids bitmap of this transaction (loaded on first use, stored at flush)."""
+        if self._docids is None:
+            self._docids = self.documents_ids()
+        return self._docids
 
     @property
     def search(self) -> SearchIndexer:
@@ -293,6 +307,8 @@ class IndexWriter(IndexReader):
     def flush_metadata(self) -> None:
         if self._search is not None:
             self._search.flush()
+        if self._docids is not None:
+            self.txn.put(KEY_DOCUMENTS_IDS, self._docids.serialize(), db=self.index.db_main)
         if not self._dirty:
             return
         db = self.index.db_main
@@ -359,7 +375,9 @@ class IndexWriter(IndexReader):
         document = self._ordered(document)
         self._count_fields(document, +1)
         self.txn.put(raw_docid, _encode(document), db=self.index.db_documents)
-        self.search.add(_U32.unpack(raw_docid)[0], document)
+        docid = _U32.unpack(raw_docid)[0]
+        self.docids.add(docid)
+        self.search.add(docid, document)
 
     def delete_document(self, external_id: str) -> bool:
         ext = external_id.encode()
@@ -373,6 +391,7 @@ class IndexWriter(IndexReader):
         self.txn.delete(raw_docid, db=self.index.db_documents)
         self.txn.delete(ext, db=self.index.db_external)
         self.search.remove(_U32.unpack(raw_docid)[0])
+        self.docids.discard(_U32.unpack(raw_docid)[0])
         self._freed.add(_U32.unpack(raw_docid)[0])
         return True
 
@@ -384,6 +403,7 @@ class IndexWriter(IndexReader):
         self.txn.drop(self.index.db_documents, delete=False)
         self.txn.drop(self.index.db_external, delete=False)
         self.search.clear()
+        self._docids = BitMap()
         self._distribution = {}
         # an empty index allocates from 0 again, as milli after a clear
         self._free.clear()
