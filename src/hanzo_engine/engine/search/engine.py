@@ -40,8 +40,8 @@ from hanzo_engine.engine.update.indexer import (
     search_fields,
 )
 
-from .query import ParsedQuery, QueryTerm, parse_query
-from .types import MatchingWords, SearchRequest, SearchResult
+from .query import QueryTerm
+from .types import SearchRequest, SearchResult
 
 K1 = 1.2
 B = 0.75

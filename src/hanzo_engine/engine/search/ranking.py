@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -179,7 +180,7 @@ class Ranker:
         if pairs <= 0:
             return 1, 1
         cost = 0
-        for a, b in zip(positions, positions[1:], strict=False):
+        for a, b in itertools.pairwise(positions):
             best = PROXIMITY_CAP
             for p in a:
                 for q in b:
@@ -257,7 +258,7 @@ def _sort_key(value: Any, desc: bool) -> tuple[Any, ...]:
         return (0, -value if desc else value)
     text = str(value).lower()
     if desc:
-        return (1, tuple(-ord(c) for c in text) + (1,))
+        return (1, (*tuple(-ord(c) for c in text), 1))
     return (1, text)
 
 
