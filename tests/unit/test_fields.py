@@ -12,7 +12,12 @@ from hanzo_engine.engine.documents.fields import field_names, flatten, select_fi
 
 
 def test_nothing_to_flatten() -> None:
-    document = {"id": "287947", "title": "Shazam!", "release_date": 1553299200, "genres": ["Action", "Comedy"]}
+    document = {
+        "id": "287947",
+        "title": "Shazam!",
+        "release_date": 1553299200,
+        "genres": ["Action", "Comedy"],
+    }
     assert flatten(document) == document
 
 
@@ -44,7 +49,9 @@ def test_flatten_nested_arrays() -> None:
 
 
 def test_flatten_nested_arrays_and_objects() -> None:
-    flat = flatten({"a": ["b", ["c", "d"], {"e": ["f", "g"]}, [{"h": "i"}, {"e": ["j", {"z": "y"}]}], ["l"], "m"]})
+    flat = flatten(
+        {"a": ["b", ["c", "d"], {"e": ["f", "g"]}, [{"h": "i"}, {"e": ["j", {"z": "y"}]}], ["l"], "m"]}
+    )
     assert flat == {"a": ["b", "c", "d", "l", "m"], "a.e": ["f", "g", "j"], "a.h": "i", "a.e.z": "y"}
 
 
@@ -60,7 +67,13 @@ def test_flatten_empty_containers_and_does_not_alias_user_lists() -> None:
 
 
 def test_field_names_are_top_level_without_vectors() -> None:
-    document = {"id": 1, "doggo": {"name": "x", "age": 2}, "_geo": {"lat": 1, "lng": 2}, "_vectors": {}, "n": None}
+    document = {
+        "id": 1,
+        "doggo": {"name": "x", "age": 2},
+        "_geo": {"lat": 1, "lng": 2},
+        "_vectors": {},
+        "n": None,
+    }
     assert field_names(document) == ["id", "doggo", "_geo", "n"]
 
 
@@ -101,4 +114,7 @@ def test_select_through_arrays_keeps_only_matching_objects() -> None:
 
 def test_select_literal_dotted_key_and_unknown_subfields() -> None:
     assert select_fields(DOC, ["a.b"]) == {"a.b": "dotted"}
-    assert select_fields(DOC, ["title.sub", "author.unknown"]) == {}
+    # A matched container stays even when nothing inside it did (current permissive-json-pointer).
+    assert select_fields(DOC, ["title.sub", "author.unknown"]) == {"author": {}}
+    assert select_fields({"a": [[], [1]], "b": []}, ["a.x", "b.x"]) == {"a": [[], []], "b": []}
+    assert select_fields(DOC, ["author."]) == {}

@@ -165,7 +165,10 @@ def test_whitespace_only_body() -> None:
 
 def test_json_array_and_single_object() -> None:
     body = b'[{"id": 1, "title": "a"}, {"id": 2, "nested": {"z": 1, "a": [1, 2.5, null, true]}}]'
-    assert convert(body, JSON) == [{"id": 1, "title": "a"}, {"id": 2, "nested": {"z": 1, "a": [1, 2.5, None, True]}}]
+    assert convert(body, JSON) == [
+        {"id": 1, "title": "a"},
+        {"id": 2, "nested": {"z": 1, "a": [1, 2.5, None, True]}},
+    ]
     assert convert(b' {"id": "x"} ', JSON) == [{"id": "x"}]
     assert convert(b"[]", JSON) == []
     assert convert(b" [ ] ", JSON) == []
@@ -184,7 +187,17 @@ def test_meilisearch_malformed_json_snapshot() -> None:
 
 def test_json_values_that_are_not_documents() -> None:
     long = "0123456789" * 10
-    for body in [f'"{long}"', f'"{long}m"', "null", "42", "-1.5", "true", "[1, 2]", '[{"a": 1}, "x"]', "[[]]"]:
+    for body in [
+        f'"{long}"',
+        f'"{long}m"',
+        "null",
+        "42",
+        "-1.5",
+        "true",
+        "[1, 2]",
+        '[{"a": 1}, "x"]',
+        "[[]]",
+    ]:
         assert error_of(body.encode(), JSON) == json_error(NOT_AN_OBJECT), body
 
 
@@ -206,14 +219,20 @@ def test_json_values_that_are_not_documents() -> None:
         (b'[{"a": "\\x"}]', "invalid escape at line 1 column 10"),
         (b'[{"a": "\\u12G4"}]', "invalid escape at line 1 column 13"),
         (b'[{"a": "b', "EOF while parsing a string at line 1 column 9"),
-        (b'[{"a": "x\ny"}]', "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 9"),
+        (
+            b'[{"a": "x\ny"}]',
+            "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 9",
+        ),
         (b'[{"a": "\xff"}]', "invalid unicode code point at line 1 column 11"),
         (b'[{"a": 1e400}]', "number out of range at line 1 column 12"),
         (b'[{"a": "\\udc00"}]', "lone leading surrogate in hex escape at line 1 column 14"),
         (b'[\n  {"a": 1},\n  {"b": 2,\n}]', "key must be a string at line 4 column 1"),
         (b'{"a": 1} x', "trailing characters at line 1 column 10"),
         (b'{"a": 1,}', "trailing comma at line 1 column 9"),
-        (b'{"a": "x\ny"}', "control character (\\u0000-\\u001F) found while parsing a string at line 2 column 0"),
+        (
+            b'{"a": "x\ny"}',
+            "control character (\\u0000-\\u001F) found while parsing a string at line 2 column 0",
+        ),
         (b'{"a": 1e400}', "number out of range at line 1 column 11"),
         (b'{"a": "\\ud800"}', "unexpected end of hex escape at line 1 column 14"),
         (b'{"a": [1, 2,]}', "trailing comma at line 1 column 13"),
@@ -244,7 +263,9 @@ def test_single_object_depth_limit() -> None:
 
 
 def big_array(count: int) -> bytes:
-    return msgspec.json.encode([{"id": i, "title": f"document {i}", "tags": [{"k": i}, {"k": -i}]} for i in range(count)])
+    return msgspec.json.encode(
+        [{"id": i, "title": f"document {i}", "tags": [{"k": i}, {"k": -i}]} for i in range(count)]
+    )
 
 
 def test_error_late_in_a_large_array_matches_a_full_reread() -> None:
@@ -293,7 +314,9 @@ def test_ndjson_is_a_stream_of_values() -> None:
 
 
 def test_meilisearch_malformed_ndjson_snapshot() -> None:
-    assert error_of(b'{"id": 1}\n{id: 2}', NDJSON) == json_error("key must be a string at line 2 column 2", "ndjson")
+    assert error_of(b'{"id": 1}\n{id: 2}', NDJSON) == json_error(
+        "key must be a string at line 2 column 2", "ndjson"
+    )
 
 
 @pytest.mark.parametrize(
@@ -397,3 +420,13 @@ def test_csv_invalid_utf8() -> None:
     assert error_of(b"id,name\n1,ok\n2,ab\xffc\n", CSV) == csv_error(
         "CSV parse error: record 2 (line 3, field: 1, byte: 13): invalid utf-8: invalid UTF-8 in field 1 near byte index 2"
     )
+
+
+def test_meilisearch_errors_after_a_refused_value_come_first() -> None:
+    # Meilisearch keeps `"\ud800"` raw and reads on, so its own later error is the one reported.
+    assert error_of(b'[{"a": "\\ud800"}, 5]', JSON) == json_error(NOT_AN_OBJECT)
+    assert error_of(b'{"a": "\\ud800"}\n}', NDJSON) == json_error(
+        "expected value at line 2 column 1", "ndjson"
+    )
+    body = big_array(2000)[:-1] + b', {"a": "\\ud800"}, {"b": 1} x]'
+    assert error_of(body, JSON) == json_error(f"expected `,` or `]` at line 1 column {len(body) - 1}")

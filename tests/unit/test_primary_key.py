@@ -106,7 +106,12 @@ def test_invalid_ids(value: Any, shown: str) -> None:
 
 
 def test_missing_id_prints_the_document_compactly_in_its_key_order() -> None:
-    document = {"title": "The Parable of the Sower", "author": "Octavia E. Butler", "price": 10.0, "tags": ["é"]}
+    document = {
+        "title": "The Parable of the Sower",
+        "author": "Octavia E. Butler",
+        "price": 10.0,
+        "tags": ["é"],
+    }
     with pytest.raises(MeiliError) as info:
         extract_document_id(document, "id")
     assert info.value.code == "missing_document_id"
@@ -128,7 +133,9 @@ def test_nested_primary_key_ignores_non_objects_on_the_way() -> None:
     with pytest.raises(MeiliError) as info:
         extract_document_id({"product": [{"sku": 1}]}, "product.sku")
     assert info.value.code == "missing_document_id"
-    assert info.value.message == 'Document doesn\'t have a `product.sku` attribute: `{"product":[{"sku":1}]}`.'
+    assert (
+        info.value.message == 'Document doesn\'t have a `product.sku` attribute: `{"product":[{"sku":1}]}`.'
+    )
 
 
 def test_nested_primary_key_with_two_matches() -> None:

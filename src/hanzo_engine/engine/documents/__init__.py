@@ -4,8 +4,10 @@ from hanzo_engine.engine.documents.fields import field_names, flatten, select_fi
 from hanzo_engine.engine.documents.payload import (
     ACCEPTED_CONTENT_TYPES,
     PayloadFormat,
+    check_csv_delimiter,
     convert_to_ndjson,
     payload_format,
+    rust_debug,
 )
 from hanzo_engine.engine.documents.primary_key import (
     document_id_json,
@@ -18,6 +20,7 @@ from hanzo_engine.engine.documents.primary_key import (
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",
     "PayloadFormat",
+    "check_csv_delimiter",
     "convert_to_ndjson",
     "document_id_json",
     "extract_document_id",
@@ -27,5 +30,6 @@ __all__ = [
     "invalid_document_id_error",
     "normalize_document_id",
     "payload_format",
+    "rust_debug",
     "select_fields",
 ]

@@ -15,6 +15,8 @@ A flattened value is therefore never an object, and it is a list only when sever
 `select_fields` is Meilisearch's `permissive_json_pointer::select_values`, used for the `fields`
 browse parameter and `attributesToRetrieve`: selectors are dot paths, the result keeps the
 document's nesting and key order, and unknown selectors are ignored. `*` selects everything.
+A selector reaching below an object or array keeps that container even when nothing inside it
+matched (`{}` / `[]`, Meilisearch PR #3997), except objects inside arrays, which are dropped.
 """
 
 from __future__ import annotations
@@ -89,8 +91,10 @@ def select_fields(document: dict[str, Any], fields: Sequence[str] | None) -> dic
 
 
 def _contained_in(selector: str, key: str) -> bool:
-    """True when `selector` is `key` itself or a path below it (`key.` prefix)."""
-    return selector.startswith(key) and (len(selector) == len(key) or selector[len(key)] == ".")
+    """True when `selector` is `key` itself or a path below it (`key.` and at least one more char)."""
+    if selector == key:
+        return True
+    return selector.startswith(key) and len(selector) > len(key) + 1 and selector[len(key)] == "."
 
 
 def _trim_start_matches(text: str, prefix: str) -> str:
@@ -121,19 +125,16 @@ def _select_in_object(obj: dict[str, Any], selectors: set[str]) -> dict[str, Any
         }
         if not sub_selectors:
             continue
+        # the container is kept even when nothing inside matched
         if type(value) is dict:
-            nested = _select_in_object(value, sub_selectors)
-            if nested:
-                selected[key] = nested
+            selected[key] = _select_in_object(value, sub_selectors)
         elif type(value) is list:
-            items = _select_in_array(value, sub_selectors)
-            if items:
-                selected[key] = items
+            selected[key] = _select_in_array(value, sub_selectors)
     return selected
 
 
 def _select_in_array(array: Iterable[Any], selectors: set[str]) -> list[Any]:
-    # Only objects (and arrays holding objects) survive: scalars in the array have no sub-fields.
+    # Scalars have no sub-fields and go; objects that kept nothing go; nested arrays always stay.
     items: list[Any] = []
     for value in array:
         if type(value) is dict:
@@ -141,7 +142,5 @@ def _select_in_array(array: Iterable[Any], selectors: set[str]) -> list[Any]:
             if nested:
                 items.append(nested)
         elif type(value) is list:
-            inner = _select_in_array(value, selectors)
-            if inner:
-                items.append(inner)
+            items.append(_select_in_array(value, selectors))
     return items

@@ -131,7 +131,7 @@ class _Reader:
 
     def ws(self) -> int:
         """Skip JSON whitespace; the next byte, or -1 at the end."""
-        m = _WS.match(self.body, self.i)
+        m = _WS.match(self.body, self.i, self.n)
         self.i = m.end() if m else self.i
         return self.body[self.i] if self.i < self.n else -1
 
@@ -150,7 +150,7 @@ class _Reader:
                 raise self.error(EXPECTED_IDENT)
 
     def _digits(self) -> int:
-        m = _DIGITS.match(self.body, self.i)
+        m = _DIGITS.match(self.body, self.i, self.n)
         count = m.end() - self.i if m else 0
         self.i += count
         return count
@@ -281,7 +281,7 @@ class _Reader:
         """
         start = self.i
         while True:
-            m = _STR_PLAIN.match(self.body, self.i)
+            m = _STR_PLAIN.match(self.body, self.i, self.n)
             self.i = m.end() if m else self.i
             if self.i >= self.n:
                 raise self.error(EOF_STRING)

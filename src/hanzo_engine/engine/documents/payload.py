@@ -37,6 +37,7 @@ import sys
 import typing
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, Final
 
 import msgspec
@@ -52,7 +53,14 @@ from hanzo_engine.engine.documents.json_scan import (
     syntax_error_at,
 )
 
-__all__ = ["ACCEPTED_CONTENT_TYPES", "PayloadFormat", "convert_to_ndjson", "payload_format"]
+__all__ = [
+    "ACCEPTED_CONTENT_TYPES",
+    "PayloadFormat",
+    "check_csv_delimiter",
+    "convert_to_ndjson",
+    "payload_format",
+    "rust_debug",
+]
 
 
 class PayloadFormat(enum.Enum):
@@ -100,8 +108,9 @@ def _parse_mime(content_type: str) -> tuple[str, str] | None:
     return m.group(1).lower(), m.group(2).lower()
 
 
-def _check_csv_delimiter(csv_delimiter: str) -> bytes:
-    # deserr's `char` parsing, then Meilisearch's ASCII check; lengths count characters.
+def check_csv_delimiter(csv_delimiter: str) -> bytes:
+    """The `csvDelimiter` query value as one byte: deserr's `char` parsing, then Meilisearch's ASCII check."""
+    # lengths count characters, not bytes
     if not csv_delimiter:
         raise MeiliError(
             "invalid_document_csv_delimiter",
@@ -128,7 +137,7 @@ def payload_format(content_type: str | None, csv_delimiter: str | None) -> tuple
     `content_type` is the raw header value (None when absent); parameters such as `charset` are
     accepted and ignored. `csv_delimiter` is the raw `csvDelimiter` query value (None when absent).
     """
-    delimiter = None if csv_delimiter is None else _check_csv_delimiter(csv_delimiter)
+    delimiter = None if csv_delimiter is None else check_csv_delimiter(csv_delimiter)
     if content_type is None:
         raise MeiliError(
             "missing_content_type",
@@ -248,8 +257,7 @@ def _json_documents(body: bytes) -> Iterator[dict[str, Any]]:
         except _DECODE_ERRORS as exc:
             yield from _json_array_after_error(body, _error_offset(exc, body))
             return
-        for raw in raws:
-            yield _raw_document(body, raw, PayloadFormat.JSON)
+        yield from _raw_documents(body, raws, rest=None)
         return
     try:
         value = _decoder.decode(body)
@@ -270,27 +278,44 @@ def _error_offset(exc: Exception, body: bytes) -> int:
     return int(m.group(1)) if m else len(body)
 
 
-def _raw_document(body: bytes, raw: msgspec.Raw, fmt: PayloadFormat) -> dict[str, Any]:
-    """Decode one element msgspec already found well-formed; it must be an object."""
-    try:
-        document = _decoder.decode(raw)
-    except _DECODE_ERRORS as exc:
-        # Syntax is fine, a value is not (escape, UTF-8, depth). An identical earlier text would
-        # have failed first, so the first occurrence is this element.
-        data = bytes(raw)
-        start = body.find(data)
-        if isinstance(exc, UnicodeDecodeError) and start >= 0:
-            # serde_json checks a raw element's UTF-8 as a whole, once it has read all of it.
-            error = syntax_error_at(body, INVALID_UNICODE, start + len(data))
-            raise _json_malformed(fmt, str(error)) from None
-        raise _value_error(body, start, start + len(data), fmt, exc) from None
-    if type(document) is not dict:
-        raise _not_an_object(fmt)
-    return document
+def _raw_documents(
+    body: bytes, raws: list[msgspec.Raw], rest: Callable[[], object] | None
+) -> Iterator[dict[str, Any]]:
+    """Decode array elements msgspec found well-formed; each must be an object.
+
+    `rest` re-reads whatever follows these elements in the payload (None: nothing does).
+    """
+    for index, raw in enumerate(raws):
+        try:
+            document = _decoder.decode(raw)
+        except _DECODE_ERRORS as exc:
+            # An identical earlier text would have failed first: the first occurrence is this one.
+            data = bytes(raw)
+            start = body.find(data)
+            end = start + len(data)
+            if isinstance(exc, UnicodeDecodeError):
+                # serde_json checks a raw element's UTF-8 as a whole once it has read all of it.
+                raise _json_malformed(
+                    PayloadFormat.JSON, str(syntax_error_at(body, INVALID_UNICODE, end))
+                ) from None
+            # Meilisearch keeps such a value raw and would go on: its own later errors come first.
+            for later in raws[index + 1 :]:
+                if memoryview(later)[0] != 0x7B:
+                    raise _not_an_object(PayloadFormat.JSON) from None
+            if rest is not None:
+                rest()
+            raise _value_error(body, start, end, PayloadFormat.JSON, exc) from None
+        if type(document) is not dict:
+            raise _not_an_object(PayloadFormat.JSON)
+        yield document
 
 
 def _value_error(body: bytes, start: int, end: int, fmt: PayloadFormat, exc: Exception) -> MeiliError:
-    """The error for a well-formed value msgspec refused, phrased by serde_json's full parser."""
+    """The error for a well-formed value msgspec refused (lone surrogate, huge number, depth).
+
+    Meilisearch keeps values raw and accepts these; a decoded document cannot hold them, so they
+    are refused with serde_json's full-parser message.
+    """
     if start >= 0:
         try:
             scan_value_strict(body, start, end)
@@ -320,10 +345,9 @@ def _json_array_after_error(body: bytes, error_at: int) -> Iterator[dict[str, An
             prefix = _raw_list_decoder.decode(body[: pos + 1] + b"]")
         except _DECODE_ERRORS:
             continue  # a nested object, or a `}` inside a string
-        for raw in prefix:
-            yield _raw_document(body, raw, PayloadFormat.JSON)
-        spans = _scan(body, PayloadFormat.JSON, resume_at=pos + 1)
-        yield from _documents_from_spans(body, spans, PayloadFormat.JSON)
+        resume_at = pos + 1
+        yield from _raw_documents(body, prefix, rest=partial(_scan, body, PayloadFormat.JSON, resume_at))
+        yield from _documents_from_spans(body, _scan(body, PayloadFormat.JSON, resume_at), PayloadFormat.JSON)
         return
     yield from _slow_documents(body, PayloadFormat.JSON)
 
@@ -361,7 +385,9 @@ def _ndjson_documents(body: bytes) -> Iterator[dict[str, Any]]:
                     raise _json_malformed(PayloadFormat.NDJSON, str(exc)) from None
                 except NotAnObject:
                     raise _not_an_object(PayloadFormat.NDJSON) from None
-                yield from _documents_from_spans(body, spans, PayloadFormat.NDJSON)
+                yield from _documents_from_spans(
+                    body, spans, PayloadFormat.NDJSON, rest=partial(_scan, body, PayloadFormat.NDJSON, end)
+                )
                 pos = end
                 continue
             if type(document) is not dict:
@@ -371,11 +397,14 @@ def _ndjson_documents(body: bytes) -> Iterator[dict[str, Any]]:
 
 
 def _scan(body: bytes, fmt: PayloadFormat, resume_at: int | None = None) -> list[tuple[int, int]]:
-    """Document spans by the serde_json model, its errors turned into Meilisearch's."""
+    """Document spans by the serde_json model, its errors turned into Meilisearch's.
+
+    `resume_at` continues a JSON array after an element, or an NDJSON stream between values.
+    """
     try:
         if fmt is PayloadFormat.JSON:
             return scan_json(body, resume_at)
-        return scan_ndjson(body)[0]
+        return scan_ndjson(body, resume_at or 0)[0]
     except JsonSyntaxError as exc:
         raise _json_malformed(fmt, str(exc)) from None
     except NotAnObject:
@@ -383,13 +412,20 @@ def _scan(body: bytes, fmt: PayloadFormat, resume_at: int | None = None) -> list
 
 
 def _documents_from_spans(
-    body: bytes, spans: list[tuple[int, int]], fmt: PayloadFormat
+    body: bytes,
+    spans: list[tuple[int, int]],
+    fmt: PayloadFormat,
+    rest: Callable[[], object] | None = None,
 ) -> Iterator[dict[str, Any]]:
+    """Decode spans the serde_json model read; `rest` re-reads what follows them, if anything."""
     view = memoryview(body)
     for start, end in spans:
         try:
             document = _decoder.decode(view[start:end])
         except _DECODE_ERRORS as exc:
+            # Meilisearch would go on reading (the value is fine raw): its later errors come first.
+            if rest is not None:
+                rest()
             raise _value_error(body, start, end, fmt, exc) from None
         yield document
 
@@ -420,7 +456,7 @@ csv.field_size_limit(sys.maxsize)
 _RUST_ESCAPED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs", "Mn", "Me"})
 
 
-def _rust_debug(text: str) -> str:
+def rust_debug(text: str) -> str:
     """`format!("{:?}", text)`: Rust's Debug quoting of a string."""
     out = ['"']
     for ch in text:
@@ -460,7 +496,7 @@ def _parse_number(value: str, line: int) -> Any:
         number = float(trimmed)
         # serde_json turns a non-finite f64 into null.
         return number if number - number == 0.0 else None
-    raise _csv_malformed(f"Error parsing number {_rust_debug(value)} at line {line}: invalid float literal")
+    raise _csv_malformed(f"Error parsing number {rust_debug(value)} at line {line}: invalid float literal")
 
 
 def _parse_boolean(value: str, line: int) -> Any:
@@ -472,7 +508,7 @@ def _parse_boolean(value: str, line: int) -> Any:
     if trimmed == "false":
         return False
     raise _csv_malformed(
-        f"Error parsing boolean {_rust_debug(value)} at line {line}: provided string was not `true` or `false`"
+        f"Error parsing boolean {rust_debug(value)} at line {line}: provided string was not `true` or `false`"
     )
 
 

@@ -1,0 +1,1 @@
+"""Index updates: indexing pipeline, settings changes, facets, vectors."""
