@@ -1,0 +1,102 @@
+"""Settings routes: `GET/PATCH/DELETE /indexes/{uid}/settings` and one sub-route per setting.
+
+Every sub-route has GET (200, the current value), its update verb (PATCH for the object settings that
+merge — typo tolerance, faceting, pagination, embedders — PUT for the others; the body is the bare
+value and `null` resets it) and DELETE (reset). Updates enqueue a `settingsUpdate` task whose kind is
+`{"settings": <patch JSON>, "isDeletion", "allowIndexCreation"}`; the scheduler applies the patch.
+
+As in Meilisearch, updates on a missing index create it, but a deletion (DELETE of the settings or of a
+sub-route) does not: the scheduler's autobatcher only allows index creation for non-deletions, so that
+task fails with `index_not_found`. The body is validated before the path's uid, as actix runs the JSON
+extractor before the handler checks the uid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hanzo_engine.apitypes.deserr import decode_json_body
+from hanzo_engine.apitypes.errors import index_not_found
+from hanzo_engine.apitypes.index_uid import validate_index_uid
+from hanzo_engine.apitypes.settings import (
+    PATCH_SUB_ROUTES,
+    SETTING_NAMES,
+    SettingsPatch,
+    parse_setting_value,
+    parse_settings_patch,
+    patch_details,
+    settings_view,
+    sub_route_path,
+)
+
+from ..app_state import route, state
+from ..http import JSONResponse, read_body
+from .indexes import custom_metadata
+
+SETTINGS_PATH = "/indexes/{index_uid}/settings"
+
+
+def _current_settings(request: Request) -> dict[str, Any]:
+    uid = validate_index_uid(request.path_params["index_uid"])
+    index = state(request).scheduler.index(uid)
+    if index is None:
+        raise index_not_found(uid)
+    with index.read() as r:
+        return settings_view(r.settings())
+
+
+async def _body(request: Request) -> Any:
+    return decode_json_body(await read_body(request), request.headers.get("content-type"))
+
+
+async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool) -> Response:
+    meta = custom_metadata(request)
+    uid = validate_index_uid(request.path_params["index_uid"])
+    kind = {"settings": patch.to_json(), "isDeletion": is_deletion, "allowIndexCreation": not is_deletion}
+    return await state(request).enqueue(
+        "settingsUpdate", uid, details=patch_details(patch), kind=kind, custom_metadata=meta
+    )
+
+
+@route("GET", SETTINGS_PATH, action="settings.get")
+async def get_settings(request: Request) -> Response:
+    return JSONResponse(_current_settings(request))
+
+
+@route("PATCH", SETTINGS_PATH, action="settings.update")
+async def update_settings(request: Request) -> Response:
+    patch = parse_settings_patch(await _body(request))
+    return await _enqueue(request, patch, is_deletion=False)
+
+
+@route("DELETE", SETTINGS_PATH, action="settings.update")
+async def delete_settings(request: Request) -> Response:
+    return await _enqueue(request, SettingsPatch.reset_all(), is_deletion=True)
+
+
+def _register_sub_route(name: str) -> None:
+    path = f"{SETTINGS_PATH}/{sub_route_path(name)}"
+    snake = sub_route_path(name).replace("-", "_")
+
+    async def get_one(request: Request) -> Response:
+        return JSONResponse(_current_settings(request)[name])
+
+    async def update_one(request: Request) -> Response:
+        patch = parse_setting_value(name, await _body(request))
+        return await _enqueue(request, patch, is_deletion=False)
+
+    async def reset_one(request: Request) -> Response:
+        return await _enqueue(request, SettingsPatch({name: None}), is_deletion=True)
+
+    # distinct names keep tracebacks and route listings readable
+    get_one.__name__, update_one.__name__, reset_one.__name__ = f"get_{snake}", f"update_{snake}", f"reset_{snake}"
+    route("GET", path, action="settings.get")(get_one)
+    route("PATCH" if name in PATCH_SUB_ROUTES else "PUT", path, action="settings.update")(update_one)
+    route("DELETE", path, action="settings.update")(reset_one)
+
+
+for _name in SETTING_NAMES:
+    _register_sub_route(_name)
