@@ -33,9 +33,6 @@ DOC_ID_RULE = (
     "characters (a-z A-Z 0-9), hyphens (-) and underscores (_), and can not be more than 511 bytes."
 )
 PK_HINT = "Please specify the primary key manually using the `primaryKey` query parameter."
-PREFIX_BUG = ("scheduler: per-document errors of an addition (ids, primary key) must not get the "
-              "'Index `uid`: ' prefix, which Meilisearch only puts on indexing-core errors")
-
 
 def error(code: str, message: str, type_: str = "invalid_request") -> dict[str, str]:
     return {"message": message, "code": code, "type": type_, "link": LINK + code}
@@ -401,7 +398,7 @@ def test_delete_batch_payload_errors(http: httpx.Client, filled: str) -> None:
 
 
 def test_failed_addition_details_and_codes(http: httpx.Client, index_uid: str) -> None:
-    """Code, counters and message body of every per-document failure (prefix checked separately)."""
+    """The exact error and the counters of every per-document failure (no `Index `x`: ` prefix)."""
     wait_task(http, http.post("/indexes", json={"uid": index_uid, "primaryKey": "docid"}).json()["taskUid"])
     cases = [
         ([{"docid": "foo & bar", "content": "foobar"}], "invalid_document_id", f'Document identifier `"foo & bar"` {DOC_ID_RULE}'),
@@ -412,12 +409,10 @@ def test_failed_addition_details_and_codes(http: httpx.Client, index_uid: str) -
          'Document doesn\'t have a `docid` attribute: `{"id":"11","content":"foobar"}`.'),
     ]
     for docs, code, message in cases:
+        assert isinstance(docs, list)
         task = failed(http, http.post(f"/indexes/{index_uid}/documents", json=docs))
         assert task["details"] == {"receivedDocuments": len(docs), "indexedDocuments": 0}
-        assert task["error"]["code"] == code
-        assert task["error"]["type"] == "invalid_request"
-        assert task["error"]["link"] == LINK + code
-        assert task["error"]["message"].endswith(message)
+        assert task["error"] == error(code, message)
     # no document of a failed task was indexed, not even the valid first one
     assert http.get(f"/indexes/{index_uid}/documents").json()["total"] == 0
     # the largest valid id is 511 bytes
@@ -441,14 +436,14 @@ def test_failed_addition_exact_error_missing_document_id(http: httpx.Client, ind
 def test_primary_key_inference_failures(http: httpx.Client, index_uid: str) -> None:
     task = failed(http, http.post(f"/indexes/{index_uid}/documents", json=[{"title": "11", "desc": "foobar"}]))
     assert task["details"] == {"receivedDocuments": 1, "indexedDocuments": 0}
-    assert task["error"]["code"] == "index_primary_key_no_candidate_found"
-    assert task["error"]["message"].endswith(
+    assert task["error"] == error(
+        "index_primary_key_no_candidate_found",
         "The primary key inference failed as the engine did not find any field ending with `id` in its name. "
         + PK_HINT)
     docs = [{"primary_id": "12", "object_id": "42", "id": "124", "title": "11", "desc": "foobar"}]
     task = failed(http, http.post(f"/indexes/{index_uid}/documents", json=docs))
-    assert task["error"]["code"] == "index_primary_key_multiple_candidates_found"
-    assert task["error"]["message"].endswith(
+    assert task["error"] == error(
+        "index_primary_key_multiple_candidates_found",
         "The primary key inference failed as the engine found 3 fields ending with `id` in their names: 'id' and "
         "'object_id'. " + PK_HINT)
     # the index exists (created by the task) but has no primary key yet
@@ -484,8 +479,7 @@ def test_changing_primary_key_with_documents_fails(http: httpx.Client, filled: s
         task = failed(http, res)
         unchanged.before = (unchanged.before[0], unchanged.before[1] + 1)
     assert task["details"] == {"receivedDocuments": 1, "indexedDocuments": 0}
-    assert task["error"]["code"] == "index_primary_key_already_exists"
-    assert task["error"]["message"].endswith("Index already has a primary key: `id`.")
+    assert task["error"] == error("index_primary_key_already_exists", "Index already has a primary key: `id`.")
     assert http.get(f"/indexes/{filled}").json()["primaryKey"] == "id"
 
 
@@ -504,6 +498,18 @@ def test_failed_task_in_batch_does_not_block_others(http: httpx.Client, index_ui
 
 
 # -- payload size limit ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("limit", "shown"),
+    [(100_000_000, "95.367431640625 MiB"), (10 * 1024 * 1024, "10 MiB"), (1000, "1000 B"), (1024, "1 KiB"),
+     (1_500_000, "1.430511474609375 MiB"), (2**30, "1 GiB")],
+)
+def test_payload_limit_is_printed_in_binary_units(limit: int, shown: str) -> None:
+    """byte_unit's `get_appropriate_unit(UnitType::Binary)`, as in Meilisearch's message."""
+    from hanzo_engine.server.http import human_size
+
+    assert human_size(limit) == shown
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 import uuid as uuidlib
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -19,8 +20,13 @@ from .store import TaskStore
 
 
 class IndexMapper:
-    # Open environments kept at once; the least recently used one is closed past this (each reserves
-    # address space, and Meilisearch bounds its open indexes the same way).
+    """Invariant: at most ONE open `Index` per directory in the process (LMDB forbids opening an
+    environment twice: its locks would deadlock). `_open` keeps the most recently used indexes
+    alive; `_live` (weak) finds any index still referenced elsewhere, e.g. by a running batch or a
+    search, after it left `_open` — an evicted environment is never closed explicitly, it closes
+    itself when its last user lets go of it."""
+
+    # Indexes kept open without a user (each reserves address space for its memory map).
     MAX_OPEN = 100
 
     def __init__(self, store: TaskStore, indexes_dir: Path) -> None:
@@ -28,6 +34,7 @@ class IndexMapper:
         self.dir = indexes_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self._open: OrderedDict[str, Index] = OrderedDict()
+        self._live: weakref.WeakValueDictionary[str, Index] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -44,26 +51,25 @@ class IndexMapper:
 
     def _remember(self, uuid: str, index: Index) -> Index:
         self._open[uuid] = index
+        self._open.move_to_end(uuid)
+        self._live[uuid] = index
         while len(self._open) > self.MAX_OPEN:
-            _, evicted = self._open.popitem(last=False)
-            evicted.close()
+            self._open.popitem(last=False)  # closed by refcounting once nobody uses it
         return index
 
     def open_uuid(self, uuid: str) -> Index:
         with self._lock:
-            index = self._open.get(uuid)
+            index = self._open.get(uuid) or self._live.get(uuid)
             if index is None:
-                return self._remember(uuid, Index(self.dir / uuid))
-            self._open.move_to_end(uuid)
-            return index
+                index = Index(self.dir / uuid)
+            return self._remember(uuid, index)
 
     def create_uuid(self, uuid: str, *, primary_key: str | None, created_at: int) -> Index:
         with self._lock:
-            index = self._open.get(uuid)
+            index = self._open.get(uuid) or self._live.get(uuid)
             if index is None:
                 index = Index.create(self.dir / uuid, primary_key=primary_key, created_at=created_at)
-                return self._remember(uuid, index)
-            return index
+            return self._remember(uuid, index)
 
     def get(self, uid: str) -> Index | None:
         """The open index named `uid`, or None when no such index exists."""
@@ -72,7 +78,7 @@ class IndexMapper:
 
     def drop_uuid(self, uuid: str) -> None:
         with self._lock:
-            index = self._open.pop(uuid, None)
+            index = self._open.pop(uuid, None) or self._live.pop(uuid, None)
         if index is not None:
             index.delete_files()
         else:
@@ -89,6 +95,7 @@ class IndexMapper:
 
     def close(self) -> None:
         with self._lock:
-            for index in self._open.values():
+            for index in list(self._live.values()):
                 index.close()
             self._open.clear()
+            self._live.clear()

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.errors import MeiliError, index_not_found
+from hanzo_engine.engine.index import IndexClosed, IndexReader
+
+if TYPE_CHECKING:
+    from hanzo_engine.scheduler.scheduler import Scheduler
+
+T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 
@@ -21,12 +28,23 @@ class JSONResponse(Response):
         return _encoder.encode(content)
 
 
+_BINARY_UNITS: Final = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
 def human_size(limit: int) -> str:
-    """Meilisearch prints the payload limit in decimal units (100 MB)."""
-    for unit, factor in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
-        if limit >= factor and limit % factor == 0:
-            return f"{limit // factor} {unit}"
-    return f"{limit} B"
+    """The limit as byte_unit's `get_appropriate_unit(UnitType::Binary)` prints it.
+
+    Meilisearch formats the limit in the largest binary unit not above it, the value being an f64 in
+    Rust's shortest form: 100 MB (the default, 100_000_000 bytes) is "95.367431640625 MiB".
+    """
+    unit = 0
+    while unit + 1 < len(_BINARY_UNITS) and limit >= 1024 ** (unit + 1):
+        unit += 1
+    value = limit / 1024**unit
+    text = repr(value)
+    if text.endswith(".0"):
+        text = text[:-2]  # Rust prints integral f64 values without a fraction
+    return f"{text} {_BINARY_UNITS[unit]}"
 
 
 def payload_too_large(limit: int) -> MeiliError:
@@ -36,8 +54,16 @@ def payload_too_large(limit: int) -> MeiliError:
     )
 
 
+# actix answers a body its decoder cannot read with `PayloadError::Incomplete`, which Meilisearch maps to this.
+INCOMPLETE_PAYLOAD: Final = "The provided payload is incomplete and cannot be parsed"
+
+
 async def read_body(request: Request) -> bytes:
-    """The request body, decompressed per Content-Encoding, refused past the payload size limit."""
+    """The request body, decompressed per Content-Encoding, refused past the payload size limit.
+
+    The limit applies to the bytes received and to the decompressed payload alike. Encodings actix
+    does not know are passed through untouched, as actix treats them as `identity`.
+    """
     limit: int = request.app.state.payload_limit
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -51,41 +77,53 @@ async def read_body(request: Request) -> bytes:
         chunks.append(chunk)
     body = b"".join(chunks)
     encoding = request.headers.get("content-encoding", "").strip().lower()
-    if encoding in ("", "identity"):
-        return body
-    return _decompress(body, encoding, limit)
-
-
-def _decompress(body: bytes, encoding: str, limit: int) -> bytes:
+    if not body:
+        return body  # nothing reached the decoder: the route reports its missing payload
     if encoding == "gzip":
-        wbits = 16 + zlib.MAX_WBITS
-    elif encoding == "deflate":
-        wbits = zlib.MAX_WBITS
-    else:
+        return _inflate(body, 16 + zlib.MAX_WBITS, limit)
+    if encoding == "deflate":
+        return _inflate(body, zlib.MAX_WBITS, limit)
+    if encoding in ("br", "zstd"):
+        # Meilisearch decodes these too; the decoders are not dependencies of this build.
         raise MeiliError(
             "unsupported_media_type",
             f"The Content-Encoding `{encoding}` is not supported. Supported encodings are `gzip`, `deflate`.",
         )
+    return body
+
+
+def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
+    """zlib-decode a whole body; a stream that is corrupt or ends early is an incomplete payload."""
+    decomp = zlib.decompressobj(wbits)
     try:
-        decomp = zlib.decompressobj(wbits)
         out = decomp.decompress(body, limit + 1)
-        if len(out) > limit or decomp.unconsumed_tail:
-            raise payload_too_large(limit)
-        return out
     except zlib.error:
-        # `deflate` is sometimes sent raw (without the zlib header); try that before giving up.
-        if encoding == "deflate":
-            try:
-                out = zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, limit + 1)
-                if len(out) > limit:
-                    raise payload_too_large(limit) from None
-                return out
-            except zlib.error:
-                pass
-        raise MeiliError(
-            "malformed_payload", f"The payload could not be decoded as `{encoding}`."
-        ) from None
+        raise MeiliError("bad_request", INCOMPLETE_PAYLOAD) from None
+    if len(out) > limit or decomp.unconsumed_tail:
+        raise payload_too_large(limit)
+    if not decomp.eof:
+        raise MeiliError("bad_request", INCOMPLETE_PAYLOAD)
+    return out
 
 
 def query_pairs(request: Request) -> list[tuple[str, str]]:
     return list(request.query_params.multi_items())
+
+
+def read_index(scheduler: Scheduler, uid: str, read: Callable[[IndexReader], T]) -> T:
+    """`read(reader)` in one read transaction of index `uid`; 404 `index_not_found` when it is absent.
+
+    The index mapper may close an environment at any moment (the index was deleted, or its env was
+    evicted to bound the open ones): the read then runs again on the env opened afresh, and answers
+    404 when the index no longer exists.
+    """
+    for _ in range(3):
+        index = scheduler.index(uid)
+        if index is None:
+            break
+        try:
+            with index.read() as reader:
+                return read(reader)
+        except IndexClosed:
+            continue
+    raise index_not_found(uid)

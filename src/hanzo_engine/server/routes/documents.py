@@ -1,30 +1,63 @@
-"""Document routes: add/replace (POST), add/update (PUT), browse, fetch, get one, delete."""
+"""Document routes: add/replace (POST), add/update (PUT), browse, fetch, get one, delete.
+
+Validation happens in the order actix runs Meilisearch's extractors and handler: query parameters
+(or the JSON body) first, then the path's index uid, then the Content-Type, then the payload, then
+the index lookup. Every check runs before a task is registered, so a refused request changes nothing.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Final
 
+import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hanzo_engine.apitypes.deserr import Field, QueryField, decode_json_body, deserialize_object, parse_query
-from hanzo_engine.apitypes.errors import MeiliError, index_not_found
+from hanzo_engine.apitypes.deserr import (
+    Field,
+    QueryField,
+    check_json_content_type,
+    decode_json_body,
+    deserialize_object,
+    parse_json,
+    parse_query,
+)
+from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.engine.documents.fields import select_fields
-from hanzo_engine.engine.documents.payload import convert_to_ndjson, payload_format
-from hanzo_engine.engine.documents.primary_key import normalize_document_id
-from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.documents.payload import (
+    check_csv_delimiter,
+    convert_to_ndjson,
+    payload_format,
+    rust_debug,
+)
+from hanzo_engine.engine.documents.primary_key import invalid_document_id_error, normalize_document_id
+from hanzo_engine.engine.index import IndexReader
 
 from ..app_state import route, state
-from ..http import JSONResponse, query_pairs, read_body
+from ..http import JSONResponse, query_pairs, read_body, read_index
+
+
+def _csv_delimiter(text: str) -> str:
+    check_csv_delimiter(text)  # raises Meilisearch's error; the payload format is chosen later
+    return text
+
+
+def _skip_creation(text: str) -> bool:
+    # Meilisearch compares case-insensitively, with its own message
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise MeiliError("invalid_skip_creation", f"skipCreation must be either `true` or `false`. Found: `{text}`")
+
 
 ADD_QUERY = (
     QueryField("primaryKey", "string", "invalid_index_primary_key", None),
-    QueryField("csvDelimiter", "string", "invalid_document_csv_delimiter", None),
+    QueryField("csvDelimiter", "string", "invalid_document_csv_delimiter", None, parse=_csv_delimiter),
     QueryField("customMetadata", "string", "invalid_index_custom_metadata", None),
-    QueryField("skipCreation", "bool", "invalid_skip_creation", False),
+    QueryField("skipCreation", "string", "invalid_skip_creation", False, parse=_skip_creation),
 )
 WRITE_QUERY = (QueryField("customMetadata", "string", "invalid_index_custom_metadata", None),)
 BROWSE_QUERY = (
@@ -41,7 +74,7 @@ FETCH_BODY = (
     Field("limit", "usize", "invalid_document_limit", default=20),
     Field("fields", "string_array", nullable=True, code="invalid_document_fields", default=None),
     Field("retrieveVectors", "boolean", "invalid_document_retrieve_vectors", default=False),
-    Field("ids", "string_or_integer_array", nullable=True, code="invalid_document_ids", default=None),
+    Field("ids", "array", nullable=True, code="invalid_document_ids", default=None),
     Field("filter", "any", "invalid_document_filter", default=None),
     Field("sort", "string_array", nullable=True, code="invalid_document_sort", default=None),
 )
@@ -49,26 +82,58 @@ GET_ONE_QUERY = (
     QueryField("fields", "csv", "invalid_document_fields", None),
     QueryField("retrieveVectors", "bool", "invalid_document_retrieve_vectors", False),
 )
+VECTORS: Final = "_vectors"
+# Sub-resources of `/documents`: actix matches them before `/documents/{document_id}`, so another
+# method on them is a 405, never a document lookup.
+RESERVED_DOCUMENT_PATHS: Final = frozenset({"delete-batch", "delete", "edit", "fetch"})
 
 
-def _index_or_404(request: Request, uid: str) -> Index:
-    index = state(request).scheduler.index(uid)
-    if index is None:
-        raise index_not_found(uid)
-    return index
+def _star_or_list(fields: list[str] | None) -> list[str] | None:
+    """GET `fields`: a list holding `*` means every field (Meilisearch's `OptionStarOrList`)."""
+    return None if fields is None or "*" in fields else fields
 
 
 def _present(document: dict[str, Any], fields: list[str] | None, retrieve_vectors: bool) -> dict[str, Any]:
-    if not retrieve_vectors and "_vectors" in document:
-        document = {k: v for k, v in document.items() if k != "_vectors"}
-    if fields is not None and "*" not in fields:
-        document = select_fields(document, fields)
+    """A stored document as Meilisearch serves it.
+
+    `_vectors` is taken out of the document with serde_json's `swap_remove` (Meilisearch's maps keep
+    insertion order, and `remove` moves the last key into the freed slot). With `retrieveVectors` it
+    is put back last, as an object (`{}` when the document had none), and always survives `fields`.
+    """
+    if VECTORS in document:
+        keys = list(document)
+        position = keys.index(VECTORS)
+        vectors = document[VECTORS]
+        if position == len(keys) - 1:
+            document = {k: document[k] for k in keys[:-1]}
+        else:
+            last = keys[-1]
+            document = {(last if k == VECTORS else k): document[last if k == VECTORS else k]
+                        for k in keys[:-1]}
+    else:
+        vectors = None
+    if retrieve_vectors:
+        document = dict(document)
+        document[VECTORS] = vectors if isinstance(vectors, dict) else {}
+    if fields is not None:
+        document = select_fields(document, [*fields, VECTORS] if retrieve_vectors else fields)
     return document
 
 
+def _external_ids(values: list[Any]) -> list[str]:
+    """`ids` of a browse request as external ids; an invalid one is refused with its position."""
+    ids = []
+    for i, value in enumerate(values):
+        ext = normalize_document_id(value)
+        if ext is None:
+            raise MeiliError("invalid_document_ids", f"In `.ids[{i}]`: {invalid_document_id_error(value).message}")
+        ids.append(ext)
+    return ids
+
+
 async def _add_or_update(request: Request, method: str) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
     q = parse_query(query_pairs(request), ADD_QUERY)
+    uid = validate_index_uid(request.path_params["index_uid"])
     fmt, delimiter = payload_format(request.headers.get("content-type"), q["csvDelimiter"])
     body = await read_body(request)
     st = state(request)
@@ -113,78 +178,77 @@ async def update_documents(request: Request) -> Response:
 
 
 def _browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any]:
-    if params.get("filter") is not None:
-        raise MeiliError("invalid_document_filter",
-                         "Filtering documents is not available in this build yet (see the filters issue).")
-    if params.get("sort"):
-        raise MeiliError("invalid_document_sort",
-                         "Sorting documents is not available in this build yet (see the filters issue).")
-    index = _index_or_404(request, uid)
+    ids = None if params.get("ids") is None else _external_ids(params["ids"])
     offset, limit, fields = params["offset"], params["limit"], params["fields"]
     vectors = params["retrieveVectors"]
-    with index.read() as r:
-        if params.get("ids") is not None:
-            found = []
-            seen: set[int] = set()
-            docids = []
-            for raw in params["ids"]:
-                ext = normalize_document_id(raw)
-                docid = r.internal_id(ext) if ext is not None else None
-                if docid is not None and docid not in seen:
-                    seen.add(docid)
-                    docids.append(docid)
-            docids.sort()  # Meilisearch returns them in internal id order
+
+    def run(r: IndexReader) -> dict[str, Any]:
+        # the index is looked up before the filter and sort are read
+        if params.get("filter") is not None:
+            raise MeiliError("invalid_document_filter",
+                             "Filtering documents is not available in this build yet (see the filters issue).")
+        if params.get("sort") is not None:
+            raise MeiliError("invalid_document_sort",
+                             "Sorting documents is not available in this build yet (see the filters issue).")
+        results: list[dict[str, Any]] = []
+        if ids is not None:
+            # the matching documents in internal-id order, whatever the order of `ids`
+            docids = sorted({docid for ext in ids if (docid := r.internal_id(ext)) is not None})
             total = len(docids)
             for docid in docids[offset : offset + limit]:
                 doc = r.document_by_internal_id(docid)
                 if doc is not None:
-                    found.append(_present(doc, fields, vectors))
-            results = found
+                    results.append(_present(doc, fields, vectors))
         else:
             total = r.number_of_documents()
-            results = []
             if limit > 0:
                 for doc in r.iter_documents(offset):
                     results.append(_present(doc, fields, vectors))
                     if len(results) >= limit:
                         break
-    return {"results": results, "offset": offset, "limit": limit, "total": total}
+        return {"results": results, "offset": offset, "limit": limit, "total": total}
+
+    return read_index(state(request).scheduler, uid, run)
 
 
 @route("GET", "/indexes/{index_uid}/documents", action="documents.get")
 async def browse_documents(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
     params = parse_query(query_pairs(request), BROWSE_QUERY)
+    params["fields"] = _star_or_list(params["fields"])
+    uid = validate_index_uid(request.path_params["index_uid"])
     return JSONResponse(await run_in_threadpool(_browse, request, uid, params))
 
 
 @route("POST", "/indexes/{index_uid}/documents/fetch", action="documents.get")
 async def fetch_documents(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     params = deserialize_object(body, FETCH_BODY)
+    params["fields"] = _star_or_list(params["fields"])
+    uid = validate_index_uid(request.path_params["index_uid"])
     return JSONResponse(await run_in_threadpool(_browse, request, uid, params))
 
 
 @route("GET", "/indexes/{index_uid}/documents/{document_id}", action="documents.get")
 async def get_document(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
-    params = parse_query(query_pairs(request), GET_ONE_QUERY)
-    index = _index_or_404(request, uid)
     doc_id = request.path_params["document_id"]
+    if doc_id in RESERVED_DOCUMENT_PATHS:
+        return Response(status_code=405)
+    params = parse_query(query_pairs(request), GET_ONE_QUERY)
+    uid = validate_index_uid(request.path_params["index_uid"])
     ext = normalize_document_id(doc_id)
-    with index.read() as r:
-        doc = r.get_document(ext) if ext is not None else None
+    doc = read_index(state(request).scheduler, uid, lambda r: r.get_document(ext) if ext is not None else None)
     if doc is None:
         raise MeiliError("document_not_found", f"Document `{doc_id}` not found.")
-    return JSONResponse(_present(doc, params["fields"], params["retrieveVectors"]))
+    return JSONResponse(_present(doc, _star_or_list(params["fields"]), params["retrieveVectors"]))
 
 
 @route("DELETE", "/indexes/{index_uid}/documents/{document_id}", action="documents.delete")
 async def delete_document(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
-    q = parse_query(query_pairs(request), WRITE_QUERY)
     doc_id = request.path_params["document_id"]
+    if doc_id in RESERVED_DOCUMENT_PATHS:
+        return Response(status_code=405)
+    q = parse_query(query_pairs(request), WRITE_QUERY)
+    uid = validate_index_uid(request.path_params["index_uid"])
     return await state(request).enqueue(
         "documentDeletion", uid,
         details={"providedIds": 1, "deletedDocuments": None, "originalFilter": None},
@@ -194,14 +258,16 @@ async def delete_document(request: Request) -> Response:
 
 @route("POST", "/indexes/{index_uid}/documents/delete-batch", action="documents.delete")
 async def delete_documents_batch(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
-    q = parse_query(query_pairs(request), WRITE_QUERY)
-    body = decode_json_body(await read_body(request), request.headers.get("content-type"))
+    # actix's `web::Json<Vec<Value>>` extractor runs first, then the query, then the uid check
+    check_json_content_type(request.headers.get("content-type"))
+    raw = await read_body(request)
+    body = parse_json(raw)
     if not isinstance(body, list):
-        raise MeiliError("bad_request", "Invalid value type: expected an array, but found an object: `{...}`"
-                         if isinstance(body, dict) else "Invalid value type: expected an array")
+        raise MeiliError("bad_request", f"Json deserialize error: {_serde_not_a_sequence(body, raw)}")
+    q = parse_query(query_pairs(request), WRITE_QUERY)
+    uid = validate_index_uid(request.path_params["index_uid"])
     # Non-string ids are stringified, as Meilisearch does; an id that can match nothing deletes nothing.
-    ids = [v if isinstance(v, str) else _stringify(v) for v in body]
+    ids = [v if isinstance(v, str) else msgspec.json.encode(v).decode() for v in body]
     return await state(request).enqueue(
         "documentDeletion", uid,
         details={"providedIds": len(ids), "deletedDocuments": None, "originalFilter": None},
@@ -211,15 +277,38 @@ async def delete_documents_batch(request: Request) -> Response:
 
 @route("DELETE", "/indexes/{index_uid}/documents", action="documents.delete")
 async def clear_documents(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
     q = parse_query(query_pairs(request), WRITE_QUERY)
+    uid = validate_index_uid(request.path_params["index_uid"])
     return await state(request).enqueue(
         "documentDeletion", uid, details={"deletedDocuments": None}, kind={"op": "clear"},
         custom_metadata=q["customMetadata"],
     )
 
 
-def _stringify(value: Any) -> str:
-    import msgspec
+def _serde_not_a_sequence(value: Any, raw: bytes) -> str:
+    """serde_json's "invalid type" error for a well-formed body that is not an array.
 
-    return msgspec.json.encode(value).decode()
+    serde_json reports the position it stands at: before an object (it only peeked at the `{`), after
+    a scalar (it parsed it). The body holds one value, so a scalar ends where the trailing
+    whitespace starts.
+    """
+    if isinstance(value, dict):
+        found, at = "map", len(raw) - len(raw.lstrip(b" \t\n\r"))
+    else:
+        at = len(raw.rstrip(b" \t\n\r"))
+        if isinstance(value, str):
+            found = f"string {rust_debug(value)}"
+        elif isinstance(value, bool):
+            found = f"boolean `{'true' if value else 'false'}`"
+        elif value is None:
+            found = "null"
+        elif isinstance(value, int):
+            found = f"integer `{value}`"
+        else:
+            number = float(value)
+            # serde prints floats with a decimal point (`WithDecimalPoint`)
+            text = f"{int(number)}.0" if number.is_integer() and abs(number) < 1e16 else repr(number)
+            found = f"floating point `{text}`"
+    line_start = raw.rfind(b"\n", 0, at) + 1
+    line = raw.count(b"\n", 0, line_start) + 1
+    return f"invalid type: {found}, expected a sequence at line {line} column {at - line_start}"

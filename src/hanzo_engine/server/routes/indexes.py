@@ -2,31 +2,52 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hanzo_engine.apitypes.deserr import Field, QueryField, decode_json_body, deserialize_object, parse_query
-from hanzo_engine.apitypes.errors import MeiliError, index_not_found
-from hanzo_engine.apitypes.index_uid import validate_index_uid
+from hanzo_engine.apitypes.deserr import (
+    Field,
+    InvalidValue,
+    QueryField,
+    decode_json_body,
+    deserialize_object,
+    found_description,
+    parse_query,
+)
+from hanzo_engine.apitypes.errors import MeiliError, invalid_index_uid
+from hanzo_engine.apitypes.index_uid import is_valid_index_uid, validate_index_uid
 from hanzo_engine.apitypes.tasks import format_timestamp
-from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.scheduler.scheduler import Scheduler
 
 from ..app_state import route, state
-from ..http import JSONResponse, query_pairs, read_body
+from ..http import JSONResponse, query_pairs, read_body, read_index
 
 PAGINATION = (
     QueryField("offset", "usize", "invalid_index_offset", 0),
     QueryField("limit", "usize", "invalid_index_limit", 20),
 )
+
+
+def _body_index_uid(uid: str) -> str:
+    """An index uid read by deserr from a JSON body: its error is "Invalid value at `.uid`: ..."."""
+    if not is_valid_index_uid(uid):
+        raise InvalidValue(invalid_index_uid(uid).message)
+    return uid
+
+
 CREATE_INDEX = (
-    Field("uid", "string", "invalid_index_uid", required=True, missing_code="missing_index_uid"),
+    Field("uid", "string", "invalid_index_uid", required=True, missing_code="missing_index_uid",
+          validate=_body_index_uid),
     Field("primaryKey", "string_or_null", "invalid_index_primary_key", default=None),
 )
 UPDATE_INDEX = (
     Field("primaryKey", "string_or_null", "invalid_index_primary_key"),
-    Field("uid", "string", "invalid_index_uid"),
+    Field("uid", "string", "invalid_index_uid", nullable=True),
 )
 IMMUTABLE_INDEX_FIELDS = {"createdAt": "immutable_index_created_at", "updatedAt": "immutable_index_updated_at"}
 SWAP = (
@@ -36,14 +57,25 @@ SWAP = (
 CUSTOM_METADATA = QueryField("customMetadata", "string", "invalid_index_custom_metadata", None)
 
 
-def index_view(uid: str, index: Index) -> dict[str, Any]:
-    with index.read() as r:
-        return {
-            "uid": uid,
-            "createdAt": format_timestamp(r.created_at),
-            "updatedAt": format_timestamp(r.updated_at),
-            "primaryKey": r.primary_key,
-        }
+def index_view(uid: str, r: IndexReader) -> dict[str, Any]:
+    return {
+        "uid": uid,
+        "createdAt": format_timestamp(r.created_at),
+        "updatedAt": format_timestamp(r.updated_at),
+        "primaryKey": r.primary_key,
+    }
+
+
+def _index_page(scheduler: Scheduler, offset: int, limit: int) -> dict[str, Any]:
+    """One page of indexes sorted by uid; only the page's environments are opened, one at a time."""
+    uids = sorted(scheduler.mapper.mapping())
+    results = []
+    for uid in uids[offset : offset + limit]:
+        try:
+            results.append(read_index(scheduler, uid, functools.partial(index_view, uid)))
+        except MeiliError:
+            continue  # deleted since the mapping was read
+    return {"results": results, "offset": offset, "limit": limit, "total": len(uids)}
 
 
 def custom_metadata(request: Request) -> str | None:
@@ -54,12 +86,7 @@ def custom_metadata(request: Request) -> str | None:
 @route("GET", "/indexes", action="indexes.get")
 async def list_indexes(request: Request) -> Response:
     q = parse_query(query_pairs(request), PAGINATION)
-    all_indexes = state(request).scheduler.indexes()
-    page = all_indexes[q["offset"] : q["offset"] + q["limit"]]
-    return JSONResponse({
-        "results": [index_view(uid, index) for uid, index in page],
-        "offset": q["offset"], "limit": q["limit"], "total": len(all_indexes),
-    })
+    return JSONResponse(await run_in_threadpool(_index_page, state(request).scheduler, q["offset"], q["limit"]))
 
 
 @route("POST", "/indexes", action="indexes.create")
@@ -67,7 +94,7 @@ async def create_index(request: Request) -> Response:
     meta = custom_metadata(request)
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
                               CREATE_INDEX)
-    uid = validate_index_uid(body["uid"])
+    uid = body["uid"]
     pk = body["primaryKey"]
     return await state(request).enqueue(
         "indexCreation", uid, details={"primaryKey": pk}, kind={"primaryKey": pk}, custom_metadata=meta
@@ -77,23 +104,21 @@ async def create_index(request: Request) -> Response:
 @route("GET", "/indexes/{index_uid}", action="indexes.get")
 async def get_index(request: Request) -> Response:
     uid = validate_index_uid(request.path_params["index_uid"])
-    index = state(request).scheduler.index(uid)
-    if index is None:
-        raise index_not_found(uid)
-    return JSONResponse(index_view(uid, index))
+    return JSONResponse(read_index(state(request).scheduler, uid, lambda r: index_view(uid, r)))
 
 
 @route("PATCH", "/indexes/{index_uid}", action="indexes.update")
 async def update_index(request: Request) -> Response:
-    uid = validate_index_uid(request.path_params["index_uid"])
     meta = custom_metadata(request)
+    # actix runs the body extractor before the handler validates the path's uid
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
                               UPDATE_INDEX, immutable=IMMUTABLE_INDEX_FIELDS)
+    uid = validate_index_uid(request.path_params["index_uid"])
     kind: dict[str, Any] = {}
     details: dict[str, Any] = {"primaryKey": body.get("primaryKey")}
     if "primaryKey" in body:
         kind["primaryKey"] = body["primaryKey"]
-    if "uid" in body:
+    if body.get("uid") is not None:
         new_uid = validate_index_uid(body["uid"])
         kind["newUid"] = new_uid
         details.update(oldIndexUid=uid, newIndexUid=new_uid)
@@ -111,31 +136,37 @@ async def delete_index(request: Request) -> Response:
 
 @route("POST", "/swap-indexes", action="indexes.swap")
 async def swap_indexes(request: Request) -> Response:
+    """Validate the whole payload (types, then pair lengths, then duplicates) before enqueueing."""
     meta = custom_metadata(request)
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     if not isinstance(body, list):
-        raise MeiliError("bad_request", f"Invalid value type: expected an array, but found {_kind(body)}")
+        raise MeiliError("bad_request", f"Invalid value type: expected an array, but found {found_description(body)}")
+    entries = [deserialize_object(entry, SWAP, path=f"[{i}]") for i, entry in enumerate(body)]
+    for i, entry in enumerate(entries):
+        for j, name in enumerate(entry["indexes"]):
+            if not is_valid_index_uid(name):
+                raise MeiliError("invalid_swap_indexes",
+                                 f"Invalid value at `[{i}].indexes[{j}]`: {invalid_index_uid(name).message}")
     swaps = []
-    for i, entry in enumerate(body):
-        swap = deserialize_object(entry, SWAP, path=f"[{i}]")
-        names = swap["indexes"]
+    for entry in entries:
+        names = entry["indexes"]
         if len(names) != 2:
             listed = ", ".join(f'"{n}"' for n in names)
             raise MeiliError(
                 "invalid_swap_indexes",
                 f"Two indexes must be given for each swap. The list `[{listed}]` contains {len(names)} indexes.",
             )
-        for name in names:
-            validate_index_uid(name)
-        swaps.append({"indexes": names, "rename": swap["rename"]})
+        swaps.append({"indexes": names, "rename": entry["rename"]})
+    # Meilisearch refuses a repeated index when registering the task, before anything is enqueued.
+    seen: set[str] = set()
+    for swap in swaps:
+        for name in swap["indexes"]:
+            if name in seen:
+                raise MeiliError(
+                    "invalid_swap_duplicate_index_found",
+                    f"Indexes must be declared only once during a swap. `{name}` was specified several times.",
+                )
+            seen.add(name)
     return await state(request).enqueue(
         "indexSwap", None, details={"swaps": swaps}, kind={"swaps": swaps}, custom_metadata=meta
     )
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object: `{...}`"
-    if isinstance(value, str):
-        return f'a string: `"{value}"`'
-    return f"`{value}`"
