@@ -83,13 +83,45 @@ async def read_body(request: Request) -> bytes:
         return _inflate(body, 16 + zlib.MAX_WBITS, limit)
     if encoding == "deflate":
         return _inflate(body, zlib.MAX_WBITS, limit)
-    if encoding in ("br", "zstd"):
-        # Meilisearch decodes these too; the decoders are not dependencies of this build.
-        raise MeiliError(
-            "unsupported_media_type",
-            f"The Content-Encoding `{encoding}` is not supported. Supported encodings are `gzip`, `deflate`.",
-        )
+    if encoding == "br":
+        return _unbrotli(body, limit)
+    if encoding == "zstd":
+        return _unzstd(body, limit)
     return body
+
+
+def _unbrotli(body: bytes, limit: int) -> bytes:
+    import brotli
+
+    decomp = brotli.Decompressor()
+    try:
+        out = decomp.process(body, output_buffer_limit=limit + 1)
+    except (brotli.error, TypeError):
+        # older brotli bindings have no output limit: decode whole, then check the size
+        try:
+            out = brotli.decompress(body)
+        except brotli.error:
+            raise MeiliError("bad_request", INCOMPLETE_PAYLOAD) from None
+    if len(out) > limit:
+        raise payload_too_large(limit)
+    if hasattr(decomp, "is_finished") and not decomp.is_finished():
+        raise MeiliError("bad_request", INCOMPLETE_PAYLOAD)
+    return bytes(out)
+
+
+def _unzstd(body: bytes, limit: int) -> bytes:
+    import zstandard
+
+    try:
+        reader = zstandard.ZstdDecompressor().decompressobj()
+        out = reader.decompress(body)
+    except zstandard.ZstdError:
+        raise MeiliError("bad_request", INCOMPLETE_PAYLOAD) from None
+    if len(out) > limit:
+        raise payload_too_large(limit)
+    if not reader.eof:
+        raise MeiliError("bad_request", INCOMPLETE_PAYLOAD)
+    return out
 
 
 def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
