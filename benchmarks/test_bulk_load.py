@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from tests.conftest import ServerProcess, wait_task
 
 from benchmarks.corpus import generate, load_movies
-from tests.conftest import ServerProcess, wait_task
 
 WORKLOAD = json.loads((Path(__file__).resolve().parents[1] / "workloads" / "bulk-load.json").read_text())
 SMOKE = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.conftest import ServerProcess, wait_task
 
