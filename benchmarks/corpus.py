@@ -6,6 +6,7 @@ documents look like the demo records ({id, title, overview, genres, release_date
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+# The shared datasets live beside the repository (../shared/datasets); HANZO_DATASETS overrides.
+DATASETS = Path(os.environ.get("HANZO_DATASETS") or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
 MOVIES = DATASETS / "meilisearch" / "movies_1688.json"
 GENRES = ["Action", "Adventure", "Animation", "Comedy", "Crime", "Drama", "Family", "Fantasy", "Horror",
           "Mystery", "Romance", "Science Fiction", "Thriller", "War", "Western"]
