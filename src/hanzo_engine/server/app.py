@@ -20,7 +20,7 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 from .app_state import ROUTES, AppState
 from .errors import http_exception
 from .options import Options
-from .routes import documents, indexes, meta, tasks  # noqa: F401  (importing registers the routes)
+from .routes import documents, indexes, keys, meta, settings, tasks  # noqa: F401  (importing registers the routes)
 
 log = logging.getLogger("hanzo_engine.server")
 
@@ -72,5 +72,6 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
     app.router.redirect_slashes = False
     app.state.hanzo = app_state
     app.state.master_key = options.master_key
+    app.state.key_resolver = keys.open_controller(options)
     app.state.payload_limit = options.http_payload_size_limit
     return app

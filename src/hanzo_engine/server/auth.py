@@ -1,21 +1,31 @@
 """The auth guard, declared per route by the action it needs (Meilisearch's `GuardedData`).
 
 This module knows the master key rules (no key: everything open but `/keys`; a key: `Bearer` required,
-the master key passes everything). API keys and tenant tokens plug in through `KeyResolver` (auth/).
+the master key passes everything). API keys and tenant tokens plug in through `app.state.key_resolver`
+(an `auth.AuthController`): its `authenticate` raises Meilisearch's 403 (with the richer index-scope
+messages) or returns the request's `AuthFilter`, stored as `request.state.auth_filter`. Routes read it
+with `auth_filter(request)` to drop unauthorized indexes from lists and, on search routes, to AND the
+tenant token's filter with the user's.
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from starlette.requests import Request
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.auth import ALLOW_ALL, AuthFilter
 
 
 class KeyResolver(Protocol):
     def authorize(self, token: str, action: str, index_uid: str | None) -> bool: ...
+
+
+@runtime_checkable
+class FilteringResolver(Protocol):
+    def authenticate(self, token: str, action: str, index_uid: str | None) -> AuthFilter: ...
 
 
 MISSING_AUTH = MeiliError(
@@ -67,7 +77,16 @@ def guard(request: Request, action: str | None, index_uid: str | None = None) ->
         raise MISSING_AUTH
     if hmac.compare_digest(token.encode(), master_key.encode()):
         return
-    resolver: KeyResolver | None = getattr(request.app.state, "key_resolver", None)
+    resolver: KeyResolver | FilteringResolver | None = getattr(request.app.state, "key_resolver", None)
+    if isinstance(resolver, FilteringResolver):
+        request.state.auth_filter = resolver.authenticate(token, action, index_uid)
+        return
     if token and resolver is not None and resolver.authorize(token, action, index_uid):
         return
     raise INVALID_KEY
+
+
+def auth_filter(request: Request) -> AuthFilter:
+    """What the request's caller may see: everything unless an API key or tenant token restricts it."""
+    found: AuthFilter = getattr(request.state, "auth_filter", ALLOW_ALL)
+    return found
