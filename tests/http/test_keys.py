@@ -328,7 +328,6 @@ def test_index_patterns(admin: httpx.Client) -> None:
         assert client.get(f"/indexes/{a1}/settings").json() == INVALID_KEY
 
 
-@pytest.mark.xfail(strict=True, reason="GET /indexes does not apply auth_filter(request) yet (routes/indexes.py)")
 def test_index_list_shows_only_authorized_indexes(admin: httpx.Client) -> None:
     base = unique("lst")
     for uid in (f"{base}a1", f"{base}b1"):
@@ -463,3 +462,26 @@ def test_keys_survive_restarts_and_follow_the_master_key(tmp_path: Path) -> None
         assert names.count("Default Admin API Key") == 1 and len(names) == 5
     finally:
         srv.stop()
+
+
+def test_restricted_key_sees_only_its_indexes_tasks_batches_and_stats(
+    admin: httpx.Client, anon: httpx.Client
+) -> None:
+    mine, other = unique("visible"), unique("hidden")
+    create_index(admin, mine)
+    create_index(admin, other)
+    key = create_key(admin, actions=["tasks.get", "stats.get", "indexes.get", "indexes.create"],
+                     indexes=[f"{mine}*"], expiresAt=None)
+    headers = bearer(key["key"])
+    tasks = anon.get("/tasks", params={"limit": 1000}, headers=headers).json()
+    assert {t["indexUid"] for t in tasks["results"]} == {mine}
+    assert tasks["total"] == len(tasks["results"])
+    hidden_task = admin.get("/tasks", params={"indexUids": other}).json()["results"][0]
+    assert anon.get(f"/tasks/{hidden_task['uid']}", headers=headers).status_code == 404
+    batches = anon.get("/batches", params={"limit": 1000}, headers=headers).json()["results"]
+    assert all(set(b["stats"]["indexUids"]) == {mine} for b in batches)
+    stats = anon.get("/stats", headers=headers).json()
+    assert list(stats["indexes"]) == [mine]
+    refused = anon.post("/indexes", json={"uid": other + "x"}, headers=headers)
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "invalid_api_key"

@@ -14,6 +14,7 @@ a batch whose index commit reached disk is not applied twice: its recorded outco
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -141,6 +142,14 @@ class Scheduler:
         if batch["uid"] == self._current_batch and batch.get("finishedAt") is None:
             view["progress"] = self.progress.view()
         return view
+
+    def restrict_to_indexes(self, q: TaskQuery, authorized: Callable[[str], bool]) -> TaskQuery:
+        """`q` narrowed to the tasks of indexes the caller may see (global tasks become invisible)."""
+        with self.store.env.begin() as txn:
+            allowed = {uid for uid in self.store.task_index_uids(txn) if authorized(uid)}
+        if q.index_uids is not None:
+            allowed &= q.index_uids
+        return dataclasses.replace(q, index_uids=allowed)
 
     def list_tasks(self, q: TaskQuery) -> dict[str, Any]:
         with self.store.env.begin() as txn:

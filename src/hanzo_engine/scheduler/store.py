@@ -214,6 +214,19 @@ class TaskStore:
             if task is not None:
                 yield task
 
+    def task_index_uids(self, txn: lmdb.Transaction) -> list[str]:
+        """Every index uid that some task names (existing indexes or not)."""
+        out: list[str] = []
+        with txn.cursor(db=self.db_bitmaps) as cursor:
+            if not cursor.set_range(b"index:"):
+                return out
+            for key in cursor.iternext(keys=True, values=False):
+                kb = bytes(key)
+                if not kb.startswith(b"index:"):
+                    break
+                out.append(kb[6:].decode())
+        return out
+
     # -- index mapping ----------------------------------------------------------------------------
 
     def index_uuid(self, txn: lmdb.Transaction, uid: str) -> str | None:

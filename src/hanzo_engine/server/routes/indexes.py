@@ -21,10 +21,12 @@ from hanzo_engine.apitypes.deserr import (
 from hanzo_engine.apitypes.errors import MeiliError, invalid_index_uid
 from hanzo_engine.apitypes.index_uid import is_valid_index_uid, validate_index_uid
 from hanzo_engine.apitypes.tasks import format_timestamp
+from hanzo_engine.auth.controller import AuthFilter
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 from ..app_state import route, state
+from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
 
 PAGINATION = (
@@ -66,9 +68,10 @@ def index_view(uid: str, r: IndexReader) -> dict[str, Any]:
     }
 
 
-def _index_page(scheduler: Scheduler, offset: int, limit: int) -> dict[str, Any]:
-    """One page of indexes sorted by uid; only the page's environments are opened, one at a time."""
-    uids = sorted(scheduler.mapper.mapping())
+def _index_page(scheduler: Scheduler, offset: int, limit: int, visible: AuthFilter) -> dict[str, Any]:
+    """One page of indexes sorted by uid; only the page's environments are opened, one at a time.
+    Indexes the caller's key may not access are left out (and not counted), as Meilisearch."""
+    uids = sorted(uid for uid in scheduler.mapper.mapping() if visible.is_index_authorized(uid))
     results = []
     for uid in uids[offset : offset + limit]:
         try:
@@ -86,7 +89,8 @@ def custom_metadata(request: Request) -> str | None:
 @route("GET", "/indexes", action="indexes.get")
 async def list_indexes(request: Request) -> Response:
     q = parse_query(query_pairs(request), PAGINATION)
-    return JSONResponse(await run_in_threadpool(_index_page, state(request).scheduler, q["offset"], q["limit"]))
+    return JSONResponse(await run_in_threadpool(_index_page, state(request).scheduler, q["offset"], q["limit"],
+                                                auth_filter(request)))
 
 
 @route("POST", "/indexes", action="indexes.create")
@@ -96,6 +100,8 @@ async def create_index(request: Request) -> Response:
                               CREATE_INDEX)
     uid = body["uid"]
     pk = body["primaryKey"]
+    if not auth_filter(request).allow_index_creation(uid):
+        raise MeiliError("invalid_api_key", "The provided API key is invalid.")
     return await state(request).enqueue(
         "indexCreation", uid, details={"primaryKey": pk}, kind={"primaryKey": pk}, custom_metadata=meta
     )

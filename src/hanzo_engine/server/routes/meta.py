@@ -16,6 +16,7 @@ from hanzo_engine.apitypes.tasks import format_timestamp
 from hanzo_engine.engine.index import Index
 
 from ..app_state import AppState, route, state
+from ..auth import auth_filter
 from ..http import JSONResponse
 
 DASHBOARD = """<!doctype html><html><head><title>hanzo-engine</title></head><body>
@@ -114,7 +115,8 @@ async def get_stats(request: Request) -> Response:
     last: int | None = None
     # One index at a time: the mapper keeps a bounded set of environments open, so holding every
     # index of a large instance at once would see the first ones closed under our feet.
-    for uid in sorted(st.scheduler.mapper.mapping()):
+    visible = auth_filter(request)
+    for uid in sorted(u for u in st.scheduler.mapper.mapping() if visible.is_index_authorized(u)):
         index = st.scheduler.index(uid)
         if index is None:  # deleted meanwhile
             continue

@@ -18,6 +18,7 @@ from hanzo_engine.apitypes.tasks import (
 )
 
 from ..app_state import route, state
+from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs
 
 
@@ -29,9 +30,17 @@ def _page(listing: dict[str, Any], q: TaskQuery) -> JSONResponse:
     return JSONResponse(listing)
 
 
+def _visible(request: Request, q: TaskQuery) -> TaskQuery:
+    """A key limited to some indexes sees only their tasks (and no global task), as Meilisearch."""
+    visible = auth_filter(request)
+    if visible.all_indexes_authorized():
+        return q
+    return state(request).scheduler.restrict_to_indexes(q, visible.is_index_authorized)
+
+
 @route("GET", "/tasks", action="tasks.get")
 async def list_tasks(request: Request) -> Response:
-    q = parse_task_query(query_pairs(request), "tasks")
+    q = _visible(request, parse_task_query(query_pairs(request), "tasks"))
     return _page(state(request).scheduler.list_tasks(q), q)
 
 
@@ -39,6 +48,11 @@ async def list_tasks(request: Request) -> Response:
 async def get_task(request: Request) -> Response:
     uid = parse_task_uid(request.path_params["task_uid"])
     task = state(request).scheduler.get_task(uid)
+    visible = auth_filter(request)
+    if task is not None and not visible.all_indexes_authorized() and not (
+        task["indexUid"] is not None and visible.is_index_authorized(task["indexUid"])
+    ):
+        task = None
     if task is None:
         raise MeiliError("task_not_found", f"Task `{uid}` not found.")
     return JSONResponse(task)
@@ -46,7 +60,7 @@ async def get_task(request: Request) -> Response:
 
 async def _enqueue_filtered(request: Request, type_: str, counter: str) -> Response:
     """Cancel or delete: the task records the matching uids now and the raw query as `originalFilter`."""
-    q = parse_task_query(query_pairs(request), "cancel" if type_ == "taskCancelation" else "delete")
+    q = _visible(request, parse_task_query(query_pairs(request), "cancel" if type_ == "taskCancelation" else "delete"))
     response = await state(request).enqueue(
         type_, None,
         # `req.query_string()` in Meilisearch: the query exactly as received, still percent-encoded
@@ -70,7 +84,7 @@ async def delete_tasks(request: Request) -> Response:
 
 @route("GET", "/batches", action="tasks.get")
 async def list_batches(request: Request) -> Response:
-    q = parse_task_query(query_pairs(request), "batches")
+    q = _visible(request, parse_task_query(query_pairs(request), "batches"))
     return _page(state(request).scheduler.list_batches(q), q)
 
 
