@@ -20,7 +20,7 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 from .app_state import ROUTES, AppState
 from .errors import http_exception
 from .options import Options
-from .routes import documents, indexes, keys, meta, settings, tasks  # noqa: F401  (importing registers the routes)
+from .routes import documents, indexes, keys, meta, search, settings, tasks  # noqa: F401  (importing registers the routes)
 
 log = logging.getLogger("hanzo_engine.server")
 

@@ -280,15 +280,23 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
 
     terms = [s.build_term(q) for q in parsed.terms]
     matching = MatchingWords()
+    position = 0
     for t in terms:
         if t.query.phrase is not None:
+            # Phrase words match only as the whole phrase (the formatter checks the sequence).
             matching.phrases.append(t.query.phrase)
-            matching.words.update(t.query.phrase)
-        else:
-            matching.words.update(w for w, c in t.costs.items() if not (t.query.is_prefix and c == 0
-                                                                         and w != t.query.word))
-            if t.query.is_prefix:
-                matching.prefixes.append(t.query.word)
+            matching.ids[" ".join(t.query.phrase)] = (position, position + len(t.query.phrase) - 1)
+            position += len(t.query.phrase)
+            continue
+        for w, c in t.costs.items():
+            if t.query.is_prefix and c == 0 and w != t.query.word:
+                continue  # a prefix expansion: highlighted through `prefixes`, on the prefix only
+            matching.words.add(w)
+            matching.ids.setdefault(w, (position, position))
+        if t.query.is_prefix:
+            matching.prefixes.append(t.query.word)
+            matching.ids.setdefault(t.query.word, (position, position))
+        position += 1
     ranker = Ranker(s, rules, terms)
     cutoff_ms = settings.get("searchCutoffMs") or DEFAULT_CUTOFF_MS
     use_words = bool(rules) and rules[0] == "words"

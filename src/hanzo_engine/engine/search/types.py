@@ -35,6 +35,8 @@ class MatchingWords:
     words: set[str] = field(default_factory=set)
     prefixes: list[str] = field(default_factory=list)
     phrases: list[list[str]] = field(default_factory=list)
+    # normalized word | prefix | " ".join(phrase) -> (first, last) query word position it stands for
+    ids: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def match_length(self, word: str) -> int | None:
         """Characters of the normalized `word` that match the query (None: no match)."""
