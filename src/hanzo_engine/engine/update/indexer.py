@@ -20,19 +20,24 @@ weights) is decided at search time, so changing `searchableAttributes` needs no 
 that change tokenization (stop words, separators, dictionary) rebuild everything (`reindex_all`).
 
 Bitmap changes are accumulated per transaction and merged once per word in `flush`: one read and one
-write per touched key instead of one per document.
+write per touched key instead of one per document. The per-document work and the merge are native
+(`_native.indexing`, csrc/postings.c and csrc/bitmap_merge.c): tokenizing, packing positions, encoding
+the forward entry and logging (word, fid, docid) events run in C with the GIL released; `flush` sorts
+the log into key order and merges each key's changes straight on the stored roaring bytes. The
+accumulated changes are flushed early when they outgrow `SearchIndexer.max_memory`, which bounds the
+indexing memory of a large transaction (a flush may happen at any time: the merge rule holds).
 """
 
 from __future__ import annotations
 
 import struct
-from collections import defaultdict
 from collections.abc import Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from pyroaring import BitMap
 
+from hanzo_engine._native.indexing import PostingAccumulator, analyze, document_fields
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine._native.tokenizer import config as tokenizer_config
 from hanzo_engine.engine.documents.fields import flatten
@@ -47,6 +52,8 @@ KEY_SEARCH_FIELDS: Final = b"search-fields"
 KEY_FIELD_STATS: Final = b"field-stats"
 
 MAX_POSITION: Final = 0xFFFF
+# Accumulated bitmap changes (about 12 bytes per word and field of each document) are flushed past this.
+MAX_PENDING_BYTES: Final = 256 << 20
 _U32 = struct.Struct(">I")
 _FID = struct.Struct(">H")
 _pack = msgspec.msgpack.Encoder().encode
@@ -100,7 +107,14 @@ def field_stats(reader: IndexReader) -> dict[int, list[int]]:
 
 
 class SearchIndexer:
-    """Accumulates the search-structure changes of one write transaction."""
+    """Accumulates the search-structure changes of one write transaction.
+
+    The per-document work (tokenizing, packing positions, encoding the forward entry, logging a
+    (word, fid, docid) event per word of each field) runs in native code (`_native.indexing`); the
+    bitmap changes stay in C memory until `flush` merges them, one read and one write per touched key.
+    A docid removed after being added in the same transaction (`pending`) forces a flush first, so
+    "(stored - removed) | added" stays right for add-then-remove sequences.
+    """
 
     def __init__(self, writer: IndexWriter, settings: dict[str, Any]) -> None:
         self.writer = writer
@@ -112,78 +126,24 @@ class SearchIndexer:
         self.fields = search_fields(writer)
         self.fid_of = {name: i for i, name in enumerate(self.fields)}
         self.stats = field_stats(writer)
-        # word (or (word, fid)) -> docids, applied at flush as "(stored - removed) | added"
-        self.added: defaultdict[str, list[int]] = defaultdict(list)
-        self.removed: defaultdict[str, list[int]] = defaultdict(list)
-        self.added_fid: defaultdict[tuple[str, int], list[int]] = defaultdict(list)
-        self.removed_fid: defaultdict[tuple[str, int], list[int]] = defaultdict(list)
+        self.changes = PostingAccumulator()
+        self.max_memory = MAX_PENDING_BYTES
         self.pending: set[int] = set()
         self.dirty = False
 
-    def _fid(self, name: str) -> int:
-        fid = self.fid_of.get(name)
-        if fid is None:
-            fid = self.fid_of[name] = len(self.fields)
-            self.fields.append(name)
-        return fid
-
-    def analyze(self, document: dict[str, Any]) -> tuple[Forward, list[tuple[int, list[str]]]]:
-        """Tokenize every field of `document`: (field lengths, word -> packed positions), and the
-        distinct words of each field."""
-        lengths: dict[int, int] = {}
-        postings: defaultdict[str, list[int]] = defaultdict(list)
-        per_field: list[tuple[int, list[str]]] = []
-        word_positions = self.tokenizer.word_positions
-        for name, value in flatten(document).items():
-            if name == "_vectors" or name.startswith("_vectors."):
-                continue
-            values = value if isinstance(value, list) else (value,)
-            fid = self._fid(name)
-            base = fid << 16
-            offset = 0
-            count = 0
-            seen: dict[str, None] = {}
-            for item in values:
-                text = field_text(item)
-                if not text:
-                    continue
-                last = -1
-                for word, pos in word_positions(text):
-                    p = offset + pos
-                    if p > MAX_POSITION:
-                        break
-                    postings[word].append(base | p)
-                    seen[word] = None
-                    last = p
-                    count += 1
-                # Array elements are apart by a hard separator, as milli does.
-                offset = last + 8 if last >= 0 else offset
-            if count:
-                lengths[fid] = count
-                per_field.append((fid, list(seen)))
-        return (lengths, dict(postings)), per_field
-
-    def _mark(self, docid: int, lengths: dict[int, int], per_field: list[tuple[int, list[str]]], add: bool) -> None:
-        words, words_fid = (self.added, self.added_fid) if add else (self.removed, self.removed_fid)
-        all_words: set[str] = set()
-        for fid, field_words in per_field:
-            all_words.update(field_words)
-            for word in field_words:
-                words_fid[(word, fid)].append(docid)
-        for word in all_words:
-            words[word].append(docid)
-        sign = 1 if add else -1
-        for fid, n in lengths.items():
-            st = self.stats.setdefault(fid, [0, 0])
-            st[0] += sign
-            st[1] += sign * n
-        self.dirty = True
+    def analyze(self, document: dict[str, Any]) -> Forward:
+        """(field lengths, word -> packed positions) of `document`, as its forward entry stores them."""
+        lengths, postings, _ = analyze(self.tokenizer, document_fields(flatten(document), self.fid_of, self.fields))
+        return lengths, postings
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
-        forward, per_field = self.analyze(document)
-        self.txn.put(_U32.pack(docid), _pack(forward), db=self.db_forward)
-        self._mark(docid, forward[0], per_field, add=True)
+        fields = document_fields(flatten(document), self.fid_of, self.fields)
+        forward = self.changes.add(self.tokenizer, docid, fields)
+        self.txn.put(_U32.pack(docid), forward, db=self.db_forward)
         self.pending.add(docid)
+        self.dirty = True
+        if self.changes.memory_usage > self.max_memory:
+            self.flush()
 
     def remove(self, docid: int) -> None:
         if docid in self.pending:
@@ -193,50 +153,33 @@ class SearchIndexer:
         raw = self.txn.pop(_U32.pack(docid), db=self.db_forward)
         if raw is None:
             return
-        lengths, postings = _unpack(raw)
-        by_fid: defaultdict[int, list[str]] = defaultdict(list)
-        for word, positions in postings.items():
-            for fid in {p >> 16 for p in positions}:
-                by_fid[fid].append(word)
-        self._mark(docid, {int(k): v for k, v in lengths.items()}, list(by_fid.items()), add=False)
+        self.changes.remove(docid, bytes(raw))
+        self.dirty = True
 
     def clear(self) -> None:
         for db in (self.db_word, self.db_word_fid, self.db_forward):
             self.txn.drop(db, delete=False)
-        self.added.clear()
-        self.removed.clear()
-        self.added_fid.clear()
-        self.removed_fid.clear()
+        self.changes.clear()
         self.pending.clear()
         self.stats = {}
         self.dirty = True
 
-    def _merge(self, db: Any, added: dict[bytes, list[int]], removed: dict[bytes, list[int]]) -> None:
-        txn = self.txn
-        for key in sorted(set(added) | set(removed)):
-            raw = txn.get(key, db=db)
-            bitmap = BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
-            if key in removed:
-                bitmap -= BitMap(removed[key])
-            if key in added:
-                bitmap |= BitMap(added[key])
-            if bitmap:
-                txn.put(key, bitmap.serialize(), db=db)
-            elif raw is not None:
-                txn.delete(key, db=db)
-
     def flush(self) -> None:
         if not self.dirty:
             return
-        self._merge(self.db_word, {w.encode(): d for w, d in self.added.items()},
-                    {w.encode(): d for w, d in self.removed.items()})
-        self._merge(self.db_word_fid, {word_fid_key(w, f): d for (w, f), d in self.added_fid.items()},
-                    {word_fid_key(w, f): d for (w, f), d in self.removed_fid.items()})
+        changes = self.changes
+        txn = self.txn
+        for apply, db in ((changes.apply_word_docids, self.db_word),
+                          (changes.apply_word_fid_docids, self.db_word_fid)):
+            apply(partial(txn.get, db=db), partial(txn.put, db=db), partial(txn.delete, db=db))
+        for fid, docs, words in changes.field_stats_changes():
+            st = self.stats.setdefault(fid, [0, 0])
+            st[0] += docs
+            st[1] += words
+        changes.clear()
         db_main = self.writer.index.db_main
-        self.txn.put(KEY_SEARCH_FIELDS, _json_encode(self.fields), db=db_main)
-        self.txn.put(KEY_FIELD_STATS, _json_encode({str(k): v for k, v in self.stats.items()}), db=db_main)
-        for d in (self.added, self.removed, self.added_fid, self.removed_fid):
-            d.clear()
+        txn.put(KEY_SEARCH_FIELDS, _json_encode(self.fields), db=db_main)
+        txn.put(KEY_FIELD_STATS, _json_encode({str(k): v for k, v in self.stats.items()}), db=db_main)
         self.pending.clear()
         self.dirty = False
 

@@ -1,0 +1,460 @@
+# csrc: postings.c bitmap_merge.c
+# cython: language_level=3
+"""Full-text indexing hot path over csrc/postings.c (see postings.h for the data model).
+
+A document arrives as `[(fid, [text, ...]), ...]` (fields in flatten order, the texts of an array
+field in element order). With the GIL held the UTF-8 buffers of the texts are collected (CPython
+caches them in the str objects, no copy); then, with the GIL released, every text is tokenized
+(`TokenizerConfig.index_tokens`, the tokenizer's own C, no Python objects), the occurrences are
+packed (`fid << 16 | offset + position`, +8 between array elements, nothing past 0xFFFF), the
+forward entry is encoded as msgpack and the document's words and (word, fid) pairs are appended to
+the accumulator's per-key docid lists. Python objects are only made once per key at flush time.
+
+`analyze` is the same analysis returned as Python objects (tests, debugging, tools).
+
+Texts must encode to UTF-8 strictly: a str with lone surrogates raises UnicodeEncodeError (the
+document parser rejects them before they get here, as serde_json does for Meilisearch).
+"""
+
+from cpython cimport array
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcmp, memcpy, memset
+
+from hanzo_engine._native.tokenizer cimport TokenizerConfig, hz_tok_out, tokens_free
+
+import array as _array
+
+import msgspec
+
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+
+
+cdef extern from "postings.h" nogil:
+    ctypedef struct hz_buf:
+        char *p
+        size_t n
+        size_t cap
+
+    ctypedef struct hz_doc:
+        pass
+
+    ctypedef struct hz_postings:
+        pass
+
+    unsigned int HZ_MAX_POSITION
+    int HZ_TABLE_WORD, HZ_TABLE_WORD_FID
+
+    hz_doc *hz_doc_new()
+    void hz_doc_free(hz_doc *d)
+    void hz_doc_reset(hz_doc *d)
+    void hz_doc_begin_field(hz_doc *d, uint16_t fid)
+    uint32_t hz_doc_field_offset(const hz_doc *d)
+    int hz_doc_add_tokens(hz_doc *d, const hz_tok_out *tokens)
+    int hz_doc_end_field(hz_doc *d)
+    int hz_doc_parse(hz_doc *d, const char *data, size_t len)
+    int hz_doc_encode(hz_doc *d, hz_buf *out)
+    size_t hz_doc_n_fields(const hz_doc *d)
+    void hz_doc_field(const hz_doc *d, size_t i, uint16_t *fid, uint32_t *count)
+    size_t hz_doc_n_words(const hz_doc *d)
+    void hz_doc_word(const hz_doc *d, size_t i, const char **word, size_t *len,
+                     const uint32_t **positions, size_t *n_positions)
+
+    hz_postings *hz_postings_new()
+    void hz_postings_free(hz_postings *p)
+    void hz_postings_clear(hz_postings *p)
+    int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
+    size_t hz_postings_memory(const hz_postings *p)
+    int hz_postings_prepare(hz_postings *p)
+    size_t hz_postings_n_keys(const hz_postings *p, int table)
+    int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_t *len,
+                        const uint32_t **added, size_t *n_added, const uint32_t **removed,
+                        size_t *n_removed)
+    size_t hz_postings_n_fields(const hz_postings *p)
+    void hz_postings_field(const hz_postings *p, size_t i, uint16_t *fid, int64_t *docs, int64_t *words)
+
+    void hz_buf_free(hz_buf *b)
+
+
+cdef extern from "bitmap_merge.h" nogil:
+    ctypedef struct hz_bitmap_work:
+        pass
+
+    hz_bitmap_work *hz_bitmap_work_new()
+    void hz_bitmap_work_free(hz_bitmap_work *w)
+    int hz_bitmap_merge(hz_bitmap_work *w, const char *stored, size_t stored_len, const uint32_t *added,
+                        size_t n_added, const uint32_t *removed, size_t n_removed)
+    const char *hz_bitmap_output(const hz_bitmap_work *w, size_t *len, uint64_t *cardinality)
+    size_t hz_bitmap_work_memory(const hz_bitmap_work *w)
+
+
+MAX_POSITION = HZ_MAX_POSITION
+
+# Offsets inside the tokenizer are 32-bit and normalization can triple a text (see tokenizer.pyx).
+cdef Py_ssize_t _MAX_TEXT_BYTES = 1 << 30
+
+cdef array.array _DOCIDS = _array.array("I")
+if _DOCIDS.itemsize != 4:
+    raise ImportError("array('I') is not 32-bit on this platform")
+
+_json_encode = msgspec.json.Encoder().encode
+
+
+cdef struct _Text:
+    const char *data
+    size_t size
+
+
+cdef struct _Field:
+    uint16_t fid
+    size_t first   # index of its first text
+    size_t count
+
+
+cdef class _Analyzer:
+    """Reusable buffers for analyzing one document at a time."""
+
+    cdef hz_doc *doc
+    cdef hz_tok_out out
+    cdef _Text *texts
+    cdef size_t cap_texts
+    cdef _Field *fields
+    cdef size_t cap_fields
+
+    def __cinit__(self):
+        memset(&self.out, 0, sizeof(self.out))
+        self.doc = hz_doc_new()
+        if self.doc == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        hz_doc_free(self.doc)
+        tokens_free(&self.out)
+        free(self.texts)
+        free(self.fields)
+
+    cdef int _reserve(self, size_t n_fields, size_t n_texts) except -1:
+        cdef void *p
+        if n_fields > self.cap_fields:
+            p = realloc(self.fields, n_fields * 2 * sizeof(_Field))
+            if p == NULL:
+                raise MemoryError()
+            self.fields = <_Field *>p
+            self.cap_fields = n_fields * 2
+        if n_texts > self.cap_texts:
+            p = realloc(self.texts, n_texts * 2 * sizeof(_Text))
+            if p == NULL:
+                raise MemoryError()
+            self.texts = <_Text *>p
+            self.cap_texts = n_texts * 2
+        return 0
+
+    cdef int feed(self, TokenizerConfig cfg, list fields) except -1:
+        """Analyzes `fields` into self.doc (reset first)."""
+        cdef size_t n_fields = 0, n_texts = 0, i, k
+        cdef Py_ssize_t size
+        cdef const char *data
+        cdef int fid
+        cdef list texts
+        cdef uint32_t offset
+        cdef int rc = 0
+        cdef _Field *f
+        # With the GIL: the UTF-8 view of every non-empty text; `fields` keeps the strs alive.
+        for item in fields:
+            fid_obj, texts = item
+            fid = fid_obj
+            if fid < 0 or fid > 0xFFFF:
+                raise OverflowError(f"field id {fid} out of range 0..65535")
+            self._reserve(n_fields + 1, n_texts + len(texts))
+            f = &self.fields[n_fields]
+            f.fid = <uint16_t>fid
+            f.first = n_texts
+            for text in texts:
+                if type(text) is not str and not isinstance(text, str):
+                    raise TypeError(f"expected str, got {type(text).__name__}")
+                data = PyUnicode_AsUTF8AndSize(text, &size)
+                if size == 0:
+                    continue
+                if size > _MAX_TEXT_BYTES:
+                    raise ValueError("text longer than 1 GiB")
+                self.texts[n_texts].data = data
+                self.texts[n_texts].size = <size_t>size
+                n_texts += 1
+            f.count = n_texts - f.first
+            n_fields += 1
+        hz_doc_reset(self.doc)
+        with nogil:
+            for i in range(n_fields):
+                f = &self.fields[i]
+                hz_doc_begin_field(self.doc, f.fid)
+                for k in range(f.first, f.first + f.count):
+                    offset = hz_doc_field_offset(self.doc)
+                    if offset > HZ_MAX_POSITION:
+                        break  # no later text of this field can keep a word
+                    self.out.n_tokens = 0
+                    self.out.norm_len = 0
+                    # Only positions that still fit under the cap: the tokenizer stops there.
+                    rc = cfg.index_tokens(self.texts[k].data, self.texts[k].size,
+                                          HZ_MAX_POSITION + 1 - offset, &self.out)
+                    if rc == 0:
+                        rc = hz_doc_add_tokens(self.doc, &self.out)
+                    if rc != 0:
+                        break
+                if rc == 0:
+                    rc = hz_doc_end_field(self.doc)
+                if rc != 0:
+                    break
+        if rc != 0:
+            raise MemoryError()
+        return 0
+
+
+cdef bytes _encode(hz_doc *doc):
+    cdef hz_buf buf
+    cdef int rc
+    memset(&buf, 0, sizeof(buf))
+    try:
+        with nogil:
+            rc = hz_doc_encode(doc, &buf)
+        if rc != 0:
+            raise MemoryError()
+        return PyBytes_FromStringAndSize(buf.p, <Py_ssize_t>buf.n)
+    finally:
+        hz_buf_free(&buf)
+
+
+def analyze(TokenizerConfig cfg not None, list fields not None):
+    """Analysis of one document's `[(fid, [text, ...]), ...]`: (field lengths, word -> packed
+    positions, [(fid, distinct words of the field in first-occurrence order)]), as the forward
+    entry stores it. Fields that keep no word are left out of all three."""
+    cdef _Analyzer an = _Analyzer()
+    cdef size_t i, j, n, npos, wlen
+    cdef uint16_t fid
+    cdef uint32_t count
+    cdef const char *w
+    cdef const uint32_t *pos
+    an.feed(cfg, fields)
+    _encode(an.doc)  # groups the positions per word
+    lengths = {}
+    for i in range(hz_doc_n_fields(an.doc)):
+        hz_doc_field(an.doc, i, &fid, &count)
+        lengths[fid] = count
+    postings = {}
+    first_in_field = {}
+    for i in range(hz_doc_n_words(an.doc)):
+        hz_doc_word(an.doc, i, &w, &wlen, &pos, &npos)
+        word = PyUnicode_DecodeUTF8(w, <Py_ssize_t>wlen, NULL)
+        postings[word] = [pos[j] for j in range(npos)]
+        for j in range(npos):
+            # positions grow within a field, so the first one seen per field is the smallest
+            first_in_field.setdefault(pos[j] >> 16, {}).setdefault(word, pos[j])
+    per_field = [(f, sorted(first_in_field[f], key=first_in_field[f].__getitem__)) for f in lengths]
+    return lengths, postings, per_field
+
+
+cdef object _field_text(object value):
+    """`indexer.field_text`: the text indexed for a flattened value (None: not searchable)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return None
+    if type(value) is int and -(1 << 63) <= value < (1 << 64):
+        return str(value)  # what the JSON encoder writes for a 64-bit int
+    if isinstance(value, (int, float)):
+        return (<bytes>_json_encode(value)).decode()
+    return None
+
+
+def document_fields(dict flat not None, dict fid_of not None, list names not None):
+    """`[(fid, [text, ...]), ...]` of a flattened document, in its key order, leaving out
+    `_vectors` and fields without text. A name not in `fid_of` gets the next fid: it is added to
+    `fid_of` and appended to `names` (every name gets one, with or without text)."""
+    cdef list result = []
+    cdef list texts
+    for name, value in flat.items():
+        if name == "_vectors" or (<str>name).startswith("_vectors."):
+            continue
+        fid = fid_of.get(name)
+        if fid is None:
+            fid = len(names)
+            fid_of[name] = fid
+            names.append(name)
+        if isinstance(value, list):
+            texts = []
+            for item in value:
+                text = _field_text(item)
+                if text:
+                    texts.append(text)
+            if texts:
+                result.append((fid, texts))
+        else:
+            text = _field_text(value)
+            if text:
+                result.append((fid, [text]))
+    return result
+
+
+# Merges smaller than this (stored bytes + 4 per docid) keep the GIL: releasing it costs more.
+cdef size_t _NOGIL_MERGE_BYTES = 1 << 16
+
+
+cdef int _merge(hz_bitmap_work *work, object stored, const uint32_t *added, size_t n_added,
+                const uint32_t *removed, size_t n_removed) except -1:
+    """(stored - removed) | added into work's output; `stored` is bytes or None."""
+    cdef const char *data = NULL
+    cdef size_t size = 0
+    cdef int rc
+    if stored is not None:
+        data = PyBytes_AS_STRING(stored)
+        size = <size_t>PyBytes_GET_SIZE(stored)
+    if size + (n_added + n_removed) * 4 > _NOGIL_MERGE_BYTES:
+        with nogil:
+            rc = hz_bitmap_merge(work, data, size, added, n_added, removed, n_removed)
+    else:
+        rc = hz_bitmap_merge(work, data, size, added, n_added, removed, n_removed)
+    if rc == -2:
+        raise ValueError("malformed roaring bitmap")
+    if rc != 0:
+        raise MemoryError()
+    return 0
+
+
+def merge_bitmap(stored, added, removed):
+    """Serialized `(stored - removed) | added` (b"" when empty), `stored` being a serialized roaring
+    bitmap (portable format) or None, `added`/`removed` iterables of u32 (any order, repeats allowed)."""
+    cdef array.array a = _array.array("I", added)
+    cdef array.array r = _array.array("I", removed)
+    cdef hz_bitmap_work *work = hz_bitmap_work_new()
+    cdef const char *out
+    cdef size_t size
+    cdef uint64_t card
+    if work == NULL:
+        raise MemoryError()
+    try:
+        _merge(work, None if stored is None else bytes(stored), a.data.as_uints, len(a),
+               r.data.as_uints, len(r))
+        out = hz_bitmap_output(work, &size, &card)
+        return PyBytes_FromStringAndSize(out, <Py_ssize_t>size)
+    finally:
+        hz_bitmap_work_free(work)
+
+
+cdef class PostingAccumulator:
+    """The word-docids and word-fid-docids changes of one write transaction (an event log in C
+    memory), plus the field-stats deltas. `apply_*` merge them into the database; `clear` then
+    starts over (no `add`/`remove` is accepted between an `apply_*` and the `clear`).
+
+    One thread at a time: the GIL is released inside the methods, so concurrent calls on the same
+    accumulator would race. The `fields` passed to `add` must not be changed while it runs.
+    """
+
+    cdef hz_postings *acc
+    cdef hz_bitmap_work *work
+    cdef _Analyzer an
+
+    def __cinit__(self):
+        self.acc = hz_postings_new()
+        self.work = hz_bitmap_work_new()
+        if self.acc == NULL or self.work == NULL:
+            raise MemoryError()
+        self.an = _Analyzer()
+
+    def __dealloc__(self):
+        hz_postings_free(self.acc)
+        hz_bitmap_work_free(self.work)
+
+    def add(self, TokenizerConfig cfg not None, uint32_t docid, list fields not None):
+        """Indexes document `docid` from its `[(fid, [text, ...]), ...]`; returns its forward entry."""
+        cdef int rc
+        self.an.feed(cfg, fields)
+        forward = _encode(self.an.doc)
+        with nogil:
+            rc = hz_postings_mark(self.acc, self.an.doc, docid, 1)
+        if rc != 0:
+            raise MemoryError()
+        return forward
+
+    def remove(self, uint32_t docid, bytes forward not None):
+        """Un-indexes document `docid` given the forward entry `add` returned for it."""
+        cdef int rc
+        cdef const char *data = PyBytes_AS_STRING(forward)
+        cdef size_t size = <size_t>PyBytes_GET_SIZE(forward)
+        hz_doc_reset(self.an.doc)
+        with nogil:
+            rc = hz_doc_parse(self.an.doc, data, size)
+        if rc != 0:
+            raise ValueError(f"malformed forward index entry for docid {docid}")
+        with nogil:
+            rc = hz_postings_mark(self.acc, self.an.doc, docid, 0)
+        if rc != 0:
+            raise MemoryError()
+
+    def clear(self):
+        """Forgets every change."""
+        hz_postings_clear(self.acc)
+
+    cdef int _apply(self, int table, object get, object put, object delete) except -1:
+        cdef size_t i, n, klen, n_added, n_removed, size
+        cdef const char *key
+        cdef const uint32_t *added
+        cdef const uint32_t *removed
+        cdef const char *out
+        cdef uint64_t card
+        cdef int rc
+        with nogil:
+            rc = hz_postings_prepare(self.acc)
+        if rc != 0:
+            raise MemoryError()
+        n = hz_postings_n_keys(self.acc, table)
+        for i in range(n):
+            if hz_postings_key(self.acc, table, i, &key, &klen, &added, &n_added, &removed, &n_removed) != 0:
+                raise MemoryError()
+            k = PyBytes_FromStringAndSize(key, <Py_ssize_t>klen)
+            stored = get(k)
+            if stored is None:
+                if n_added == 0:
+                    continue
+            elif type(stored) is not bytes:
+                stored = bytes(stored)
+            try:
+                _merge(self.work, stored, added, n_added, removed, n_removed)
+            except ValueError:
+                raise ValueError(f"malformed bitmap stored under {k!r}") from None
+            out = hz_bitmap_output(self.work, &size, &card)
+            if size == 0:
+                if stored is not None:
+                    delete(k)
+            elif (stored is None or <size_t>PyBytes_GET_SIZE(stored) != size
+                    or memcmp(PyBytes_AS_STRING(stored), out, size) != 0):
+                # (a document replaced by itself leaves its bitmaps unchanged: no write)
+                put(k, PyBytes_FromStringAndSize(out, <Py_ssize_t>size))
+        return 0
+
+    def apply_word_docids(self, get, put, delete):
+        """Merges the word-docids changes, in key order: for each changed key, `get(key)` (bytes or
+        None), then `put(key, bitmap)` or, when the bitmap became empty, `delete(key)`."""
+        self._apply(HZ_TABLE_WORD, get, put, delete)
+
+    def apply_word_fid_docids(self, get, put, delete):
+        """The same for word-fid-docids keys (`word 0x00 fid-u16-BE`)."""
+        self._apply(HZ_TABLE_WORD_FID, get, put, delete)
+
+    def field_stats_changes(self):
+        """`[(fid, documents delta, words delta), ...]` in order of first change."""
+        cdef size_t i
+        cdef uint16_t fid
+        cdef int64_t docs, words
+        out = []
+        for i in range(hz_postings_n_fields(self.acc)):
+            hz_postings_field(self.acc, i, &fid, &docs, &words)
+            out.append((fid, docs, words))
+        return out
+
+    @property
+    def memory_usage(self):
+        """Bytes allocated for the accumulated changes and the merge buffers."""
+        return hz_postings_memory(self.acc) + hz_bitmap_work_memory(self.work)
