@@ -283,3 +283,8 @@ def serve(ctx: click.Context, /, **params: Any) -> None:
 def admin(ctx: click.Context, db_path: Path) -> None:
     """Offline maintenance commands (Meilisearch's meilitool)."""
     ctx.obj = {"db_path": db_path}
+
+
+from .maintenance import register as _register_admin_commands  # noqa: E402  (the commands need `admin`)
+
+_register_admin_commands(admin)

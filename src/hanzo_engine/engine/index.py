@@ -54,8 +54,9 @@ KEY_DOCUMENTS_IDS: Final = b"documents-ids"
 # The index settings as one JSON object (`apitypes.settings` shape); absent = every setting at its default.
 KEY_SETTINGS: Final = b"settings"
 
-# Databases of the search structures (engine/update/indexer.py documents them).
-EXTRA_DBS: Final = (b"word-docids", b"word-fid-docids", b"docid-words")
+# Databases of the search structures (engine/update/indexer.py documents them) and of the vector
+# store (engine/vector/store.py).
+EXTRA_DBS: Final = (b"word-docids", b"word-fid-docids", b"docid-words", b"vectors")
 
 # Virtual address space reserved per index (LMDB files grow only as data is written). 256 GiB each,
 # with at most `IndexMapper.MAX_OPEN` environments open, stays far inside the 128 TiB user address space.
@@ -72,12 +73,23 @@ def now_ns() -> int:
     return time.time_ns()
 
 
+def indexer_budget(max_indexing_memory: int) -> int:
+    """The share of `--max-indexing-memory` the full-text indexer may accumulate before it flushes:
+    a quarter, leaving the rest to LMDB's dirty pages (up to 512 MiB before it spills), the decoded
+    payload of the task being applied and the merge buffers. At least 16 MiB, so a tiny budget
+    still flushes in batches rather than every few documents."""
+    return max(max_indexing_memory // 4, 16 << 20)
+
+
 class IndexClosed(Exception):
     """The environment was closed (index deleted, or its env evicted) while it was being read."""
 
 
 class Index:
     """An open index environment. Thread-safe: LMDB read txns may run while one write txn is open."""
+
+    # `--max-indexing-memory` (bytes), set by the scheduler's IndexMapper; None: the indexer's default.
+    max_indexing_memory: int | None = None
 
     def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> None:
         path.mkdir(parents=True, exist_ok=True)
@@ -271,6 +283,8 @@ class IndexWriter(IndexReader):
             from hanzo_engine.engine.update.indexer import SearchIndexer
 
             self._search = SearchIndexer(self, self.settings())
+            if self.index.max_indexing_memory is not None:
+                self._search.max_memory = indexer_budget(self.index.max_indexing_memory)
         return self._search
 
     def _last_docid(self) -> int | None:

@@ -29,8 +29,10 @@ class IndexMapper:
     # Indexes kept open without a user (each reserves address space for its memory map).
     MAX_OPEN = 100
 
-    def __init__(self, store: TaskStore, indexes_dir: Path) -> None:
+    def __init__(self, store: TaskStore, indexes_dir: Path, *, max_indexing_memory: int | None = None) -> None:
         self.store = store
+        # `--max-indexing-memory`: every index this mapper hands out bounds its indexing with it
+        self.max_indexing_memory = max_indexing_memory
         self.dir = indexes_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self._open: OrderedDict[str, Index] = OrderedDict()
@@ -50,6 +52,7 @@ class IndexMapper:
             return self.store.index_mapping(txn)
 
     def _remember(self, uuid: str, index: Index) -> Index:
+        index.max_indexing_memory = self.max_indexing_memory
         self._open[uuid] = index
         self._open.move_to_end(uuid)
         self._live[uuid] = index

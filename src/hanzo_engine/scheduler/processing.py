@@ -75,7 +75,14 @@ def apply_batch(
         return _delete_tasks(sched, tasks)
     if kind == "indexSwap":
         return _swap_indexes(sched, tasks[0])
-    if kind in ("dumpCreation", "snapshotCreation", "upgradeDatabase", "export", "indexCompaction"):
+    if kind == "indexCompaction":
+        return _compact_index(sched, batch, tasks[0])
+    if kind in ("dumpCreation", "snapshotCreation"):
+        from . import backups  # imported here: backups imports this module
+
+        outcome: BatchOutcome = backups.apply(sched, batch, tasks, interrupted)
+        return outcome
+    if kind in ("upgradeDatabase", "export", "indexCompaction"):
         err = MeiliError("feature_not_enabled", f"`{kind}` tasks are not supported by this build yet.")
         return BatchOutcome({t["uid"]: failed(t, err) for t in tasks})
     return _index_batch(sched, batch, tasks, interrupted)
@@ -329,3 +336,50 @@ def _delete_tasks(sched: Scheduler, tasks: list[Task]) -> BatchOutcome:
 
     outcome.on_tasks_txn = in_txn
     return outcome
+
+
+# -- index compaction -----------------------------------------------------------------------------
+
+# byte_unit's `get_appropriate_unit(UnitType::Both)`: the largest decimal or binary unit not above the size
+_BYTE_UNITS = (
+    ("EiB", 1 << 60), ("EB", 10**18), ("PiB", 1 << 50), ("PB", 10**15), ("TiB", 1 << 40), ("TB", 10**12),
+    ("GiB", 1 << 30), ("GB", 10**9), ("MiB", 1 << 20), ("MB", 10**6), ("KiB", 1 << 10), ("KB", 10**3),
+)
+
+
+def _byte_size(size: int) -> str:
+    from hanzo_engine.apitypes.search import rust_f64_display
+
+    for unit, factor in _BYTE_UNITS:
+        if size >= factor:
+            return f"{rust_f64_display(size / factor)} {unit}"
+    return f"{size} B"
+
+
+def _compact_index(sched: Scheduler, batch: Batch, task: Task) -> BatchOutcome:
+    """Copy the index's LMDB environment compacted (free pages dropped, B-trees rewritten) into a new
+    directory and point the index uid at it; the old directory is dropped once the mapping is committed.
+
+    The copy runs on the writer thread, so no write happens meanwhile; searches read the old environment
+    until the mapping changes, then retry on the new one (`read_index`). The new directory is the batch's
+    `pendingIndexUuid`: a re-run after a crash overwrites its own partial copy, and `sweep_orphans`
+    removes whichever directory the committed mapping does not name.
+    """
+    import os
+    import shutil
+
+    uid: str = task["indexUid"]
+    uuid = sched.mapper.uuid_of(uid)
+    if uuid is None:
+        return BatchOutcome({task["uid"]: failed(task, MeiliError("index_not_found", f"Index `{uid}` not found."))})
+    index = sched.mapper.open_uuid(uuid)
+    target = sched.mapper.dir / batch["pendingIndexUuid"]
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    before = index.file_size()
+    index.env.copy(str(target), compact=True)
+    after = os.path.getsize(target / "data.mdb")
+    details = dict(task.get("details") or {}, preCompactionSize=_byte_size(before),
+                   postCompactionSize=_byte_size(after))
+    return BatchOutcome({task["uid"]: succeeded(details)}, mapping_changes={uid: batch["pendingIndexUuid"]},
+                        dropped_index_uuids=[uuid])

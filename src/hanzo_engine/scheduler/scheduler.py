@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import lmdb
 from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
@@ -49,13 +50,21 @@ class Scheduler:
         max_batched_tasks: int | None = None,
         batch_size_limit: int | None = None,
         on_batch_finished: Callable[[list[Task]], None] | None = None,
+        max_indexing_memory: int | None = None,
+        dump_dir: Path = Path("dumps"),
+        snapshot_dir: Path = Path("snapshots"),
+        auth_env: lmdb.Environment | None = None,
     ) -> None:
         self.db_path = db_path
+        # where `dumpCreation` / `snapshotCreation` tasks write, and the keys env a snapshot copies
+        self.dump_dir = dump_dir
+        self.snapshot_dir = snapshot_dir
+        self.auth_env = auth_env
         db_path.mkdir(parents=True, exist_ok=True)
         self.update_files = db_path / "update_files"
         self.update_files.mkdir(exist_ok=True)
         self.store = TaskStore(db_path / "tasks")
-        self.mapper = IndexMapper(self.store, db_path / "indexes")
+        self.mapper = IndexMapper(self.store, db_path / "indexes", max_indexing_memory=max_indexing_memory)
         self.max_batched_tasks = max_batched_tasks
         self.batch_size_limit = batch_size_limit
         self.on_batch_finished = on_batch_finished

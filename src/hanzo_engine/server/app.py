@@ -20,7 +20,7 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 from .app_state import ROUTES, AppState
 from .errors import http_exception
 from .options import Options
-from .routes import documents, indexes, keys, meta, search, settings, tasks  # noqa: F401  (importing registers the routes)
+from .routes import backups, documents, indexes, instance, keys, meta, multi_search, search, settings, tasks  # noqa: F401  (importing registers the routes)
 
 log = logging.getLogger("hanzo_engine.server")
 
@@ -40,21 +40,30 @@ class TrimTrailingSlash:
 
 
 def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starlette:
+    from . import startup
+
+    # lock the data directory, restore a snapshot, check the format version (before any env is opened)
+    boot = startup.prepare(options)
     if scheduler is None:
         scheduler = Scheduler(
             options.db_path,
             max_batched_tasks=options.experimental_max_number_of_batched_tasks,
             batch_size_limit=options.experimental_limit_batched_tasks_total_size,
+            max_indexing_memory=options.max_indexing_memory,
+            dump_dir=options.dump_dir,
+            snapshot_dir=options.snapshot_dir,
         )
     app_state = AppState(options=options, scheduler=scheduler)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         scheduler.start()
+        boot.start(scheduler)
         try:
             yield
         finally:
             scheduler.stop()
+            boot.stop()
 
     routes = [Route(r.path, r.endpoint, methods=[r.method]) for r in ROUTES]
     exception_handlers: dict[Any, Any] = {HTTPException: http_exception}
@@ -67,11 +76,15 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
             Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
                        expose_headers=["*"], max_age=86400),
             Middleware(GZipMiddleware, minimum_size=1024),
+            # innermost: they see the matched route and the uncompressed 202 bodies
+            Middleware(instance.HttpMetrics),
+            Middleware(instance.WaitForTask),
         ],
     )
     app.router.redirect_slashes = False
     app.state.hanzo = app_state
     app.state.master_key = options.master_key
     app.state.key_resolver = keys.open_controller(options)
+    boot.attach(scheduler, app.state.key_resolver.store)  # `--import-dump`, keys env for snapshots
     app.state.payload_limit = options.http_payload_size_limit
     return app

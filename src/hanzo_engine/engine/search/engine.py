@@ -1,35 +1,37 @@
-"""Keyword search: query terms -> candidate bitmaps -> bucket sort through the ranking rules.
+"""Keyword search: query graph, term derivations and per-document features (milli's `search/new`).
 
-Algorithm (milli's bucket sort, contract §3.6):
-1. Each query term gets its derivations from the word dictionary: the exact word, prefix expansions
-   (last word), typo variants (native `WordTable`, first-letter rule) and single-word synonyms. Each
-   derivation has a typo cost; a term's documents are the union of its derivations' bitmaps,
-   restricted to the searched fields through the word-field bitmaps.
-2. `words` buckets documents by how many terms they match (terms dropped from the end for
-   `matchingStrategy: last`, most frequent first for `frequency`, none for `all`).
-3. `typo` splits a words bucket by the total typo cost, still as bitmap operations.
-4. The documents of the current bucket, and only those, are scored on the remaining rules from the
-   forward index (positions): proximity, attributeRank, wordPosition (or legacy attribute),
-   exactness, custom `field:asc|desc`, and BM25 (k1 1.2, b 0.75, per-field lengths), which orders
-   whatever the rules leave tied.
-5. Buckets are consumed in order until `offset + limit` documents are ranked; later buckets are only
-   counted. So the cost follows the size of the buckets actually needed, not the candidate count.
+Model (contract §3.4–§3.7; the names follow milli's query graph):
 
-Invariant: a document's `_rankingScore` is the mixed-radix fold of its (rank, max rank) per relevancy
-rule in rule order; sort/custom rules do not contribute, BM25 only when `bm25` is a ranking rule.
+- Terms are the located query terms of `query.parse_query` (words and phrases, with query
+  positions). Every term is a *node*; two or three consecutive word terms also make an *ngram node*
+  (their concatenation, `sun flower` -> `sunflower`) when that word is in the index.
+- A node's derivations are grouped by typo cost (level): 0 = the exact word, prefix expansions (last
+  term) and synonyms; 1 = one-typo words and the split word (`sunflower` -> the phrase `sun flower`,
+  the split that is most often adjacent in the index); 2 = two-typo words. `levels[l]` holds the
+  documents whose cheapest derivation of the node has cost `l` (disjoint bitmaps). Typo and ngram
+  derivations never match in `disableOnAttributes` fields.
+- A *path* is a sequence of nodes covering the query terms left to right; terms removed by the
+  matching strategy are skipped. A document matches a path when it matches every node of it.
+- `ranking.py` buckets documents with these bitmaps (words, typo) and scores the documents of the
+  buckets it needs on the other rules from the forward index (`DocFeatures`): proximity, attribute
+  rank, word position, exactness, BM25.
+
+Invariant: all docids are restricted to the searched fields (searchable attributes, then
+`attributesToSearchOn`), so a document never matches through a field the request does not search.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyroaring import BitMap
 
-from hanzo_engine._native.typo import WordTable
+from hanzo_engine._native.scoring import SortedWords
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.tokenizer import Tokenizer
 from hanzo_engine.engine.update.indexer import (
@@ -40,52 +42,106 @@ from hanzo_engine.engine.update.indexer import (
     search_fields,
 )
 
-from .query import QueryTerm
+from .query import MAX_WORD_BYTES, QueryTerm
 from .types import SearchRequest, SearchResult
 
 K1 = 1.2
 B = 0.75
 MAX_PREFIX_EXPANSIONS = 1000
 MAX_TYPO_WORDS = (0, 150, 50)
-PROXIMITY_CAP = 7
-WORD_POSITION_CAP = 10
+MAX_SYNONYM_PHRASES = 50
+MAX_SYNONYM_WORDS = 100
+MAX_DISTANCE = 4  # milli's `proximity::MAX_DISTANCE`: words 4 or more positions apart are not "close"
+MAX_COUNTED_WORDS = 30  # exactness compares field word counts up to this
+SPLIT_SCAN_LIMIT = 256  # most documents checked for a candidate split of a word
+EXACT = -2  # pseudo typo level: only the node's exact word (after the exactness rule)
+DIRECT_DERIVATIONS = 8  # up to this many derivations, each is looked up in the document
 _FID = struct.Struct(">H")
 
 
-@dataclass
-class Term:
-    """A query term with its derivations and documents."""
+@dataclass(frozen=True)
+class Alt:
+    """One derivation: a word, or a sequence of words that must be consecutive (`None`: any word)."""
 
-    query: QueryTerm
-    costs: dict[str, int] = field(default_factory=dict)  # derived word -> typo cost
-    levels: list[BitMap] = field(default_factory=list)  # docids by exact typo cost 0, 1, 2
+    words: tuple[str | None, ...]
+    phrase: bool = False  # phrase, synonym or split word: proximity is only counted forward
+    tolerant: bool = False  # a typo or ngram derivation: not matched in `disableOnAttributes` fields
+
+
+@dataclass
+class Node:
+    """A query-graph node: one term (`first == last`) or an ngram of terms `first..last`."""
+
+    first: int
+    last: int
+    qstart: int
+    qend: int
+    word: str
+    kind: str  # "word" | "phrase" | "ngram"
+    is_prefix: bool = False
+    alts: list[list[Alt]] = field(default_factory=list)  # derivations by typo level
+    levels: list[BitMap] = field(default_factory=list)  # documents by cheapest level
     docids: BitMap = field(default_factory=BitMap)
-    exact_words: set[str] = field(default_factory=set)  # derivations that count as exact
+    max_typo: int = 0  # milli's `max_typo_cost`
+    exact: Alt | None = None  # the exact term (exactness rule): the indexed word or the phrase
+    exact_docids: BitMap = field(default_factory=BitMap)
 
     @property
-    def max_typos(self) -> int:
-        return len(self.levels) - 1
+    def length(self) -> int:
+        return self.last - self.first + 1
+
+    @property
+    def typo_base(self) -> int:
+        # an ngram costs as many typos as it joins words
+        return self.length if self.length > 1 else 0
+
+    def level_of(self, docid: int) -> int:
+        for i, level in enumerate(self.levels):
+            if docid in level:
+                return i
+        return -1
+
+
+Path = tuple[int, ...]  # node indexes, left to right
+
+
+def bucketed_position(position: int) -> int:
+    """milli's `bucketed_position`: exact below 16, then 24, then the next power of two."""
+    if position < 16:
+        return position
+    if position < 24:
+        return 24
+    return 1 << math.ceil(math.log2(position))
+
+
+def position_cost(distance: int) -> int:
+    """milli's word-position cost of a distance between query and document positions (0..10)."""
+    for bound, cost in ((0, 0), (1, 1), (4, 2), (7, 3), (11, 4), (16, 5), (24, 6), (64, 7), (256, 8), (1024, 9)):
+        if distance <= bound:
+            return cost
+    return 10
 
 
 # -- dictionary ---------------------------------------------------------------------------------
 
 
-def _word_table(reader: IndexReader) -> WordTable:
+def _word_table(reader: IndexReader) -> SortedWords:
     """The index's words, sorted; cached on the Index until its next write (`updated_at`)."""
     index = reader.index
     version = reader.updated_at
     cached = getattr(index, "_word_table", None)
     if cached is not None and cached[0] == version:
-        table: WordTable = cached[1]
+        table: SortedWords = cached[1]
         return table
     with reader.txn.cursor(db=index.db(DB_WORD_DOCIDS)) as cursor:
         words = [bytes(k).decode() for k in cursor.iternext(keys=True, values=False)]
-    table = WordTable(words)
+    table = SortedWords(words)  # typo matching walks it as a trie (_native/scoring.pyx)
     index._word_table = (version, table)  # type: ignore[attr-defined]
     return table
 
 
 def _prefix_words(reader: IndexReader, prefix: str, limit: int) -> list[str]:
+    """Indexed words starting with `prefix`, the word itself excluded, at most `limit`."""
     out: list[str] = []
     key = prefix.encode()
     with reader.txn.cursor(db=reader.index.db(DB_WORD_DOCIDS)) as cursor:
@@ -95,14 +151,15 @@ def _prefix_words(reader: IndexReader, prefix: str, limit: int) -> list[str]:
             kb = bytes(k)
             if not kb.startswith(key):
                 break
-            out.append(kb.decode())
-            if len(out) >= limit:
-                break
+            if kb != key:
+                out.append(kb.decode())
+                if len(out) >= limit:
+                    break
     return out
 
 
 class Searcher:
-    """Everything one search needs from one read transaction."""
+    """Everything one search needs from one read transaction: fields, docids, derivations."""
 
     def __init__(self, reader: IndexReader, settings: dict[str, Any], request: SearchRequest) -> None:
         self.reader = reader
@@ -113,185 +170,401 @@ class Searcher:
         self.stats = field_stats(reader)
         self.all_docids = reader.documents_ids()
         self.n_docs = len(self.all_docids)
-        self.field_rank, self.n_ranks = self._searched_fields()
-        self.restricted = self.field_rank is not None and len(self.field_rank) != len(self.fields)
-        self._word_cache: dict[str, BitMap] = {}
+        typo = settings.get("typoTolerance") or {}
+        self.typo_enabled = bool(typo.get("enabled", True))
+        sizes = typo.get("minWordSizeForTypos") or {}
+        self.one_typo = int(sizes.get("oneTypo", 5))
+        self.two_typos = int(sizes.get("twoTypos", 9))
+        self.exact_words = {self.tokenizer.normalize(w) for w in typo.get("disableOnWords") or ()}
+        self.no_number_typos = bool(typo.get("disableOnNumbers"))
+        self.by_attribute = settings.get("proximityPrecision") == "byAttribute"
+        self._resolve_fields(typo.get("disableOnAttributes") or [])
+        self._synonyms = self._normalized_synonyms()
+        self._word_cache: dict[tuple[str, bool], BitMap] = {}
+        self._phrase_cache: dict[tuple[tuple[str | None, ...], bool], BitMap] = {}
+        self._in_dictionary: dict[str, bool] = {}
+        self._derivation_plans: dict[tuple[int, int | None], tuple[list[Alt], dict[str, list[int]], list[int]]] = {}
 
     # -- fields -----------------------------------------------------------------------------------
 
-    def _searched_fields(self) -> tuple[dict[int, int] | None, int]:
-        """fid -> attribute rank for the searched fields (None: every field, ranked by first-seen)."""
+    def _resolve_fields(self, exact_attributes: list[str]) -> None:
+        """Weights (milli's fieldids-weights map), searched fids and `disableOnAttributes` fids.
+
+        With `searchableAttributes: ["*"]` every field has weight 0 (attributeRank is then a no-op);
+        otherwise a field (and its nested fields) weighs its rank in the list.
+        """
         searchable: list[str] = self.settings.get("searchableAttributes") or ["*"]
         on = self.request.attributes_to_search_on
-        names = self.fields
-        if searchable == ["*"] and not on:
-            return {fid: fid for fid in range(len(names))}, max(len(names), 1)
-        ranked: dict[int, int] = {}
-        order = list(range(len(names))) if searchable == ["*"] else None
-        patterns = searchable if searchable != ["*"] else None
-        for fid, name in enumerate(names):
-            rank = None
-            if patterns is None:
-                rank = order.index(fid) if order is not None else fid
-            else:
-                for r, attr in enumerate(patterns):
-                    if name == attr or name.startswith(attr + "."):
-                        rank = r
-                        break
-            if rank is None:
-                continue
-            if on and not any(name == a or name.startswith(a + ".") for a in on):
-                continue
-            ranked[fid] = rank
-        n = len(patterns) if patterns is not None else max(len(names), 1)
-        return ranked, max(n, 1)
 
-    def word_docids(self, word: str) -> BitMap:
-        cached = self._word_cache.get(word)
+        def under(name: str, attr: str) -> bool:
+            return name == attr or name.startswith(attr + ".")
+
+        self.weight: dict[int, int] = {}
+        for fid, name in enumerate(self.fields):
+            if searchable == ["*"]:
+                self.weight[fid] = 0
+                continue
+            for rank, attr in enumerate(searchable):
+                if under(name, attr):
+                    self.weight[fid] = rank
+                    break
+        self.max_weight = max(self.weight.values(), default=0)
+        self.searched = {fid for fid in self.weight
+                         if not on or any(under(self.fields[fid], a) for a in on)}
+        self.exact_fids = {fid for fid in self.searched
+                           if any(under(self.fields[fid], a) for a in exact_attributes)}
+        self.restricted = len(self.searched) != len(self.fields)
+
+    def allowed(self, fid: int, tolerant: bool) -> bool:
+        return fid in self.searched and not (tolerant and fid in self.exact_fids)
+
+    # -- docids -----------------------------------------------------------------------------------
+
+    def in_dictionary(self, word: str) -> bool:
+        known = self._in_dictionary.get(word)
+        if known is None:
+            raw = self.reader.txn.get(word.encode(), db=self.reader.index.db(DB_WORD_DOCIDS))
+            known = self._in_dictionary[word] = raw is not None
+        return known
+
+    def word_docids(self, word: str, tolerant: bool = False) -> BitMap:
+        """Documents containing `word` in a searched field (not in exact fields when `tolerant`)."""
+        tolerant = tolerant and bool(self.exact_fids)
+        key = (word, tolerant)
+        cached = self._word_cache.get(key)
         if cached is not None:
             return cached
         txn = self.reader.txn
-        if not self.restricted:
+        if not self.restricted and not tolerant:
             raw = txn.get(word.encode(), db=self.reader.index.db(DB_WORD_DOCIDS))
             bm = BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
         else:
             bm = BitMap()
-            assert self.field_rank is not None
-            db = self.reader.index.db(DB_WORD_FID_DOCIDS)
-            base = word.encode() + b"\x00"
-            for fid in self.field_rank:
-                raw = txn.get(base + _FID.pack(fid), db=db)
-                if raw is not None:
-                    bm |= BitMap.deserialize(bytes(raw))
-        self._word_cache[word] = bm
+            if self.in_dictionary(word):
+                db = self.reader.index.db(DB_WORD_FID_DOCIDS)
+                base = word.encode() + b"\x00"
+                for fid in self.searched:
+                    if tolerant and fid in self.exact_fids:
+                        continue
+                    raw = txn.get(base + _FID.pack(fid), db=db)
+                    if raw is not None:
+                        bm |= BitMap.deserialize(bytes(raw))
+        self._word_cache[key] = bm
         return bm
 
-    # -- terms ------------------------------------------------------------------------------------
+    def phrase_docids(self, words: Sequence[str | None], tolerant: bool = False) -> BitMap:
+        """Documents where `words` appear consecutively in one searched field (`None`: any word)."""
+        key = (tuple(words), tolerant)
+        cached = self._phrase_cache.get(key)
+        if cached is not None:
+            return cached
+        present = [w for w in words if w is not None]
+        if not present:
+            return BitMap()
+        docids = self.word_docids(present[0], tolerant).copy()
+        for w in present[1:]:
+            docids &= self.word_docids(w, tolerant)
+            if not docids:
+                break
+        if len(words) > 1 and docids:
+            out = BitMap()
+            for docid in docids:
+                fwd = read_forward(self.reader, docid)
+                if fwd is not None and self.phrase_starts(fwd[1], words, tolerant):
+                    out.add(docid)
+            docids = out
+        self._phrase_cache[key] = docids
+        return docids
+
+    def alt_docids(self, alt: Alt) -> BitMap:
+        if len(alt.words) == 1 and alt.words[0] is not None:
+            return self.word_docids(alt.words[0], alt.tolerant)
+        return self.phrase_docids(alt.words, alt.tolerant)
+
+    def positions(self, postings: dict[str, list[int]], word: str, tolerant: bool) -> list[int]:
+        """Packed positions (`fid << 16 | position`) of `word` in the fields it may match in."""
+        ps = postings.get(word)
+        if not ps:
+            return []
+        return [p for p in ps if self.allowed(p >> 16, tolerant)]
+
+    def phrase_starts(self, postings: dict[str, list[int]], words: Sequence[str | None],
+                      tolerant: bool = False) -> list[int]:
+        """Packed positions of the first slot of every occurrence of the phrase `words`."""
+        slots = [(k, w) for k, w in enumerate(words) if w is not None]
+        if not slots:
+            return []
+        k0, w0 = slots[0]
+        starts = {p - k0 for p in self.positions(postings, w0, tolerant) if (p & 0xFFFF) >= k0}
+        for k, w in slots[1:]:
+            if not starts:
+                break
+            nxt = set(self.positions(postings, w, tolerant))
+            starts = {s for s in starts if s + k in nxt}
+        return sorted(starts)
+
+    # -- derivations ------------------------------------------------------------------------------
 
     def typo_budget(self, word: str) -> int:
-        typo = self.settings.get("typoTolerance") or {}
-        if not typo.get("enabled", True):
+        """milli's `number_of_typos_allowed` (characters, not bytes), plus `disableOnNumbers`."""
+        if not self.typo_enabled or word in self.exact_words:
             return 0
-        if word in {self.tokenizer.normalize(w) for w in typo.get("disableOnWords") or ()}:
+        if self.no_number_typos and word.isdigit():
             return 0
-        if typo.get("disableOnNumbers") and word.isdigit():
-            return 0
-        sizes = typo.get("minWordSizeForTypos") or {}
         n = len(word)
-        if n < sizes.get("oneTypo", 5):
+        if n < self.one_typo:
             return 0
-        if n < sizes.get("twoTypos", 9):
+        if n < self.two_typos:
             return 1
         return 2
 
-    def synonyms(self, word: str) -> list[list[str]]:
+    def _normalized_synonyms(self) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
         raw: dict[str, list[str]] = self.settings.get("synonyms") or {}
-        out: list[list[str]] = []
+        out: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
         for key, values in raw.items():
-            if self.tokenizer.words(key) == [word]:
-                out.extend(self.tokenizer.words(v) for v in values)
-        return [w for w in out if w]
-
-    def build_term(self, q: QueryTerm) -> Term:
-        term = Term(query=q)
-        if q.phrase is not None:
-            docids = self.phrase_docids(q.phrase)
-            term.levels = [docids]
-            term.docids = docids
-            term.costs = {w: 0 for w in q.phrase}
-            term.exact_words = set(q.phrase)
-            return term
-        budget = self.typo_budget(q.word)
-        costs: dict[str, int] = {q.word: 0}
-        term.exact_words.add(q.word)
-        if q.is_prefix:
-            for w in _prefix_words(self.reader, q.word, MAX_PREFIX_EXPANSIONS):
-                costs.setdefault(w, 0)
-        if budget:
-            table = _word_table(self.reader)
-            for w, d in table.matches(q.word, budget, q.is_prefix, MAX_TYPO_WORDS[budget]):
-                if w not in costs:
-                    costs[w] = d
-        levels = [BitMap() for _ in range(budget + 1)]
-        for w, d in costs.items():
-            bm = self.word_docids(w)
-            if bm:
-                levels[d] |= bm
-        for alternative in self.synonyms(q.word):
-            if len(alternative) == 1:
-                costs.setdefault(alternative[0], 0)
-                term.exact_words.add(alternative[0])
-                levels[0] |= self.word_docids(alternative[0])
-            else:
-                levels[0] |= self.phrase_docids(alternative)
-                for w in alternative:
-                    costs.setdefault(w, 0)
-        # A document counts at its cheapest derivation.
-        seen = BitMap()
-        for i, level in enumerate(levels):
-            level -= seen
-            levels[i] = level
-            seen |= level
-        term.levels = levels
-        term.docids = seen
-        term.costs = costs
-        return term
-
-    def phrase_docids(self, phrase: list[str]) -> BitMap:
-        if not phrase:
-            return BitMap()
-        docids = self.word_docids(phrase[0]).copy()
-        for w in phrase[1:]:
-            docids &= self.word_docids(w)
-        if len(phrase) == 1:
-            return docids
-        out = BitMap()
-        for docid in docids:
-            fwd = read_forward(self.reader, docid)
-            if fwd is not None and self._has_phrase(fwd[1], phrase):
-                out.add(docid)
+            k = tuple(self.tokenizer.words(key))
+            if not k:
+                continue
+            bucket = out.setdefault(k, [])
+            for value in values:
+                v = tuple(self.tokenizer.words(value))
+                if v and v not in bucket:
+                    bucket.append(v)
         return out
 
-    def _has_phrase(self, postings: dict[str, list[int]], phrase: list[str]) -> bool:
-        starts = set(self._allowed(postings.get(phrase[0], ())))
-        for k, w in enumerate(phrase[1:], start=1):
-            nxt = set(self._allowed(postings.get(w, ())))
-            starts = {p for p in starts if p + k in nxt}
-            if not starts:
-                return False
-        return bool(starts)
+    def synonyms(self, words: Sequence[str]) -> list[Alt]:
+        out: list[Alt] = []
+        count = 0
+        for value in self._synonyms.get(tuple(words), [])[:MAX_SYNONYM_PHRASES]:
+            if count + len(value) > MAX_SYNONYM_WORDS:
+                continue
+            count += len(value)
+            out.append(Alt(value, phrase=True))
+        return out
 
-    def _allowed(self, positions: Iterable[int]) -> list[int]:
+    def split_word(self, word: str) -> tuple[str, str] | None:
+        """milli's `split_best_frequency`: the split `left right` most often adjacent in the index.
+
+        milli reads adjacency from its word-pair database; here it is checked in the forward index,
+        so a split whose halves appear together in more than SPLIT_SCAN_LIMIT documents is not
+        considered (such pairs are common words, e.g. `in to`). The choice and the documents where
+        the halves are adjacent are cached per index version.
+        """
+        index = self.reader.index
+        version = self.reader.updated_at
+        cache = getattr(index, "_split_cache", None)
+        if cache is None or cache[0] != version:
+            cache = (version, {})
+            index._split_cache = cache  # type: ignore[attr-defined]
+        splits: dict[str, tuple[str, str, BitMap] | None] = cache[1]
+        if word not in splits:
+            best: tuple[int, str, str, BitMap] | None = None
+            for i in range(1, len(word)):
+                left, right = word[:i], word[i:]
+                if not (self.in_dictionary(left) and self.in_dictionary(right)):
+                    continue
+                both = self._unrestricted(left) & self._unrestricted(right)
+                if len(both) > SPLIT_SCAN_LIMIT:
+                    continue
+                adjacent = BitMap()
+                for docid in both:
+                    fwd = read_forward(self.reader, docid)
+                    if fwd is not None and _adjacent(fwd[1], left, right):
+                        adjacent.add(docid)
+                if adjacent and (best is None or len(adjacent) > best[0]):
+                    best = (len(adjacent), left, right, adjacent)
+            splits[word] = None if best is None else best[1:]
+        found = splits[word]
+        if found is None:
+            return None
+        left, right, adjacent = found
         if not self.restricted:
-            return list(positions)
-        rank = self.field_rank
-        assert rank is not None
-        return [p for p in positions if (p >> 16) in rank]
+            # the phrase `left right` in any field: exactly the documents found adjacent above
+            self._phrase_cache[((left, right), False)] = adjacent
+        return left, right
 
-    # -- per-document features ----------------------------------------------------------------------
+    def _unrestricted(self, word: str) -> BitMap:
+        raw = self.reader.txn.get(word.encode(), db=self.reader.index.db(DB_WORD_DOCIDS))
+        return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
 
-    def term_positions(self, postings: dict[str, list[int]], term: Term) -> list[int]:
-        if term.query.phrase is not None:
-            phrase = term.query.phrase
-            first = self._allowed(postings.get(phrase[0], ()))
-            rest = [set(self._allowed(postings.get(w, ()))) for w in phrase[1:]]
-            return [p for p in first if all(p + k + 1 in nxt for k, nxt in enumerate(rest))]
-        out: list[int] = []
-        for w in term.costs:
-            ps = postings.get(w)
-            if ps:
-                out.extend(self._allowed(ps))
+    def _word_node(self, node: Node, budget: int, is_prefix: bool, ngram_words: Sequence[str] | None) -> None:
+        """Fills the derivations of a word or ngram node (milli's `QueryTerm` subsets)."""
+        word = node.word
+        node.is_prefix = is_prefix
+        ngram = ngram_words is not None
+        levels: list[list[Alt]] = [[] for _ in range(max(budget, 1) + 1)]
+        if self.in_dictionary(word):
+            alt = Alt((word,), tolerant=ngram)
+            levels[0].append(alt)
+            if not ngram:
+                node.exact = alt
+        if is_prefix:
+            levels[0].extend(Alt((w,), tolerant=ngram) for w in _prefix_words(self.reader, word, MAX_PREFIX_EXPANSIONS))
+        levels[0].extend(self.synonyms(ngram_words if ngram_words is not None else [word]))
+        if budget:
+            counts = [0, 0, 0]
+            for w, d in _word_table(self.reader).matches(word, budget, is_prefix, MAX_PREFIX_EXPANSIONS):
+                if d == 0 or counts[d] >= MAX_TYPO_WORDS[d] or (self.no_number_typos and w.isdigit()):
+                    continue
+                counts[d] += 1
+                levels[d].append(Alt((w,), tolerant=True))
+        if ngram_words is not None and len(ngram_words) == 2:
+            # milli drops a 2-gram's best split when it is the query's own two words, which it
+            # nearly always is; assuming so spares scanning two words that are both in the query
+            split = None
+        else:
+            split = self.split_word(word)
+        if split is not None and (ngram_words is None or list(split) != list(ngram_words)):
+            levels[1].append(Alt(split, phrase=True))
+        node.alts = levels
+        node.max_typo = max(budget, 1)
+
+    def build_nodes(self, terms: list[QueryTerm]) -> list[Node]:
+        """The query graph's nodes: every term, then 2- and 3-grams of consecutive word terms."""
+        nodes: list[Node] = []
+        for t in terms:
+            node = Node(t.index, t.index, t.qstart, t.qend, t.word, "phrase" if t.phrase is not None else "word")
+            if t.phrase is not None:
+                alt = Alt(tuple(t.phrase), phrase=True)
+                node.alts = [[alt]]
+                node.exact = alt
+            else:
+                self._word_node(node, self.typo_budget(t.word), t.is_prefix, None)
+            nodes.append(node)
+        for size in (2, 3):
+            for start in range(len(terms) - size + 1):
+                group = terms[start : start + size]
+                if any(t.phrase is not None for t in group):
+                    continue
+                if any(b.qstart != a.qend + 1 for a, b in itertools.pairwise(group)):
+                    continue
+                word = "".join(t.word for t in group)
+                if len(word.encode()) > MAX_WORD_BYTES:
+                    continue
+                node = Node(group[0].index, group[-1].index, group[0].qstart, group[-1].qend, word, "ngram")
+                budget = max(self.typo_budget(word) - (size - 1), 0)
+                self._word_node(node, budget, group[-1].is_prefix, [t.word for t in group])
+                nodes.append(node)
+        for node in nodes:
+            self._resolve(node)
+        # ngram nodes that match nothing can never be on a path that matches something
+        return [n for n in nodes if n.kind != "ngram" or n.docids]
+
+    def _resolve(self, node: Node) -> None:
+        seen = BitMap()
+        node.levels = []
+        for alts in node.alts:
+            level = BitMap()
+            for alt in alts:
+                level |= self.alt_docids(alt)
+            level -= seen
+            seen |= level
+            node.levels.append(level)
+        node.docids = seen
+        if node.exact is not None:
+            node.exact_docids = self.alt_docids(node.exact)
+
+    # -- per-document features --------------------------------------------------------------------
+
+    def derivations(self, postings: dict[str, list[int]], node: Node, level: int | None) -> list[Alt]:
+        """`node`'s derivations at `level` (every level when None, the exact term for EXACT) that may
+        occur in a document with these `postings`, in derivation order.
+
+        A prefix or typo node has up to ~1,300 one-word derivations and a document a few dozen words,
+        so past `DIRECT_DERIVATIONS` the document's words are looked up in the node's word index
+        instead of every derivation in the document (a one-word derivation absent from the document
+        contributes nothing to any feature).
+        """
+        key = (id(node), level)
+        plan = self._derivation_plans.get(key)
+        if plan is None:
+            if level == EXACT:
+                alts = [node.exact] if node.exact is not None else []
+            else:
+                alts = [alt for group in (node.alts if level is None else node.alts[level : level + 1])
+                        for alt in group]
+            by_word: dict[str, list[int]] = {}
+            others: list[int] = []
+            for i, alt in enumerate(alts):
+                if len(alt.words) == 1 and alt.words[0] is not None:
+                    by_word.setdefault(alt.words[0], []).append(i)
+                else:
+                    others.append(i)
+            plan = self._derivation_plans[key] = (alts, by_word, others)
+        alts, by_word, others = plan
+        if len(alts) <= DIRECT_DERIVATIONS:
+            return alts
+        picked = list(others)
+        if len(by_word) < len(postings):
+            for w, idx in by_word.items():
+                if w in postings:
+                    picked.extend(idx)
+        else:
+            for w in postings:
+                found = by_word.get(w)
+                if found is not None:
+                    picked.extend(found)
+        picked.sort()
+        return [alts[i] for i in picked]
+
+    def occurrences(self, postings: dict[str, list[int]], node: Node,
+                    level: int | None) -> list[tuple[int, int, bool]]:
+        """(first packed position, last packed position, phrase-like) of every match of `node`'s
+        derivations at `level` (every level when None) in the document."""
+        out: list[tuple[int, int, bool]] = []
+        for alt in self.derivations(postings, node, level):
+            if len(alt.words) == 1 and alt.words[0] is not None:
+                out.extend((p, p, alt.phrase) for p in self.positions(postings, alt.words[0], alt.tolerant))
+                continue
+            slots = [k for k, w in enumerate(alt.words) if w is not None]
+            for s in self.phrase_starts(postings, alt.words, alt.tolerant):
+                out.append((s + slots[0], s + slots[-1], True))
         return out
 
-    def bm25(self, lengths: dict[Any, int], postings: dict[str, list[int]], terms: list[Term]) -> float:
+    def proximity_ends(self, postings: dict[str, list[int]], node: Node,
+                       level: int | None) -> tuple[list[tuple[int, bool]], list[tuple[int, bool]]]:
+        """(last words, first words) of `node`'s matches, as milli's proximity graph sees them:
+        for a phrase-like derivation the document must contain it, then any position of its last
+        (first) word counts, not only the ones inside an occurrence."""
+        lasts: list[tuple[int, bool]] = []
+        firsts: list[tuple[int, bool]] = []
+        for alt in self.derivations(postings, node, level):
+            if len(alt.words) == 1 and alt.words[0] is not None:
+                ps = self.positions(postings, alt.words[0], alt.tolerant)
+                lasts.extend((p, alt.phrase) for p in ps)
+                firsts.extend((p, alt.phrase) for p in ps)
+                continue
+            if not self.phrase_starts(postings, alt.words, alt.tolerant):
+                continue
+            if alt.words[-1] is not None:
+                lasts.extend((p, True) for p in self.positions(postings, alt.words[-1], alt.tolerant))
+            if alt.words[0] is not None:
+                firsts.extend((p, True) for p in self.positions(postings, alt.words[0], alt.tolerant))
+        return lasts, firsts
+
+    def word_positions(self, postings: dict[str, list[int]], node: Node, level: int | None) -> list[int]:
+        """Packed positions the wordPosition rule looks at: the derivations' words, and for a
+        phrase-like derivation contained in the document its first word anywhere (as milli)."""
+        out: list[int] = []
+        for alt in self.derivations(postings, node, level):
+            present = [w for w in alt.words if w is not None]
+            if len(alt.words) > 1 and not self.phrase_starts(postings, alt.words, alt.tolerant):
+                continue
+            if present:
+                out.extend(self.positions(postings, present[0], alt.tolerant))
+        return out
+
+    def bm25(self, lengths: dict[Any, int], postings: dict[str, list[int]], nodes: Iterable[Node]) -> float:
+        """BM25 over the searched fields: per term and field, idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
+        b * dl / avgdl)); idf = ln(1 + (N - df + 0.5) / (df + 0.5)), df = documents matching the term."""
         n = max(self.n_docs, 1)
         score = 0.0
-        for term in terms:
-            df = len(term.docids)
+        for node in nodes:
+            df = len(node.docids)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             per_field: dict[int, int] = {}
-            for p in self.term_positions(postings, term):
-                f = p >> 16
+            for first, _last, _phrase in self.occurrences(postings, node, None):
+                f = first >> 16
                 per_field[f] = per_field.get(f, 0) + 1
             for f, tf in per_field.items():
                 st = self.stats.get(f)
@@ -299,6 +572,12 @@ class Searcher:
                 dl = lengths.get(f, lengths.get(str(f), 1))  # type: ignore[call-overload]
                 score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / max(avg, 1e-9)))
         return score
+
+
+def _adjacent(postings: dict[str, list[int]], left: str, right: str) -> bool:
+    """`left` immediately followed by `right` somewhere in one field (milli's word pair at proximity 1)."""
+    after = set(postings.get(right, ()))
+    return any(p + 1 in after for p in postings.get(left, ()))
 
 
 def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]) -> SearchResult:

@@ -1,12 +1,18 @@
-"""Query string -> query terms (Meilisearch's query semantics, contract §3.4).
+"""Query string -> located query terms (Meilisearch's query semantics, contract §3.4).
 
-- Words are normalized by the index tokenizer (the same one documents went through).
-- `"quoted phrase"`: its words must appear consecutively; an unclosed quote runs to the end.
+A port of milli's `located_query_terms_from_tokens`, run on the index tokenizer's tokens (the same
+tokenizer documents went through, so query words and document words normalize alike):
+
+- Every word or stop word advances the query position by 1, a hard separator by 7 more (as in
+  documents, where words across `. ` are 8 apart). Positions drive the proximity (only terms at
+  consecutive positions are paired), ngrams, wordPosition and exactness rules.
+- `"quoted phrase"`: its words must appear consecutively; stop words inside keep their slot
+  (`None`); an unclosed quote runs to the end; a hard separator inside a phrase starts a new one.
 - `-word` / `-"phrase"` (the `-` at the start or after whitespace): documents containing it are
   excluded. A lone `-` is ignored.
-- The last word is a prefix when the query does not end with a separator and prefix search is on.
-- Stop words are dropped, except the last word when it is a prefix.
-- At most 10 terms are kept (a phrase counts as one term).
+- The last token of the query, when it is a word, is a prefix (if prefix search is on), stop word
+  or not; any other stop word is dropped (its position is still consumed).
+- At most 10 terms are kept (a phrase counts as one): tokens after the 10th term are ignored.
 """
 
 from __future__ import annotations
@@ -16,108 +22,120 @@ from dataclasses import dataclass, field
 from hanzo_engine.engine.tokenizer import Tokenizer
 
 MAX_TERMS = 10
+MAX_WORD_BYTES = 250
 
 
 @dataclass
 class QueryTerm:
-    """One term: a word (maybe a prefix) or a phrase. `index` is its position among the terms."""
+    """One located term: a word (maybe a prefix) or a phrase, at query positions `qstart..qend`."""
 
     index: int
-    word: str
-    original: str
+    word: str  # the normalized word; for a phrase its words joined by spaces
+    qstart: int
+    qend: int
     is_prefix: bool = False
-    phrase: list[str] | None = None
+    phrase: list[str | None] | None = None  # `None`: a stop word's slot
+
+    @property
+    def phrase_words(self) -> list[str]:
+        return [w for w in self.phrase or () if w is not None]
 
 
 @dataclass
 class ParsedQuery:
     terms: list[QueryTerm] = field(default_factory=list)
     negative_words: list[str] = field(default_factory=list)
-    negative_phrases: list[list[str]] = field(default_factory=list)
+    negative_phrases: list[list[str | None]] = field(default_factory=list)
 
     @property
     def is_placeholder(self) -> bool:
         return not self.terms
 
 
-def _segments(q: str) -> list[tuple[str, bool, bool]]:
-    """Split the raw query into (text, is_phrase, negated) segments, left to right."""
-    out: list[tuple[str, bool, bool]] = []
-    i, n = 0, len(q)
-    buf: list[str] = []
+class _Phrase:
+    def __init__(self) -> None:
+        self.words: list[str | None] = []
+        self.start = self.end = 0
 
-    def flush() -> None:
-        if buf:
-            out.append(("".join(buf), False, False))
-            buf.clear()
+    def push(self, word: str | None, position: int) -> None:
+        if all(w is None for w in self.words):
+            self.start = position
+        self.end = position
+        self.words.append(word)
 
-    while i < n:
-        c = q[i]
-        at_word_start = i == 0 or q[i - 1].isspace()
-        if c == "-" and at_word_start and i + 1 < n and not q[i + 1].isspace():
-            flush()
-            if q[i + 1] == '"':
-                end = q.find('"', i + 2)
-                end = n if end < 0 else end
-                out.append((q[i + 2 : end], True, True))
-                i = end + 1
-            else:
-                end = i + 1
-                while end < n and not q[end].isspace():
-                    end += 1
-                out.append((q[i + 1 : end], False, True))
-                i = end
-            continue
-        if c == '"':
-            flush()
-            end = q.find('"', i + 1)
-            end = n if end < 0 else end
-            out.append((q[i + 1 : end], True, False))
-            i = end + 1
-            continue
-        buf.append(c)
-        i += 1
-    flush()
-    return out
+    def build(self, index: int) -> QueryTerm | None:
+        if all(w is None for w in self.words):
+            return None
+        words = [w for w in self.words if w is not None]
+        return QueryTerm(index=index, word=" ".join(words), qstart=self.start, qend=self.end,
+                         phrase=list(self.words))
 
 
 def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = True) -> ParsedQuery:
     parsed = ParsedQuery()
     if not q or not q.strip():
         return parsed
-    segments = _segments(q)
-    positive: list[tuple[str, str, list[str] | None, bool]] = []  # (word, original, phrase, is_last_open)
-    for seg_no, (text, is_phrase, negated) in enumerate(segments):
-        words = [t for t in tokenizer.tokenize(text) if not t.is_separator and t.word]
-        if negated:
-            if is_phrase:
-                if words:
-                    parsed.negative_phrases.append([t.word for t in words])
-            else:
-                parsed.negative_words.extend(t.word for t in words)
+    raw = q.encode()
+    tokens = tokenizer.tokenize(q)
+    terms = parsed.terms
+    position = -1
+    phrase: _Phrase | None = None
+    negative_phrase = False
+    negative_next = False
+    encountered_whitespace = True
+
+    def close(p: _Phrase, negative: bool) -> None:
+        term = p.build(len(terms))
+        if term is None:
+            return
+        if negative:
+            parsed.negative_phrases.append(list(term.phrase or ()))
+        else:
+            terms.append(term)
+
+    for i, tok in enumerate(tokens):
+        text = raw[tok.start : tok.start + tok.length].decode(errors="replace")
+        lemma = text if tok.is_separator else tok.word
+        if not lemma:
             continue
-        if is_phrase:
-            if words:
-                phrase_words = [t.word for t in words]
-                positive.append((" ".join(phrase_words), text, phrase_words, False))
-            continue
-        encoded = text.encode()
-        last_seg = seg_no == len(segments) - 1
-        for k, tok in enumerate(words):
-            is_last_token = last_seg and k == len(words) - 1
-            # A prefix only when the query ends right after the word (no separator after it).
-            open_end = is_last_token and tok.start + tok.length == len(encoded)
-            original = encoded[tok.start : tok.start + tok.length].decode(errors="replace")
-            positive.append((tok.word, original, None, open_end))
-    kept: list[QueryTerm] = []
-    for pos, (word, original, phrase, open_end) in enumerate(positive):
-        is_last = pos == len(positive) - 1
-        is_prefix = prefix_search and is_last and open_end and phrase is None
-        if phrase is None and tokenizer.is_stop_word(word) and not is_prefix:
-            continue
-        kept.append(QueryTerm(index=len(kept), word=word, original=original, is_prefix=is_prefix,
-                              phrase=phrase))
-        if len(kept) == MAX_TERMS:
-            break
-    parsed.terms = kept
+        if len(terms) >= MAX_TERMS:
+            return parsed
+        if not tok.is_separator:
+            position += 1
+            word = tok.word
+            if len(word.encode()) > MAX_WORD_BYTES:
+                word = ""
+            if phrase is not None:
+                phrase.push(None if tok.is_stop_word or not word else word, position)
+            elif negative_next:
+                if word:
+                    parsed.negative_words.append(word)
+                negative_next = False
+            elif i + 1 < len(tokens):
+                if not tok.is_stop_word and word:
+                    terms.append(QueryTerm(index=len(terms), word=word, qstart=position, qend=position))
+            elif word:
+                terms.append(QueryTerm(index=len(terms), word=word, qstart=position, qend=position,
+                                       is_prefix=prefix_search))
+        else:
+            if tok.hard:
+                position += 7
+                if phrase is not None:
+                    # a hard separator inside a phrase closes it and opens the next one
+                    close(phrase, negative_phrase)
+                    phrase = _Phrase()
+            quotes = lemma.count('"')
+            if quotes:
+                if phrase is not None:
+                    quotes -= 1
+                    close(phrase, negative_phrase)
+                    negative_phrase = False
+                    phrase = None
+                if quotes % 2 == 1:
+                    negative_phrase = negative_next
+                    phrase = _Phrase()
+            negative_next = phrase is None and lemma == "-" and encountered_whitespace
+        encountered_whitespace = lemma[-1].isspace()
+    if phrase is not None:
+        close(phrase, negative_phrase)
     return parsed

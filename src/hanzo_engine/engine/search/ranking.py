@@ -1,9 +1,28 @@
-"""The bucket sort and the ranking score (see `engine.py` for the overall algorithm)."""
+"""The bucket sort and the ranking score (see `engine.py` for the query graph it works on).
+
+Ranking rules run as milli's (`search/new/mod.rs`): `words` is inserted before the first of typo,
+proximity, attribute(Rank), wordPosition, exactness (and bm25), unless the matching strategy is
+`all` (then there is no words rule at all); `sort` is a no-op until the request may sort.
+
+1. Words steps (bitmaps): step k removes the first k removal groups of the matching strategy
+   (`last`: terms from the end; `frequency`: most frequent terms first; ties removed together;
+   phrases never; the first group is kept unless a phrase is mandatory). A document belongs to the
+   first step it matches: its words rank is `max - k`, where max counts the words of phrases.
+2. Typo buckets (bitmaps) split a words step by the cheapest path cost: typo level of each node,
+   plus 2 per 2-gram and 3 per 3-gram; the max is over the paths of the step.
+3. Only the documents of the buckets needed for the page are scored on the remaining rules from
+   the forward index; each rule keeps the document's best interpretations (paths, typo levels) for
+   the next one, as milli's subgraphs do. BM25 orders what every rule leaves tied, then the docid.
+
+Scores: each relevancy rule gives (rank, max rank) exactly as milli's `score_details.rs`, and
+`_rankingScore` folds them like a mixed-radix number (`Rank::global_score`); sort rules do not count.
+"""
 
 from __future__ import annotations
 
 import itertools
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,253 +32,621 @@ from pyroaring import BitMap
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.update.indexer import read_forward
 
-from .engine import PROXIMITY_CAP, WORD_POSITION_CAP, Searcher, Term
+from .engine import (
+    EXACT,
+    MAX_COUNTED_WORDS,
+    MAX_DISTANCE,
+    Node,
+    Path,
+    Searcher,
+    bucketed_position,
+    position_cost,
+)
 from .query import parse_query
 from .types import MatchingWords, SearchRequest, SearchResult
 
-RELEVANCY_RULES = ("words", "typo", "proximity", "attribute", "attributeRank", "wordPosition", "exactness",
-                   "bm25")
+GRAPH_RULES = ("typo", "proximity", "attribute", "attributeRank", "wordPosition", "exactness", "bm25")
 DEFAULT_CUTOFF_MS = 1500
 BM25_LEVELS = 100
+BM25_HALF = 5.0  # raw BM25 mapped to [0, 1) as raw / (raw + BM25_HALF)
+
+Combo = tuple[Path, tuple[int, ...] | None]  # a path and its nodes' typo levels (None: any level)
 
 
-@dataclass
-class Bucket:
-    docids: BitMap
-    terms: list[Term]
-    typos: int | None  # total typo cost when the typo rule split this bucket
+def effective_rules(rules: list[str], strategy: str) -> list[str]:
+    """The rule pipeline milli builds from the settings (`get_ranking_rules_for_query_graph_search`)."""
+    words = strategy == "all"
+    out: list[str] = []
+    sorted_fields: set[str] = set()
+    for rule in rules:
+        if rule in GRAPH_RULES and not words:
+            out.append("words")
+            words = True
+        if rule == "words":
+            if not words:
+                out.append(rule)
+                words = True
+            continue
+        if rule == "sort":
+            continue  # the search request cannot sort yet (filters issue): nothing to apply
+        if rule.endswith((":asc", ":desc")):
+            name = rule.rpartition(":")[0]
+            if name in sorted_fields:
+                continue
+            sorted_fields.add(name)
+        elif rule in out or (rule == "attribute" and ("attributeRank" in out or "wordPosition" in out)):
+            continue
+        out.append(rule)
+    return out
 
 
-def _words_buckets(terms: list[Term], strategy: str, universe: BitMap) -> Iterator[tuple[BitMap, list[Term]]]:
-    n = len(terms)
-    if strategy == "all":
-        removal: list[Term] = []
-    elif strategy == "frequency":
-        removal = sorted(terms, key=lambda t: (-len(t.docids), -t.query.index))
-    else:
-        removal = list(reversed(terms))
-    seen = BitMap()
-    kept = list(terms)
-    for dropped in range(0, max(len(removal), 1) if strategy != "all" else 1):
-        if dropped:
-            gone = removal[dropped - 1]
-            kept = [t for t in kept if t is not gone]
-        if not kept:
-            break
-        docs = universe.copy()
-        for t in kept:
-            docs &= t.docids
-            if not docs:
-                break
-        docs -= seen
-        if docs:
-            seen |= docs
-            yield docs, list(kept)
-        if len(kept) == 1 or dropped + 1 >= n:
-            break
-
-
-def _typo_buckets(docs: BitMap, terms: list[Term]) -> Iterator[tuple[int, BitMap]]:
-    costs: dict[int, BitMap] = {0: docs}
-    for t in terms:
-        nxt: dict[int, BitMap] = {}
-        for c, bm in costs.items():
-            for i, level in enumerate(t.levels):
-                part = bm & level
-                if part:
-                    acc = nxt.get(c + i)
-                    nxt[c + i] = part if acc is None else acc | part
-        costs = nxt
-    for c in sorted(costs):
-        yield c, costs[c]
-
-
-def _fold(ranks: list[tuple[int, int]]) -> float:
+def fold(ranks: list[tuple[int, int]]) -> float:
+    """milli's `Rank::global_score`: ranks merged like digits of a mixed-radix number."""
     rank, maximum = 1, 1
     for r, m in ranks:
-        rank = (rank - 1) * m + r
+        rank = max(rank - 1, 0) * m + r
         maximum *= m
     return rank / maximum if maximum else 1.0
 
 
-class Ranker:
-    """Scores the documents of a bucket on every ranking rule."""
+# -- query graph --------------------------------------------------------------------------------
 
-    def __init__(self, s: Searcher, rules: list[str], all_terms: list[Term]) -> None:
+
+class Graph:
+    """Nodes, removal groups and paths of one query."""
+
+    def __init__(self, s: Searcher, n_terms: int, nodes: list[Node], prefix_last: bool) -> None:
         self.s = s
-        self.rules = rules
-        self.all_terms = all_terms
-        self.n_terms = len(all_terms)
-        self.max_typos = sum(t.max_typos for t in all_terms)
+        self.n = n_terms
+        self.prefix_last = prefix_last
+        self.nodes = nodes
+        self.starts: dict[int, list[int]] = defaultdict(list)
+        self.single: dict[int, int] = {}
+        for i, node in enumerate(nodes):
+            self.starts[node.first].append(i)
+            if node.length == 1:
+                self.single[node.first] = i
+        self.phrase_words = sum(len([w for w in a.words if w is not None])
+                                for n in nodes if n.kind == "phrase" for a in n.alts[0])
+        self._path_docids: dict[Path, BitMap] = {}
 
-    def score(self, docid: int, terms: list[Term], typos: int | None) -> tuple[tuple[Any, ...], float, dict[str, Any]]:
-        s = self.s
-        fwd = read_forward(s.reader, docid)
-        lengths, postings = fwd if fwd is not None else ({}, {})
-        positions = [s.term_positions(postings, t) for t in terms]
-        if typos is None:
-            typos = self._typos(docid, terms)
-        key: list[Any] = []
-        ranks: list[tuple[int, int]] = []
-        details: dict[str, Any] = {}
-        document: dict[str, Any] | None = None
-        order = -1
-        for rule in self.rules:
-            if rule == "sort":
-                continue  # the sort placeholder shows only when the request sorts (filters issue)
-            order += 1
-            if rule == "words":
-                r, m = len(terms), max(self.n_terms, 1)
-                details["words"] = {"order": order, "matchingWords": len(terms),
-                                    "maxMatchingWords": self.n_terms, "score": r / m}
-            elif rule == "typo":
-                m = self.max_typos + 1
-                r = m - typos
-                details["typo"] = {"order": order, "typoCount": typos, "maxTypoCount": self.max_typos,
-                                   "score": r / m}
-            elif rule == "proximity":
-                r, m = self._proximity(positions)
-                details["proximity"] = {"order": order, "score": r / m}
-            elif rule in ("attribute", "attributeRank", "wordPosition"):
-                ar, am = self._attribute_rank(positions)
-                wr, wm = self._word_position(positions)
-                if rule == "attributeRank":
-                    r, m = ar, am
-                    details[rule] = {"order": order, "attributeRankingOrderScore": ar / am, "score": r / m}
-                elif rule == "wordPosition":
-                    r, m = wr, wm
-                    details[rule] = {"order": order, "queryWordDistanceScore": wr / wm, "score": r / m}
-                else:
-                    r, m = (ar - 1) * wm + wr, am * wm
-                    details[rule] = {"order": order, "attributeRankingOrderScore": ar / am,
-                                     "queryWordDistanceScore": wr / wm, "score": r / m}
-            elif rule == "exactness":
-                r, m, match_type, exact = self._exactness(lengths, positions, terms, postings)
-                detail: dict[str, Any] = {"order": order, "matchType": match_type}
-                if match_type == "noExactMatch":
-                    detail.update(matchingWords=exact, maxMatchingWords=len(terms))
-                detail["score"] = r / m
-                details["exactness"] = detail
-            elif rule == "bm25":
-                raw = s.bm25(lengths, postings, terms)
-                norm = raw / (raw + 5.0)
-                m = BM25_LEVELS
-                r = 1 + round(norm * (m - 1))
-                details["bm25"] = {"order": order, "value": raw, "score": norm}
-            elif rule.endswith(":asc") or rule.endswith(":desc"):
-                if document is None:
-                    document = s.reader.document_by_internal_id(docid) or {}
-                name, _, direction = rule.rpartition(":")
-                value = _lookup(document, name)
-                key.append(_sort_key(value, direction == "desc"))
-                details[rule] = {"order": order, "value": value}
-                continue
-            else:
-                continue
-            key.append(-r)
-            ranks.append((r, m))
-        if "bm25" not in details:
-            raw = s.bm25(lengths, postings, terms)
-            details["bm25"] = {"order": order + 1, "value": raw, "score": raw / (raw + 5.0)}
-        key.append(-details["bm25"]["value"])
-        key.append(docid)
-        return tuple(key), _fold(ranks), details
+    def groups(self, strategy: str) -> list[set[int]]:
+        """Node groups in removal order (milli's `removal_order_for_terms_matching_strategy_*`)."""
+        if strategy == "all" or not self.nodes:
+            return []
+        if strategy == "frequency":
+            docids: dict[int, BitMap] = defaultdict(BitMap)
+            for node in self.nodes:
+                for t in range(node.first, node.last + 1):
+                    docids[t] |= node.docids
+            freq = sorted(((t, len(d) or 1 << 64) for t, d in sorted(docids.items())), key=lambda x: -x[1])
+            weight: dict[int, int] = {}
+            w = 1
+            for i, (t, f) in enumerate(freq):
+                weight[t] = w
+                if i + 1 < len(freq) and freq[i + 1][1] != f:
+                    w += 1
 
-    def _typos(self, docid: int, terms: list[Term]) -> int:
-        total = 0
-        for t in terms:
-            for i, level in enumerate(t.levels):
-                if docid in level:
-                    total += i
+            def cost(node: Node) -> int:
+                return max(weight[t] for t in range(node.first, node.last + 1))
+        else:
+            first = min(n.first for n in self.nodes)
+            last = max(n.last for n in self.nodes)
+            if first >= last:
+                return []
+
+            def cost(node: Node) -> int:
+                return 1 + last - node.first
+
+        by_cost: dict[int, set[int]] = defaultdict(set)
+        mandatory = False
+        for i, node in enumerate(self.nodes):
+            if node.kind == "phrase":
+                mandatory = True
+                continue
+            by_cost[cost(node)].add(i)
+        groups = [by_cost[c] for c in sorted(by_cost)]
+        if not mandatory and groups:
+            groups.pop()
+        return groups
+
+    def paths(self, removed: set[int]) -> list[Path]:
+        """Every way to cover the terms left to right with kept nodes, skipping removed terms."""
+        out: list[Path] = []
+        acc: list[int] = []
+
+        def walk(t: int) -> None:
+            if t >= self.n:
+                if acc:
+                    out.append(tuple(acc))
+                return
+            for i in self.starts.get(t, ()):
+                if i not in removed:
+                    acc.append(i)
+                    walk(self.nodes[i].last + 1)
+                    acc.pop()
+            if self.single.get(t) in removed:
+                walk(t + 1)
+
+        walk(0)
+        return out
+
+    def path_docids(self, path: Path) -> BitMap:
+        cached = self._path_docids.get(path)
+        if cached is None:
+            cached = self.nodes[path[0]].docids.copy()
+            for i in path[1:]:
+                cached &= self.nodes[i].docids
+                if not cached:
                     break
+            self._path_docids[path] = cached
+        return cached
+
+    def typo_costs(self, path: Path, docs: BitMap) -> dict[int, BitMap]:
+        """`docs` split by their cheapest typo cost along `path`."""
+        costs: dict[int, BitMap] = {0: docs}
+        for i in path:
+            node = self.nodes[i]
+            nxt: dict[int, BitMap] = {}
+            for c, bm in costs.items():
+                for level, level_docs in enumerate(node.levels):
+                    part = bm & level_docs
+                    if part:
+                        key = c + level + node.typo_base
+                        acc = nxt.get(key)
+                        nxt[key] = part if acc is None else acc | part
+            costs = nxt
+        return costs
+
+    def max_typo(self, path: Path) -> int:
+        return sum(self.nodes[i].typo_base + self.nodes[i].max_typo for i in path)
+
+    def max_proximity(self, path: Path) -> int:
+        total = 0
+        prev: Node | None = None
+        for i in path:
+            node = self.nodes[i]
+            contiguous = prev is not None and prev.qend + 1 == node.qstart
+            total += node.length - 1 + (MAX_DISTANCE - 1 if contiguous else 0)
+            prev = node
         return total
 
+    def covered(self, path: Path) -> int:
+        return sum(self.nodes[i].length for i in path)
+
+
+@dataclass
+class Step:
+    """A words bucket: the documents first matched with `k` removal groups removed."""
+
+    k: int
+    docids: BitMap
+    paths: list[Path]
+    removed: set[int]
+    max_typo: int = 0
+
+
+@dataclass
+class Bucket:
+    """The documents the bitmap rules left together, with what the per-document rules need."""
+
+    step: Step
+    docids: BitMap
+    paths: list[Path]
+    typo: int | None  # typo cost when the typo rule split the bucket
+
+
+# -- per-document scoring -----------------------------------------------------------------------
+
+
+class Doc:
+    """One document being ranked: its forward entry, interpretations left and scores so far."""
+
+    __slots__ = ("bucket", "combos", "details", "docid", "document", "ends", "key", "lengths", "occ",
+                 "order", "postings", "ranks")
+
+    def __init__(self, docid: int, bucket: Bucket) -> None:
+        self.docid = docid
+        self.bucket = bucket
+        self.lengths: dict[Any, int] = {}
+        self.postings: dict[str, list[int]] | None = None
+        self.combos: list[Combo] = []
+        self.key: list[Any] = []
+        self.ranks: list[tuple[int, int]] = []
+        self.details: dict[str, Any] = {}
+        self.document: dict[str, Any] | None = None
+        self.order = 0
+        self.occ: dict[tuple[int, int | None], list[tuple[int, int, bool]]] = {}
+        self.ends: dict[tuple[int, int | None], tuple[list[tuple[int, bool]], list[tuple[int, bool]]]] = {}
+
+
+class Ranker:
+    """Scores documents on the ranking rules after the bitmap buckets (milli's rules, one document
+    at a time); `apply` runs one rule, keeping the interpretations the next rule works with."""
+
+    def __init__(self, s: Searcher, graph: Graph, rules: list[str], words_max: int, typo_bucketed: bool) -> None:
+        self.s = s
+        self.g = graph
+        self.rules = rules
+        self.words_max = words_max
+        self.typo_bucketed = typo_bucketed
+        displayed = s.settings.get("displayedAttributes") or ["*"]
+        self.displayed = None if displayed == ["*"] else set(displayed)
+
+    def start(self, docid: int, bucket: Bucket) -> Doc:
+        """The document with its interpretations: the paths of its bucket it matches, each node at
+        the typo level the typo bucket chose (any level when the typo rule did not bucket)."""
+        g = self.g
+        doc = Doc(docid, bucket)
+        for path in bucket.paths:
+            if bucket.typo is None:
+                if all(docid in g.nodes[i].docids for i in path):
+                    doc.combos.append((path, None))
+                continue
+            levels = tuple(g.nodes[i].level_of(docid) for i in path)
+            if min(levels, default=0) >= 0 and sum(
+                    lv + g.nodes[i].typo_base for i, lv in zip(path, levels, strict=True)) == bucket.typo:
+                doc.combos.append((path, levels))
+        if not doc.combos:  # cannot happen for a document of the bucket; keep the scoring total anyway
+            doc.combos = [(p, None) for p in bucket.paths[:1]]
+        return doc
+
+    def _postings(self, doc: Doc) -> dict[str, list[int]]:
+        if doc.postings is None:
+            fwd = read_forward(self.s.reader, doc.docid)
+            doc.lengths, doc.postings = fwd if fwd is not None else ({}, {})
+        return doc.postings
+
+    def _occurrences(self, doc: Doc, i: int, level: int | None) -> list[tuple[int, int, bool]]:
+        found = doc.occ.get((i, level))
+        if found is None:
+            found = doc.occ[(i, level)] = self.s.occurrences(self._postings(doc), self.g.nodes[i], level)
+        return found
+
+    def _ends(self, doc: Doc, i: int, level: int | None) -> tuple[list[tuple[int, bool]], list[tuple[int, bool]]]:
+        found = doc.ends.get((i, level))
+        if found is None:
+            found = doc.ends[(i, level)] = self.s.proximity_ends(self._postings(doc), self.g.nodes[i], level)
+        return found
+
     @staticmethod
-    def _proximity(positions: list[list[int]]) -> tuple[int, int]:
-        pairs = len(positions) - 1
-        if pairs <= 0:
-            return 1, 1
-        cost = 0
-        for a, b in itertools.pairwise(positions):
-            best = PROXIMITY_CAP
-            for p in a:
-                for q in b:
-                    if p >> 16 != q >> 16:
+    def _best(doc: Doc, values: list[tuple[Any, Combo]]) -> Any:
+        """Keeps the interpretations scoring best on this rule (the next rule's subgraph)."""
+        top = min(v for v, _ in values)
+        doc.combos = [c for v, c in values if v == top]
+        return top
+
+    def apply(self, doc: Doc, rule: str) -> tuple[Any, ...]:
+        """Scores `doc` on `rule` (its detail and rank are recorded); returns its sort key part."""
+        s, g = self.s, self.g
+        step = doc.bucket.step
+        order = doc.order
+        part: tuple[Any, ...]
+        if rule == "words":
+            r, m = self.words_max - step.k, self.words_max
+            doc.details["words"] = {"order": order, "matchingWords": r, "maxMatchingWords": m, "score": r / m}
+            doc.ranks.append((r, m))
+            part = (-r,)
+        elif rule == "typo":
+            if doc.bucket.typo is not None and self.typo_bucketed:
+                typos = doc.bucket.typo
+            else:
+                typos = self._best(doc, [(self._typo_cost(doc.docid, c), c) for c in doc.combos])
+                doc.combos = [(p, tuple(g.nodes[i].level_of(doc.docid) for i in p)) for p, _ in doc.combos]
+            m = step.max_typo + 1
+            r = max(m - typos, 0)
+            doc.details["typo"] = {"order": order, "typoCount": typos, "maxTypoCount": step.max_typo,
+                                   "score": r / m}
+            doc.ranks.append((r, m))
+            part = (typos,)
+        elif rule == "proximity":
+            cost = self._best(doc, [(self._proximity(doc, c), c) for c in doc.combos])
+            m = max(g.max_proximity(p) for p in doc.bucket.paths) + 1
+            r = max(m - cost, 1)
+            doc.details["proximity"] = {"order": order, "score": r / m}
+            doc.ranks.append((r, m))
+            part = (cost,)
+        elif rule in ("attribute", "attributeRank"):
+            fid_cost = self._best(doc, [(self._fid(doc, c), c) for c in doc.combos])
+            fm = max(s.max_weight * g.covered(p) for p in doc.bucket.paths) + 1
+            fr = max(fm - fid_cost, 1)
+            doc.ranks.append((fr, fm))
+            if rule == "attributeRank":
+                doc.details[rule] = {"order": order, "score": fr / fm}
+                part = (fid_cost,)
+            else:
+                pos_cost = self._best(doc, [(self._position(doc, c), c) for c in doc.combos])
+                pm = max(10 * g.covered(p) for p in doc.bucket.paths) + 1
+                pr = max(pm - pos_cost, 1)
+                doc.ranks.append((pr, pm))
+                doc.details[rule] = {"order": order, "attributeRankingOrderScore": fr / fm,
+                                     "queryWordDistanceScore": pr / pm, "score": fold([(fr, fm), (pr, pm)])}
+                part = (fid_cost, pos_cost)
+        elif rule == "wordPosition":
+            pos_cost = self._best(doc, [(self._position(doc, c), c) for c in doc.combos])
+            pm = max(10 * g.covered(p) for p in doc.bucket.paths) + 1
+            pr = max(pm - pos_cost, 1)
+            doc.details[rule] = {"order": order, "score": pr / pm}
+            doc.ranks.append((pr, pm))
+            part = (pos_cost,)
+        elif rule == "exactness":
+            match_type, er = self._exact_attribute(doc)
+            exact = self._best(doc, [(-self._exact_words(doc.docid, c)[0], c) for c in doc.combos])
+            matching, maximum = -exact, g.covered(doc.combos[0][0])
+            detail: dict[str, Any] = {"order": order, "matchType": match_type}
+            if match_type == "noExactMatch":
+                detail.update(matchingWords=matching, maxMatchingWords=maximum,
+                              score=fold([(1, 3), (matching + 1, maximum + 1)]))
+            else:
+                detail["score"] = er / 3
+            doc.details["exactness"] = detail
+            doc.ranks.extend(((er, 3), (matching + 1, maximum + 1)))
+            # the rules after exactness see only the exact word of the terms matched exactly
+            doc.combos = [(p, self._exact_levels(doc.docid, p, lv)) for p, lv in doc.combos]
+            part = (-er, -matching)
+        elif rule == "bm25":
+            raw = self._bm25(doc)
+            norm = raw / (raw + BM25_HALF)
+            r = 1 + round(norm * (BM25_LEVELS - 1))
+            doc.details["bm25"] = {"order": order, "value": raw, "score": norm}
+            doc.ranks.append((r, BM25_LEVELS))
+            part = (-r,)
+        elif rule.endswith((":asc", ":desc")):
+            if doc.document is None:
+                doc.document = s.reader.document_by_internal_id(doc.docid) or {}
+            sort_key, value = sort_value(doc.document, rule)
+            doc.details.update(self._sort_detail(rule, order, value))
+            part = (sort_key,)
+        else:
+            return ()
+        doc.order += 1
+        doc.key.extend(part)
+        return part
+
+    def finish(self, doc: Doc) -> float:
+        """Adds the BM25 tie-break (and its detail); returns the raw BM25 value."""
+        if "bm25" not in doc.details:
+            raw = self._bm25(doc)
+            doc.details["bm25"] = {"order": doc.order, "value": raw, "score": raw / (raw + BM25_HALF)}
+        value: float = doc.details["bm25"]["value"]
+        return value
+
+    def score(self, docid: int, bucket: Bucket) -> tuple[tuple[Any, ...], float, dict[str, Any]]:
+        """(sort key, ranking score, score details) of the document on every rule."""
+        doc = self.start(docid, bucket)
+        for rule in self.rules:
+            self.apply(doc, rule)
+        raw = self.finish(doc)
+        return (*doc.key, -raw, docid), fold(doc.ranks), doc.details
+
+    def _bm25(self, doc: Doc) -> float:
+        postings = self._postings(doc)
+        return self.s.bm25(doc.lengths, postings, self._bm25_nodes(doc.bucket.step))
+
+    def _sort_detail(self, rule: str, order: int, value: Any) -> dict[str, Any]:
+        name = rule.rpartition(":")[0]
+        if self.displayed is not None and name not in self.displayed:
+            return {f"<hidden-rule-{order}>": {"order": order, "value": "<hidden>"}}
+        return {rule: {"order": order, "value": value}}
+
+    def _bm25_nodes(self, step: Step) -> list[Node]:
+        g = self.g
+        return [n for i, n in enumerate(g.nodes) if n.length == 1 and i not in step.removed]
+
+    def _exact_levels(self, docid: int, path: Path, levels: tuple[int, ...] | None) -> tuple[int, ...]:
+        out = []
+        for idx, i in enumerate(path):
+            node = self.g.nodes[i]
+            lv = -1 if levels is None else levels[idx]
+            exact = node.exact is not None and lv in (-1, 0, EXACT) and docid in node.exact_docids
+            out.append(EXACT if exact else (node.level_of(docid) if lv == -1 else lv))
+        return tuple(out)
+
+    def _typo_cost(self, docid: int, combo: Combo) -> int:
+        path, _ = combo
+        total = 0
+        for i in path:
+            level = self.g.nodes[i].level_of(docid)
+            total += max(level, 0) + self.g.nodes[i].typo_base
+        return total
+
+    def _proximity(self, doc: Doc, combo: Combo) -> int:
+        """milli's proximity graph cost along the path: per pair of terms at consecutive query
+        positions, the smallest cost over their positions in one field (forward distance d < 4
+        costs d - 1, backward d < 3 costs d — never for phrase-like derivations —, else 3; an
+        ngram adds its length - 1)."""
+        path, levels = combo
+        g = self.g
+        total = 0
+        prev: tuple[Node, int, int | None] | None = None
+        for idx, i in enumerate(path):
+            node = g.nodes[i]
+            level = None if levels is None else levels[idx]
+            extra = node.length - 1
+            if prev is None or prev[0].qend + 1 != node.qstart:
+                total += extra
+                prev = (node, i, level)
+                continue
+            cap = MAX_DISTANCE - 1 + extra
+            cost = cap
+            left = self._ends(doc, prev[1], prev[2])[0]
+            right = self._ends(doc, i, level)[1]
+            for ll, lphrase in left:
+                for rf, rphrase in right:
+                    if ll >> 16 != rf >> 16:
                         continue
-                    d = q - p if q > p else p - q + 1
-                    c = min(d, PROXIMITY_CAP + 1) - 1
-                    if c < best:
-                        best = c
-                        if best == 0:
-                            break
-                if best == 0:
+                    if self.s.by_attribute:
+                        c = extra
+                    elif rf > ll:
+                        d = rf - ll
+                        c = d - 1 + extra if d < MAX_DISTANCE else cap
+                    elif rf < ll and not (lphrase or rphrase):
+                        d = ll - rf
+                        c = d + extra if d < MAX_DISTANCE - 1 else cap
+                    else:
+                        continue
+                    if c < cost:
+                        cost = c
+                if cost == extra:
                     break
-            cost += best
-        m = PROXIMITY_CAP * pairs + 1
-        return m - cost, m
+            total += cost
+            prev = (node, i, level)
+        return total
 
-    def _attribute_rank(self, positions: list[list[int]]) -> tuple[int, int]:
-        rank_of = self.s.field_rank or {}
-        n = self.s.n_ranks
-        best = n - 1
-        for ps in positions:
-            for p in ps:
-                r = rank_of.get(p >> 16, n - 1)
-                if r < best:
-                    best = r
-        return n - best, n
+    def _fid(self, doc: Doc, combo: Combo) -> int:
+        """milli's fid graph: per node, the weight of the best searchable field it appears in."""
+        path, levels = combo
+        s = self.s
+        total = 0
+        for idx, i in enumerate(path):
+            weights = [s.weight.get(first >> 16, s.max_weight)
+                       for first, _, _ in self._occurrences(doc, i, None if levels is None else levels[idx])]
+            total += min(weights, default=s.max_weight) * self.g.nodes[i].length
+        return total
 
-    @staticmethod
-    def _word_position(positions: list[list[int]]) -> tuple[int, int]:
-        cap = WORD_POSITION_CAP
-        cost = sum(min((min((p & 0xFFFF) for p in ps) if ps else cap), cap) for ps in positions)
-        m = cap * max(len(positions), 1) + 1
-        return m - cost, m
+    def _position(self, doc: Doc, combo: Combo) -> int:
+        """milli's position graph: per node, the cost of the distance between the query position
+        and the closest (bucketed) document position, summed over the ngram's words."""
+        path, levels = combo
+        total = 0
+        for idx, i in enumerate(path):
+            node = self.g.nodes[i]
+            positions = {bucketed_position(p & 0xFFFF)
+                         for p in self.s.word_positions(self._postings(doc), node,
+                                                        None if levels is None else levels[idx])}
+            best = 10 * node.length
+            for p in positions:
+                d = abs(p - node.qstart)
+                c = sum(position_cost(d + k) for k in range(node.length))
+                if c < best:
+                    best = c
+            total += best
+        return total
 
-    @staticmethod
-    def _exactness(lengths: dict[Any, int], positions: list[list[int]], terms: list[Term],
-                   postings: dict[str, list[int]]) -> tuple[int, int, str, int]:
-        k = len(terms)
-        m = k + 3
-        exact_positions = []
-        for t in terms:
-            exact: set[int] = set()
-            for w in t.exact_words:
-                exact.update(postings.get(w, ()))
-            exact_positions.append(exact)
-        if k and exact_positions[0]:
-            for p in exact_positions[0]:
-                if p & 0xFFFF:
+    def _exact_words(self, docid: int, combo: Combo) -> tuple[int, int]:
+        """milli's exactness graph: (terms matched by their exact word or phrase, terms)."""
+        path, levels = combo
+        covered = self.g.covered(path)
+        cost = 0
+        for idx, i in enumerate(path):
+            node = self.g.nodes[i]
+            exact = (node.exact is not None and (levels is None or levels[idx] in (0, EXACT))
+                     and docid in node.exact_docids)
+            if not exact:
+                cost += node.length
+        return covered - cost, covered
+
+    def _exact_attribute(self, doc: Doc) -> tuple[str, int]:
+        """milli's `ExactAttribute`: a field equal to the (remaining) query, or starting with it."""
+        g, s = self.g, self.s
+        postings = self._postings(doc)
+        lengths = doc.lengths
+        terms: dict[int, Node] = {}
+        for path, levels in doc.combos:
+            for idx, i in enumerate(path):
+                node = g.nodes[i]
+                if node.exact is not None and (levels is None or levels[idx] in (0, EXACT)):
+                    terms.setdefault(node.first, node)
+        ordered = [terms[t] for t in sorted(terms)]
+        if not ordered or ordered[0].first != 0:
+            return "noExactMatch", 1
+        for a, b in itertools.pairwise(ordered):
+            if b.first - a.first > 1:
+                return "noExactMatch", 1
+        count = sum(n.qend - n.qstart + 1 for n in ordered)
+        words: list[str] = []
+        for node in ordered:
+            assert node.exact is not None
+            for offset, w in enumerate(node.exact.words):
+                if w is None:
                     continue
-                fid = p >> 16
-                if all((fid << 16) | i in exact_positions[i] for i in range(1, k)):
-                    length = lengths.get(fid, lengths.get(str(fid), -1))  # type: ignore[call-overload]
-                    if length == k:
-                        return m, m, "exactMatch", k
-                    return m - 1, m, "matchesStart", k
-        exact_count = sum(1 for e in exact_positions if e)
-        return 1 + exact_count, m, "noExactMatch", exact_count
+                words.append(w)
+                want = bucketed_position(node.qstart + offset)
+                if not any(p >> 16 in s.weight and bucketed_position(p & 0xFFFF) == want
+                           for p in postings.get(w, ())):
+                    return "noExactMatch", 1
+        starts = False
+        for fid in s.weight:
+            if all(any(p >> 16 == fid for p in postings.get(w, ())) for w in words):
+                length = lengths.get(fid, lengths.get(str(fid), -1))  # type: ignore[call-overload]
+                if count <= MAX_COUNTED_WORDS and length == count:
+                    return "exactMatch", 3
+                starts = True
+        return ("matchesStart", 2) if starts else ("noExactMatch", 1)
 
 
-def _lookup(document: dict[str, Any], path: str) -> Any:
-    value: Any = document
+# -- sort rules ---------------------------------------------------------------------------------
+
+
+def _lookup(document: Any, path: str) -> list[Any]:
+    """The values at a dotted path, arrays flattened (milli's faceted values)."""
+    values: list[Any] = [document]
     for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
+        nxt: list[Any] = []
+        for v in values:
+            for item in (v if isinstance(v, list) else [v]):
+                if isinstance(item, dict) and part in item:
+                    nxt.append(item[part])
+        values = nxt
+    flat: list[Any] = []
+    for v in values:
+        flat.extend(v if isinstance(v, list) else [v])
+    return flat
 
 
-def _sort_key(value: Any, desc: bool) -> tuple[Any, ...]:
-    # Numbers before strings (both directions), documents lacking the value last.
-    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
-        return (2, 0)
-    if isinstance(value, (int, float)):
-        return (0, -value if desc else value)
-    text = str(value).lower()
-    if desc:
-        return (1, (*tuple(-ord(c) for c in text), 1))
-    return (1, text)
+def sort_value(document: dict[str, Any], rule: str) -> tuple[tuple[Any, ...], Any]:
+    """(sort key, score-details value) of a `field:asc|desc` rule, as milli's facet sort: numbers
+    before strings in both directions, strings compared trimmed and lowercased (booleans as
+    "true"/"false"), the smallest value ascending, the largest descending, missing values last."""
+    name, _, direction = rule.rpartition(":")
+    desc = direction == "desc"
+    numbers: list[float] = []
+    strings: list[str] = []
+    for v in _lookup(document, name):
+        if isinstance(v, bool):
+            strings.append("true" if v else "false")
+        elif isinstance(v, (int, float)):
+            numbers.append(float(v))
+        elif isinstance(v, str):
+            strings.append(v.strip().lower())
+    if numbers:
+        n = max(numbers) if desc else min(numbers)
+        return (0, -n if desc else n), n
+    if strings:
+        text = max(strings) if desc else min(strings)
+        if desc:
+            return (1, (*(-b for b in text.encode()), 1)), text
+        return (1, text.encode()), text
+    return (2,), None
+
+
+# -- the search ---------------------------------------------------------------------------------
+
+
+def _matching_words(g: Graph) -> MatchingWords:
+    """What the formatter highlights: each node's derivations, keyed by the query terms they cover."""
+    matching = MatchingWords()
+    for node in g.nodes:
+        ids = (node.first, node.last)
+        if node.kind == "phrase":
+            words = [w for w in node.alts[0][0].words if w is not None]
+            matching.phrases.append(words)
+            matching.ids.setdefault(" ".join(words), ids)
+            continue
+        for level, alts in enumerate(node.alts):
+            for alt in alts:
+                words = [w for w in alt.words if w is not None]
+                if len(words) > 1:
+                    matching.phrases.append(words)
+                    matching.ids.setdefault(" ".join(words), ids)
+                elif words and not (node.is_prefix and level == 0 and not alt.phrase and words[0] != node.word):
+                    # prefix expansions are highlighted on the prefix only, through `prefixes`
+                    matching.words.add(words[0])
+                    matching.ids.setdefault(words[0], ids)
+        if node.is_prefix:
+            matching.prefixes.append(node.word)
+            matching.ids.setdefault(node.word, ids)
+    return matching
 
 
 def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]) -> SearchResult:
@@ -267,87 +654,193 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     s = Searcher(reader, settings, request)
     prefix_search = settings.get("prefixSearch", "indexingTime") != "disabled"
     parsed = parse_query(request.q, s.tokenizer, prefix_search=prefix_search)
+    strategy = request.matching_strategy
     rules = [r for r in settings.get("rankingRules") or [] if r]
     universe = s.all_docids
     for w in parsed.negative_words:
         universe = universe - s.word_docids(w)
     for phrase in parsed.negative_phrases:
         universe = universe - s.phrase_docids(phrase)
-    want = request.offset + request.limit
 
     if parsed.is_placeholder:
         return _placeholder(s, universe, request, rules)
 
-    terms = [s.build_term(q) for q in parsed.terms]
-    matching = MatchingWords()
-    position = 0
-    for t in terms:
-        if t.query.phrase is not None:
-            # Phrase words match only as the whole phrase (the formatter checks the sequence).
-            matching.phrases.append(t.query.phrase)
-            matching.ids[" ".join(t.query.phrase)] = (position, position + len(t.query.phrase) - 1)
-            position += len(t.query.phrase)
-            continue
-        for w, c in t.costs.items():
-            if t.query.is_prefix and c == 0 and w != t.query.word:
-                continue  # a prefix expansion: highlighted through `prefixes`, on the prefix only
-            matching.words.add(w)
-            matching.ids.setdefault(w, (position, position))
-        if t.query.is_prefix:
-            matching.prefixes.append(t.query.word)
-            matching.ids.setdefault(t.query.word, (position, position))
-        position += 1
-    ranker = Ranker(s, rules, terms)
+    nodes = s.build_nodes(parsed.terms)
+    g = Graph(s, len(parsed.terms), nodes, bool(parsed.terms[-1].is_prefix))
+    pipeline = effective_rules(rules, strategy)
+    groups = g.groups(strategy)
+    words_max = 1 + max(g.phrase_words - 1, 0) + len(groups)
+    steps = _steps(g, groups, universe)
+    bitmap_words = bool(pipeline) and pipeline[0] == "words"
+    lead = 1 if bitmap_words else 0
+    bitmap_typo = len(pipeline) > lead and pipeline[lead] == "typo"
+    ranker = Ranker(s, g, pipeline, words_max, bitmap_typo)
     cutoff_ms = settings.get("searchCutoffMs") or DEFAULT_CUTOFF_MS
-    use_words = bool(rules) and rules[0] == "words"
-    use_typo = use_words and len(rules) > 1 and rules[1] == "typo"
-    strategy = request.matching_strategy if use_words else "all"
+    threshold = request.ranking_score_threshold
+    want = request.offset + request.limit
 
-    ranked: list[tuple[tuple[Any, ...], int, float, dict[str, Any]]] = []
-    total = 0
+    ranked: list[tuple[int, float, dict[str, Any]]] = []
+    total = sum(len(st.docids) for st in steps)
     degraded = False
-    for docs, kept in _words_buckets(terms, strategy, universe):
-        total += len(docs)
-        if len(ranked) >= want and not request.exhaustive_count:
+    exhaustive = request.exhaustive_count and threshold is not None  # every hit must be scored to count
+    for bucket in _buckets(g, steps, bitmap_words, bitmap_typo):
+        if len(ranked) >= want and not exhaustive:
+            break
+        prefix_ranks = _prefix_ranks(bucket, pipeline, bitmap_words, bitmap_typo, words_max)
+        if threshold is not None and fold(prefix_ranks) < threshold:
+            total -= len(bucket.docids)  # every document of the bucket scores at most this
             continue
-        sub = _typo_buckets(docs, kept) if use_typo else iter([(None, docs)])
-        for typos, bucket in sub:
-            if len(ranked) >= want:
-                break
-            if (time.monotonic() - started) * 1000 > cutoff_ms:
-                degraded = True
-                for docid in bucket:
-                    if len(ranked) >= want:
-                        break
-                    ranked.append(((), docid, 0.0, {"skipped": {"order": 0}}))
+        if (time.monotonic() - started) * 1000 > cutoff_ms:
+            degraded = True
+            _skip(bucket, ranked, want, pipeline, prefix_ranks)
+            continue
+        merged = isinstance(bucket, _MergedBucket)
+        # every document of the bucket is scored on all the rules, one at a time (keeping only its
+        # key and details: holding decoded forward entries for a large bucket costs more than it saves)
+        scored = sorted((ranker.score(d, bucket.for_doc(d) if merged else bucket)  # type: ignore[attr-defined]
+                         for d in bucket.docids), key=lambda x: x[0])
+        for key, score, details in scored:
+            if threshold is not None and score < threshold:
+                total -= 1
                 continue
-            scored = [ranker.score(docid, kept, typos) for docid in bucket]
-            scored.sort(key=lambda x: x[0])
-            threshold = request.ranking_score_threshold
-            for key, score, details in scored:
-                if threshold is not None and score < threshold:
-                    continue
-                ranked.append((key, key[-1], score, details))
+            ranked.append((key[-1], score, details))
+            if len(ranked) >= want and not exhaustive:
+                break
     page = ranked[request.offset : want]
     return SearchResult(
-        docids=[r[1] for r in page], scores=[r[2] for r in page], details=[r[3] for r in page],
-        candidates=total, matching=matching, degraded=degraded,
+        docids=[r[0] for r in page], scores=[r[1] for r in page], details=[r[2] for r in page],
+        candidates=total, matching=_matching_words(g), degraded=degraded,
     )
 
 
+def _steps(g: Graph, groups: list[set[int]], universe: BitMap) -> list[Step]:
+    steps: list[Step] = []
+    seen = BitMap()
+    removed: set[int] = set()
+    for k in range(len(groups) + 1):
+        if k:
+            removed = removed | groups[k - 1]
+        paths = g.paths(removed)
+        docs = BitMap()
+        good: list[Path] = []
+        for path in paths:
+            part = g.path_docids(path) & universe
+            part -= seen
+            if part:
+                docs |= part
+                good.append(path)
+        if docs:
+            seen |= docs
+            step = Step(k, docs, good, set(removed))
+            step.max_typo = max(g.max_typo(p) for p in good)
+            steps.append(step)
+    return steps
+
+
+def _buckets(g: Graph, steps: list[Step], bitmap_words: bool, bitmap_typo: bool) -> Iterator[Bucket]:
+    if not bitmap_words:
+        # a per-document rule comes first: one bucket, words and typo are scored per document
+        if steps:
+            yield _MergedBucket(steps)
+        return
+    for st in steps:
+        if not bitmap_typo:
+            yield Bucket(st, st.docids, st.paths, None)
+            continue
+        parts = {p: g.typo_costs(p, st.docids & g.path_docids(p)) for p in st.paths}
+        seen = BitMap()
+        for c in sorted({c for costs in parts.values() for c in costs}):
+            docs = BitMap()
+            good: list[Path] = []
+            for p, costs in parts.items():
+                part = costs.get(c)
+                if part is None:
+                    continue
+                part = part - seen
+                if part:
+                    docs |= part
+                    good.append(p)
+            if docs:
+                seen |= docs
+                yield Bucket(st, docs, good, c)
+
+
+class _MergedBucket(Bucket):
+    """Every step's documents together; each document is scored with its own step."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        docids = BitMap()
+        for st in steps:
+            docids |= st.docids
+        super().__init__(steps[0], docids, steps[0].paths, None)
+        self.steps = steps
+
+    def for_doc(self, docid: int) -> Bucket:
+        for st in self.steps:
+            if docid in st.docids:
+                return Bucket(st, self.docids, st.paths, None)
+        return self
+
+
+def _prefix_ranks(bucket: Bucket, pipeline: list[str], bitmap_words: bool, bitmap_typo: bool,
+                  words_max: int) -> list[tuple[int, int]]:
+    """The ranks the bitmap rules gave the whole bucket (an upper bound of its documents' scores)."""
+    ranks: list[tuple[int, int]] = []
+    if bitmap_words:
+        ranks.append((words_max - bucket.step.k, words_max))
+    if bitmap_typo and bucket.typo is not None:
+        m = bucket.step.max_typo + 1
+        ranks.append((max(m - bucket.typo, 0), m))
+    return ranks
+
+
+def _skip(bucket: Bucket, ranked: list[Any], want: int, pipeline: list[str],
+          prefix_ranks: list[tuple[int, int]]) -> None:
+    """Search cutoff: the bucket's documents unsorted, with a `skipped` detail after the known ones."""
+    details: dict[str, Any] = {}
+    order = 0
+    if prefix_ranks and pipeline and pipeline[0] == "words":
+        r, m = prefix_ranks[0]
+        details["words"] = {"order": 0, "matchingWords": r, "maxMatchingWords": m, "score": r / m}
+        order = 1
+        if len(prefix_ranks) > 1:
+            r, m = prefix_ranks[1]
+            details["typo"] = {"order": 1, "typoCount": bucket.typo, "maxTypoCount": m - 1, "score": r / m}
+            order = 2
+    details["skipped"] = {"order": order}
+    score = fold([*prefix_ranks, (0, 1)])
+    for docid in bucket.docids:
+        if len(ranked) >= want:
+            break
+        ranked.append((docid, score, dict(details)))
+
+
 def _placeholder(s: Searcher, universe: BitMap, request: SearchRequest, rules: list[str]) -> SearchResult:
-    custom = [r for r in rules if r.endswith(":asc") or r.endswith(":desc")]
+    """No query: only custom `field:asc|desc` rules order the documents, then the docid."""
+    custom = effective_rules([r for r in rules if r.endswith((":asc", ":desc"))], "all")
+    want = request.offset + request.limit
+    details: list[dict[str, Any]] = []
     if custom:
-        # Custom ranking rules order placeholder results too (sort/geo come with the filters work).
+        displayed = s.settings.get("displayedAttributes") or ["*"]
         keyed = []
         for docid in universe:
             doc = s.reader.document_by_internal_id(docid) or {}
-            keyed.append((tuple(_sort_key(_lookup(doc, r.rpartition(":")[0]), r.endswith(":desc"))
-                                for r in custom), docid))
-        keyed.sort()
-        ordered = [d for _, d in keyed]
-        page = ordered[request.offset : request.offset + request.limit]
+            values = [sort_value(doc, r) for r in custom]
+            keyed.append((tuple(v[0] for v in values), docid, [v[1] for v in values]))
+        keyed.sort(key=lambda x: (x[0], x[1]))
+        page = keyed[request.offset : want]
+        docids = [d for _, d, _ in page]
+        for _, _, values in page:
+            detail: dict[str, Any] = {}
+            for order, (rule, value) in enumerate(zip(custom, values, strict=True)):
+                name = rule.rpartition(":")[0]
+                if displayed != ["*"] and name not in displayed:
+                    detail[f"<hidden-rule-{order}>"] = {"order": order, "value": "<hidden>"}
+                else:
+                    detail[rule] = {"order": order, "value": value}
+            details.append(detail)
     else:
-        page = list(universe[request.offset : request.offset + request.limit]) if request.limit else []
-    return SearchResult(docids=page, scores=[1.0] * len(page), details=[{} for _ in page],
+        docids = list(universe[request.offset : want]) if request.limit else []
+        details = [{} for _ in docids]
+    return SearchResult(docids=docids, scores=[1.0] * len(docids), details=details,
                         candidates=len(universe), matching=MatchingWords())

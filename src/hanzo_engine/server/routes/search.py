@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -48,6 +47,7 @@ from hanzo_engine.engine.update.indexer import search_fields
 
 from ..app_state import route, state
 from ..http import JSONResponse, query_pairs, read_body, read_index
+from ..search_exec import fused_query, run_queued
 
 SEARCH_PATH: Final = "/indexes/{index_uid}/search"
 VECTORS: Final = "_vectors"
@@ -65,12 +65,13 @@ def uuid7() -> str:
     return str(uuid.UUID(int=value))
 
 
-def _include_metadata(request: Request) -> bool:
+def include_metadata(request: Request) -> bool:
+    """Whether the request asked for `metadata` (`Meili-Include-Metadata: true` or `1`)."""
     value = request.headers.get(INCLUDE_METADATA_HEADER)
     return value is not None and value.lower() in ("true", "1")
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """A duration as Rust's `{:.2?}` prints it (`1.23ms`, `512.00µs`, `2.00s`)."""
     if seconds >= 1:
         return f"{seconds:.2f}s"
@@ -94,7 +95,7 @@ def _not_available(uid: str, code: str, what: str, issue: str) -> MeiliError:
     return _index_error(uid, code, f"{what} is not available in this build yet (see the {issue} issue).")
 
 
-def _check_search_kind(query: SearchQuery, settings: dict[str, Any], uid: str) -> None:
+def check_search_kind(query: SearchQuery, settings: dict[str, Any], uid: str) -> None:
     """Meilisearch's `search_kind`: which searches are keyword searches, and the errors of the others."""
     placeholder = query.q is None or not query.q.strip()
     has_media = query.media is not None
@@ -262,7 +263,7 @@ def _check_search_on(attributes: list[str], settings: dict[str, Any], fields: Se
             )
 
 
-def _check_distinct(distinct: str, settings: dict[str, Any], uid: str) -> None:
+def check_distinct(distinct: str, settings: dict[str, Any], uid: str) -> None:
     rules = _filter_rules(settings)
     matched = _matching_rule(rules, distinct)
     if matched is not None and matched[1]:
@@ -300,7 +301,8 @@ def _check_sort(sort: list[str], settings: dict[str, Any], uid: str) -> None:
     raise _not_available(uid, "invalid_search_sort", "Sorting search results", "filters")
 
 
-def _facets(facets: list[str], settings: dict[str, Any], uid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str,
+                       ) -> tuple[dict[str, Any], dict[str, Any]]:
     """`facetDistribution`/`facetStats` when they are necessarily empty; the errors of invalid names."""
     rules = _filter_rules(settings)
     patterns = _filterable_patterns(rules)
@@ -337,7 +339,7 @@ def _facets(facets: list[str], settings: dict[str, Any], uid: str) -> tuple[dict
 # --------------------------------------------------------------------------------------------------
 
 
-def _known_fields(reader: IndexReader) -> list[str]:
+def known_fields(reader: IndexReader) -> list[str]:
     """Top-level and nested field names in first-seen order (stand-in for milli's fields-ids map)."""
     names = list(reader.fields_ids_map())
     seen = set(names)
@@ -348,12 +350,12 @@ def _known_fields(reader: IndexReader) -> list[str]:
     return names
 
 
-class _HitMaker:
+class HitMaker:
     """Meilisearch's `HitMaker` on field names: retrieval, `_vectors`, formatting, scores."""
 
     def __init__(self, reader: IndexReader, query: SearchQuery, settings: dict[str, Any], result: SearchResult) -> None:
         self.query = query
-        self.fields = _known_fields(reader)
+        self.fields = known_fields(reader)
         displayed = settings.get("displayedAttributes") or ["*"]
         self.displayed_setting: set[str] | None = None if displayed == ["*"] else set(displayed)
         self.vectors_hidden = self.displayed_setting is not None and VECTORS not in self.displayed_setting
@@ -420,31 +422,38 @@ def _vectors_last(selected: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _run_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]) -> SearchResult:
+def run_engine_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]) -> SearchResult:
     # imported here so that the HTTP layer loads even while the engine module is being replaced
     from hanzo_engine.engine.search.engine import search
 
     return search(reader, request, settings)
 
 
-def _perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str, include_metadata: bool,
-             ) -> dict[str, Any]:
-    started = time.perf_counter()
+def check_query(reader: IndexReader, uid: str, query: SearchQuery) -> dict[str, Any]:
+    """Every check of `query` that needs the index, in Meilisearch's order; the completed settings."""
     settings = complete_settings(reader.settings())
-    _check_search_kind(query, settings, uid)
+    check_search_kind(query, settings, uid)
 
     expressions = [] if query.filter is None else _filter_subexpressions(query.filter)
     _check_reserved_filter(expressions)
     if query.sort is not None:
         parse_sort(query.sort)
     if query.attributes_to_search_on is not None:
-        _check_search_on(query.attributes_to_search_on, settings, _known_fields(reader), uid)
+        _check_search_on(query.attributes_to_search_on, settings, known_fields(reader), uid)
     if query.distinct is not None:
-        _check_distinct(query.distinct, settings, uid)
+        check_distinct(query.distinct, settings, uid)
     if expressions:
         _check_filter(expressions, settings, uid)
     if query.sort is not None:
         _check_sort(query.sort, settings, uid)
+    return settings
+
+
+def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
+            ) -> dict[str, Any]:
+    """One search on `uid` in the read transaction of `reader`: the response body of the search route."""
+    started = time.perf_counter()
+    settings = check_query(reader, uid, query)
 
     max_total_hits = (settings.get("pagination") or {}).get("maxTotalHits") or DEFAULT_MAX_TOTAL_HITS
     finite = query.is_finite_pagination
@@ -464,16 +473,16 @@ def _perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str
         ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,  # NaN: none
         exhaustive_count=finite, locales=query.locales,
     )
-    result = _run_search(reader, request, settings)
+    result = run_engine_search(reader, request, settings)
 
-    maker = _HitMaker(reader, query, settings, result)
+    maker = HitMaker(reader, query, settings, result)
     hits = []
     for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
         document = reader.document_by_internal_id(docid)
         if document is not None:
             hits.append(maker.make(document, score, details))
 
-    facets = None if query.facets is None else _facets(query.facets, settings, uid)
+    facets = None if query.facets is None else facet_distribution(query.facets, settings, uid)
     number_of_hits = min(result.candidates, max_total_hits)
     body: dict[str, Any] = {"hits": hits, "query": query.q or "",
                             "processingTimeMs": int((time.perf_counter() - started) * 1000)}
@@ -490,14 +499,14 @@ def _perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str
     if facets is not None:
         body["facetDistribution"], body["facetStats"] = facets
     body["requestUid"] = request_uid
-    if include_metadata:
+    if with_metadata:
         metadata: dict[str, Any] = {"queryUid": uuid7(), "indexUid": uid}
         primary_key = reader.primary_key
         if primary_key is not None:
             metadata["primaryKey"] = primary_key
         body["metadata"] = metadata
     if query.show_performance_details:
-        body["performanceDetails"] = {"search": _duration(time.perf_counter() - started)}
+        body["performanceDetails"] = {"search": duration_text(time.perf_counter() - started)}
     return body
 
 
@@ -506,10 +515,11 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     if query.use_network is not None:
         raise MeiliError("feature_not_enabled", "passing `useNetwork` in a search query requires enabling the "
                          f"`network` experimental feature. See {NETWORK_DISCUSSION}")
-    include_metadata = _include_metadata(request)
+    with_metadata = include_metadata(request)
+    query = fused_query(request, uid, query)
     scheduler = state(request).scheduler
-    body = await run_in_threadpool(
-        read_index, scheduler, uid, lambda reader: _perform(reader, uid, query, request_uid, include_metadata)
+    body = await run_queued(
+        request, read_index, scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata)
     )
     return JSONResponse(body)
 

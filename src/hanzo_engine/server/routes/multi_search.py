@@ -1,0 +1,621 @@
+"""`POST /multi-search` (action `search`): several searches in one request, or one federated list.
+
+Order of the work, as Meilisearch's route: the body (deserr, first problem in key order), one search
+permit for the whole request, then per query in order the index authorization ("Inside `.queries[i]`:
+The provided API key is invalid.") and the tenant token's filter AND-ed to the query's.
+
+Without `federation`: each query runs as `POST /indexes/{uid}/search` would, in query order; the first
+failure answers for the whole request, prefixed "Inside `.queries[i]`: " (a missing index is 400 here).
+
+With `federation` (contract §3.10, Meilisearch's `perform_federated_search`):
+1. partition: per query, refuse pagination, facets, `personalize`, `showPerformanceDetails`, `distinct`
+   beside `federation.distinct`, `remote`/`queryPosition` without the `network` feature; group the
+   queries by index;
+2. per index in uid order, in one read transaction: the facet-order check of `mergeFacets`, then per
+   query the search kind, the ranking-rule compatibility with the queries before it, the search
+   checks, and the search itself for `offset + limit` hits (page mode: `page ×
+   hitsPerPage`, exhaustive count) capped by the index's `maxTotalHits`. The index's lists are merged
+   by weighted score (each query's order kept), a document found by several queries keeping its first
+   place; each hit gets `_federation` (after the document's fields, before `_formatted`);
+3. `facetsByIndex` of indexes no query names are still checked; the indexes' lists are merged the same
+   way and `offset`/`limit` (or the page) cut from the merged list.
+
+Hits are compared by weighted score as `search_exec.compare` documents (Meilisearch's
+`WeightedScoreValue`); ranking-rule compatibility is `search_exec.RankingRules`.
+
+`estimatedTotalHits` sums the indexes' candidates: exact with one query per index; with several, the
+union of the queries' candidates, exact while each query matches at most 1000 documents (the query is run
+again for their ids), an upper bound past that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hanzo_engine.apitypes.deserr import Field, InvalidValue, decode_json_body, deserialize_object
+from hanzo_engine.apitypes.errors import MeiliError, invalid_index_uid
+from hanzo_engine.apitypes.index_uid import is_valid_index_uid
+from hanzo_engine.apitypes.search import SEARCH_BODY, HybridQuery, SearchQuery, parse_sort
+from hanzo_engine.apitypes.settings import complete_settings
+from hanzo_engine.auth.tenant import rust_debug_list
+from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.engine.search.types import SearchRequest
+from hanzo_engine.scheduler.scheduler import Scheduler
+
+from ..app_state import route, state
+from ..auth import auth_filter
+from ..http import JSONResponse, read_body, read_index
+from ..search_exec import (
+    Ranked,
+    RankingRules,
+    fused_query,
+    incompatibility,
+    merge_ranked,
+    ranked,
+    search_queue,
+)
+from .instance import ExperimentalFeatures, facet_sort_order, feature_not_enabled, runtime_features
+from .search import (
+    DEFAULT_MAX_TOTAL_HITS,
+    NETWORK_DISCUSSION,
+    HitMaker,
+    check_distinct,
+    check_query,
+    check_search_kind,
+    duration_text,
+    facet_distribution,
+    include_metadata,
+    perform,
+    run_engine_search,
+    uuid7,
+)
+
+DEFAULT_LIMIT: Final = 20
+
+# -------------------------------------------------------------------------------------------------
+# Request body
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FederationOptions:
+    weight: float = 1.0
+    remote: str | None = None
+    query_position: int | None = None
+
+
+@dataclass
+class MultiQuery:
+    """One item of `queries`: its index, the search, and what only multi-search looks at."""
+
+    index_uid: str
+    query: SearchQuery
+    options: FederationOptions | None
+    pagination: str | None  # the first pagination parameter given (`offset`, `limit`, `page`, `hitsPerPage`)
+    show_performance_details: bool | None
+
+
+def _weight(value: float) -> float:
+    if value < 0.0:
+        raise InvalidValue("the value of `weight` is invalid, expected a positive float (>= 0.0).")
+    return value
+
+
+def _index_uid(value: str) -> str:
+    if not is_valid_index_uid(value):
+        raise InvalidValue(invalid_index_uid(value).message)
+    return value
+
+
+_OPTIONS_FIELDS: Final = (
+    Field("weight", "number", "invalid_multi_search_weight", default=1.0, validate=_weight),
+    Field("remote", "string", "invalid_multi_search_remote", nullable=True, default=None),
+    Field("queryPosition", "usize", "invalid_multi_search_query_position", nullable=True, default=None),
+)
+# `SearchQueryWithIndex`: `indexUid`, the search parameters (pagination optional, so that its presence is
+# known), then `federationOptions`.
+_OPTIONAL: Final = frozenset({"offset", "limit", "showPerformanceDetails"})
+QUERY_FIELDS: Final = (
+    Field("indexUid", "string", "invalid_index_uid", required=True, missing_code="missing_index_uid",
+          validate=_index_uid),
+    *(dataclasses.replace(f, nullable=True, default=None) if f.name in _OPTIONAL else f for f in SEARCH_BODY),
+    Field("federationOptions", "object", "bad_request", nullable=True, default=None, fields=_OPTIONS_FIELDS),
+)
+
+
+def _search_query(p: dict[str, Any]) -> SearchQuery:
+    hybrid, personalize = p["hybrid"], p["personalize"]
+    return SearchQuery(
+        q=p["q"], offset=p["offset"] or 0, limit=DEFAULT_LIMIT if p["limit"] is None else p["limit"],
+        page=p["page"], hits_per_page=p["hitsPerPage"], attributes_to_retrieve=p["attributesToRetrieve"],
+        attributes_to_crop=p["attributesToCrop"], crop_length=p["cropLength"], crop_marker=p["cropMarker"],
+        attributes_to_highlight=p["attributesToHighlight"], highlight_pre_tag=p["highlightPreTag"],
+        highlight_post_tag=p["highlightPostTag"], show_matches_position=p["showMatchesPosition"],
+        filter=p["filter"], sort=p["sort"], distinct=p["distinct"], facets=p["facets"],
+        matching_strategy=p["matchingStrategy"], attributes_to_search_on=p["attributesToSearchOn"],
+        ranking_score_threshold=p["rankingScoreThreshold"], locales=p["locales"],
+        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"]),
+        vector=p["vector"], retrieve_vectors=p["retrieveVectors"], media=p["media"],
+        personalize=None if personalize is None else personalize["userContext"], use_network=p["useNetwork"],
+        show_ranking_score=p["showRankingScore"], show_ranking_score_details=p["showRankingScoreDetails"],
+        show_performance_details=bool(p["showPerformanceDetails"]),
+    )
+
+
+def _parse_query(value: Any, i: int) -> MultiQuery:
+    path = f".queries[{i}]"
+    try:
+        p = deserialize_object(value, QUERY_FIELDS, path=path)
+    except MeiliError as err:
+        # the shared item validators of `locales` and `vector` name their path from the body's root
+        message = err.message.replace("`.locales[", f"`{path}.locales[").replace("`.vector[", f"`{path}.vector[")
+        raise MeiliError(err.code, message) from None
+    options = p["federationOptions"]
+    pagination = next((name for name in ("offset", "limit", "page", "hitsPerPage") if p[name] is not None), None)
+    return MultiQuery(
+        index_uid=p["indexUid"], query=_search_query(p),
+        options=None if options is None else FederationOptions(options["weight"], options["remote"],
+                                                               options["queryPosition"]),
+        pagination=pagination, show_performance_details=p["showPerformanceDetails"],
+    )
+
+
+def _parse_queries(items: list[Any]) -> list[MultiQuery]:
+    return [_parse_query(item, i) for i, item in enumerate(items)]
+
+
+def _facets_by_index(value: dict[str, Any]) -> dict[str, list[str] | None]:
+    out: dict[str, list[str] | None] = {}
+    for uid, facets in value.items():
+        path = f".federation.facetsByIndex.{uid}"
+        if not is_valid_index_uid(uid):
+            raise MeiliError("invalid_multi_search_facets_by_index",
+                             f"Invalid value at `{path}`: {invalid_index_uid(uid).message}")
+        field = Field(uid, "string_array", "invalid_multi_search_facets_by_index", nullable=True)
+        out[uid] = deserialize_object({uid: facets}, (field,), path=".federation.facetsByIndex")[uid]
+    return out
+
+
+_FEDERATION_FIELDS: Final = (
+    Field("limit", "usize", "invalid_search_limit", default=DEFAULT_LIMIT),
+    Field("offset", "usize", "invalid_search_offset", default=0),
+    Field("page", "usize", "invalid_search_page", nullable=True, default=None),
+    Field("hitsPerPage", "usize", "invalid_search_hits_per_page", nullable=True, default=None),
+    Field("facetsByIndex", "object", "invalid_multi_search_facets_by_index", default=dict,
+          validate=_facets_by_index),
+    Field("mergeFacets", "object", "invalid_multi_search_merge_facets", nullable=True, default=None, fields=(
+        Field("maxValuesPerFacet", "usize", "invalid_multi_search_max_values_per_facet", nullable=True,
+              default=None),)),
+    Field("distinct", "string", "invalid_search_distinct", nullable=True, default=None),
+    Field("showPerformanceDetails", "boolean", "invalid_search_show_performance_details", default=False),
+    Field("personalize", "object", "invalid_search_personalize", nullable=True, default=None),
+)
+
+
+def _parse_federation(value: dict[str, Any]) -> dict[str, Any]:
+    return deserialize_object(value, _FEDERATION_FIELDS, path=".federation",
+                              unknown_code="invalid_multi_search_federated")
+
+
+MULTI_SEARCH_BODY: Final = (
+    Field("queries", "array", "bad_request", required=True, validate=_parse_queries),
+    Field("federation", "object", "invalid_multi_search_federated", nullable=True, default=None,
+          validate=_parse_federation),
+)
+
+# -------------------------------------------------------------------------------------------------
+# Errors naming the query
+# -------------------------------------------------------------------------------------------------
+
+
+class MultiSearchError(MeiliError):
+    """A MeiliError whose HTTP status is not its code's (a missing index answers 400 here)."""
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        super().__init__(code, message)
+        self._status = status
+
+    @property
+    def status(self) -> int:
+        return self._status
+
+
+def inside(err: MeiliError, where: str, note: str = "", code: str | None = None) -> MultiSearchError:
+    status = 400 if err.code == "index_not_found" else err.status
+    return MultiSearchError(code or err.code, f"Inside `{where}`: {err.message}{note}", status)
+
+
+def _query(i: int) -> str:
+    return f".queries[{i}]"
+
+
+# -------------------------------------------------------------------------------------------------
+# Non-federated multi-search
+# -------------------------------------------------------------------------------------------------
+
+
+def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> None:
+    if query.use_network is not None and not features.enabled("network"):
+        raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
+
+
+def _single(scheduler: Scheduler, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
+            ) -> dict[str, Any]:
+    return read_index(scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata))
+
+
+def multi(scheduler: Scheduler, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
+          with_metadata: bool) -> list[dict[str, Any]]:
+    """Each query as its own search, in order; the first failure names its query."""
+    results = []
+    for i, q in enumerate(queries):
+        if q.options is not None:
+            raise MultiSearchError(
+                "invalid_multi_search_federation_options",
+                f"Inside `.queries[{i}]`: Using `federationOptions` is not allowed in a non-federated search.\n"
+                f" - Hint: remove `federationOptions` from query #{i} or add `federation` to the request.", 400)
+        try:
+            _check_use_network(q.query, features)
+            body = _single(scheduler, q.index_uid, q.query, request_uid, with_metadata)
+        except MeiliError as err:
+            raise inside(err, _query(i)) from None
+        results.append({"indexUid": q.index_uid, **body})
+    return results
+
+
+# -------------------------------------------------------------------------------------------------
+# Federated search
+# -------------------------------------------------------------------------------------------------
+
+# How many candidates of one query are listed to count an index's union exactly (module doc).
+UNION_CAP: Final = 1000
+_ORDER_TEXT: Final = {"alpha": "alphabetically", "count": "by count"}
+_AFTER_FEDERATION: Final = ("_formatted", "_matchesPosition", "_rankingScore", "_rankingScoreDetails")
+
+
+@dataclass
+class IndexQuery:
+    query: SearchQuery
+    weight: float
+    query_index: int  # the query's position, or its `federationOptions.queryPosition`
+
+
+@dataclass
+class IndexResult:
+    uid: str
+    primary_key: str | None
+    hits: list[tuple[Ranked, dict[str, Any]]]
+    total: int
+    facets: tuple[dict[str, Any], dict[str, Any]] | None
+
+
+def _with_federation(hit: dict[str, Any], federation: dict[str, Any]) -> dict[str, Any]:
+    """`_federation` after the document's fields, before the formatting and score fields."""
+    tail: list[tuple[str, Any]] = []
+    while hit and next(reversed(hit)) in _AFTER_FEDERATION:
+        key = next(reversed(hit))
+        tail.append((key, hit.pop(key)))
+    hit["_federation"] = federation
+    hit.update(reversed(tail))
+    return hit
+
+
+class Federated:
+    """One federated search (the steps of the module doc); not reusable."""
+
+    def __init__(self, scheduler: Scheduler, federation: dict[str, Any], features: ExperimentalFeatures) -> None:
+        self.scheduler = scheduler
+        self.features = features
+        self.federation = federation
+        self.facets_by_index: dict[str, list[str] | None] = dict(federation["facetsByIndex"])
+        self.merge: dict[str, Any] | None = federation["mergeFacets"]
+        self.distinct: str | None = federation["distinct"]
+        self.previous: tuple[RankingRules, int, str] | None = None
+        self.facet_orders: dict[str, tuple[str, str]] = {}
+        page, per_page, limit, offset = (federation["page"], federation["hitsPerPage"], federation["limit"],
+                                         federation["offset"])
+        self.paginated = page is not None or per_page is not None
+        self.page = 1 if page is None else page
+        self.per_page = DEFAULT_LIMIT if per_page is None else per_page
+        if not self.paginated:
+            self.required, self.skip, self.take = limit + offset, offset, limit
+        elif self.page == 0:  # page 0: no hits, the totals only
+            self.required, self.skip, self.take = 0, 0, 0
+        else:
+            self.required = self.per_page * self.page
+            self.skip, self.take = (self.page - 1) * self.per_page, self.per_page
+
+    # -- 1. partition --------------------------------------------------------------------------------
+
+    def partition(self, queries: list[MultiQuery]) -> dict[str, list[IndexQuery]]:
+        groups: dict[str, list[IndexQuery]] = {}
+        network = self.features.enabled("network")
+        for i, q in enumerate(queries):
+            query, options = q.query, q.options or FederationOptions()
+            if q.pagination is not None:
+                raise MultiSearchError(
+                    "invalid_multi_search_query_pagination",
+                    f"Inside `.queries[{i}]`: Using pagination options is not allowed in federated queries.\n"
+                    f" - Hint: remove `{q.pagination}` from query #{i} or remove `federation` from the request\n"
+                    " - Hint: pass `federation.limit` and `federation.offset` for pagination in federated search",
+                    400)
+            if query.facets:
+                raise MultiSearchError(
+                    "invalid_multi_search_query_facets",
+                    f"Inside `.queries[{i}]`: Using facet options is not allowed in federated queries.\n"
+                    f" - Hint: remove `facets` from query #{i} or remove `federation` from the request\n"
+                    f" - Hint: pass `federation.facetsByIndex.{q.index_uid}: {rust_debug_list(query.facets)}` for "
+                    "facets in federated search", 400)
+            if query.personalize is not None:
+                raise MultiSearchError(
+                    "invalid_multi_search_query_personalization",
+                    f"Inside `.queries[{i}]`: Using `.personalize` is not allowed in federated queries.\n"
+                    f" - Hint: remove `personalize` from query #{i} or remove `federation` from the request", 400)
+            if options.remote is not None and query.use_network:
+                raise MultiSearchError(
+                    "invalid_multi_search_federation_options",
+                    f"Inside `.queries[{i}]`: Using `.useNetwork` is not allowed as the same time as "
+                    "`.federationOptions.remote`.\n  - Hint: to perform an explicit query against a remote, remove "
+                    "`.useNetwork`.\n  - Hint: to automatically perform queries against the entire network, remove "
+                    "`.federationOptions.remote`.", 400)
+            if q.show_performance_details is not None:
+                raise MultiSearchError(
+                    "invalid_multi_search_query_show_performance_details",
+                    f"Inside `.queries[{i}]`: Using `showPerformanceDetails` is not allowed in federated queries.\n"
+                    f" - Hint: remove `showPerformanceDetails` from query #{i} or remove `federation` from the "
+                    "request\n - Hint: pass `federation.showPerformanceDetails` for performance details in "
+                    "federated search", 400)
+            if query.distinct is not None and self.distinct is not None:
+                raise MultiSearchError(
+                    "invalid_multi_search_distinct",
+                    f"Inside `.queries[{i}]`: Using `distinct` in a federated query is not allowed when "
+                    f"`federation.distinct` is set.\n - Hint: remove `distinct` from query #{i} or remove "
+                    "`distinct` from `federation`", 400)
+            _check_use_network(query, self.features)
+            if options.remote is not None:
+                if not network:
+                    raise feature_not_enabled("Performing a remote federated search", "network", NETWORK_DISCUSSION)
+                raise MeiliError("invalid_multi_search_remote", f"Invalid `queries[{i}].federation_options.remote`: "
+                                 f"remote `{options.remote}` is not registered")
+            position = i
+            if options.query_position is not None:
+                if not network:
+                    raise feature_not_enabled("Using `federationOptions.queryPosition`", "network",
+                                              NETWORK_DISCUSSION)
+                position = options.query_position
+            groups.setdefault(q.index_uid, []).append(IndexQuery(query, options.weight, position))
+        return groups
+
+    # -- 2. one index --------------------------------------------------------------------------------
+
+    def _check_facet_order(self, uid: str, facets: list[str] | None, settings: dict[str, Any], note: str) -> None:
+        if self.merge is None or facets is None:
+            return
+        for facet in facets:
+            order = facet_sort_order(facet, settings)
+            first_uid, first_order = self.facet_orders.setdefault(facet, (uid, order))
+            if first_order != order:
+                raise MultiSearchError(
+                    "invalid_multi_search_facet_order",
+                    f"Inside `.federation.facetsByIndex.{uid}`: Inconsistent order for values in facet `{facet}`: "
+                    f"index `{first_uid}` orders {_ORDER_TEXT[first_order]}, but index `{uid}` orders "
+                    f"{_ORDER_TEXT[order]}.\n - Hint: Remove `federation.mergeFacets` or change "
+                    f"`faceting.sortFacetValuesBy` to be consistent in settings.{note}", 400)
+
+    def _facets(self, uid: str, facets: list[str] | None, settings: dict[str, Any], note: str,
+                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        if facets is None:
+            return None
+        try:
+            return facet_distribution(facets, settings, uid)
+        except MeiliError as err:
+            raise inside(err, f".federation.facetsByIndex.{uid}", note, code="invalid_multi_search_facets") from None
+
+    def _query_entries(self, reader: IndexReader, uid: str, item: IndexQuery, settings: dict[str, Any],
+                       limit: int) -> tuple[list[tuple[Ranked, Any]], int]:
+        """Run one query for `limit` hits: its entries (ranking, hit material) in rank order, its candidates."""
+        query = item.query
+        check_search_kind(query, settings, uid)
+        sort = None if query.sort is None else parse_sort(query.sort)
+        rules = RankingRules(list(settings.get("rankingRules") or []), sort, query.matching_strategy,
+                             keyword=bool(query.q))
+        if self.previous is not None:
+            previous, previous_index, previous_uid = self.previous
+            error = incompatibility(rules, item.query_index, uid, previous, previous_index, previous_uid)
+            if error is not None:
+                raise error
+            if len(previous.rules()) <= len(rules.rules()):
+                self.previous = (rules, item.query_index, uid)
+        else:
+            self.previous = (rules, item.query_index, uid)
+        check_query(reader, uid, query)
+        if self.distinct is not None:
+            check_distinct(self.distinct, settings, uid)
+        result = run_engine_search(reader, self._request(query, limit), settings)
+        maker = HitMaker(reader, query, settings, result)
+        entries: list[tuple[Ranked, Any]] = []
+        for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
+            document = reader.document_by_internal_id(docid)
+            if document is not None:
+                rank = ranked(rules, document, score, details, item.weight, item.query_index)
+                entries.append((rank, (docid, document, maker, score, details)))
+        return entries, result.candidates
+
+    def _request(self, query: SearchQuery, limit: int) -> SearchRequest:
+        search_on = query.attributes_to_search_on
+        threshold = query.ranking_score_threshold
+        return SearchRequest(
+            q=query.q, offset=0, limit=limit, matching_strategy=query.matching_strategy,
+            attributes_to_search_on=None if search_on is None or "*" in search_on else list(search_on),
+            ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,
+            exhaustive_count=self.paginated, locales=query.locales,
+        )
+
+    def _index_total(self, reader: IndexReader, settings: dict[str, Any], group: list[IndexQuery],
+                     totals: list[tuple[int, set[int]]]) -> int:
+        """Documents matched by any query of the index: the union of their candidates, counted exactly
+        while each query matches at most `UNION_CAP` documents (the search is re-run for its ids); past
+        that, the documents a query matched beyond its ids are added (an upper bound)."""
+        if len(totals) == 1:
+            return totals[0][0]
+        union: set[int] = set()
+        beyond = 0
+        for item, (candidates, docids) in zip(group, totals, strict=True):
+            if candidates > len(docids):
+                request = self._request(item.query, min(candidates, UNION_CAP))
+                docids = set(run_engine_search(reader, request, settings).docids)
+            union |= docids
+            beyond += max(0, candidates - len(docids))
+        return len(union) + beyond
+
+    def search_index(self, uid: str, group: list[IndexQuery], facets: list[str] | None,
+                     reader: IndexReader) -> IndexResult:
+        note = f"\n - Note: index `{uid}` used in `.queries[{group[0].query_index}]`"
+        settings = complete_settings(reader.settings())
+        self._check_facet_order(uid, facets, settings, note)
+        max_total_hits = (settings.get("pagination") or {}).get("maxTotalHits") or DEFAULT_MAX_TOTAL_HITS
+        limit = min(self.required, max_total_hits)
+        lists, totals = [], []
+        for item in group:
+            try:
+                entries, candidates = self._query_entries(reader, uid, item, settings, limit)
+            except MeiliError as err:
+                raise inside(err, _query(item.query_index)) from None
+            lists.append(entries)
+            totals.append((candidates, {entry[1][0] for entry in entries}))
+        hits: list[tuple[Ranked, dict[str, Any]]] = []
+        seen: set[int] = set()
+        for rank, (docid, document, maker, score, details) in merge_ranked(lists):
+            if len(hits) >= limit:
+                break
+            if docid in seen:
+                continue
+            seen.add(docid)
+            federation = {"indexUid": uid, "queriesPosition": rank.query_index, "weightedRankingScore": rank.weighted}
+            hits.append((rank, _with_federation(maker.make(document, score, details), federation)))
+        total = self._index_total(reader, settings, group, totals)
+        return IndexResult(uid, reader.primary_key, hits, total, self._facets(uid, facets, settings, note))
+
+    def _check_unused_facets(self) -> None:
+        for uid in sorted(self.facets_by_index):
+            facets = self.facets_by_index[uid]
+            note = f"\n - Note: index `{uid}` is not used in queries"
+
+            def check(reader: IndexReader, uid: str = uid, facets: list[str] | None = facets,
+                      note: str = note) -> None:
+                settings = complete_settings(reader.settings())
+                self._check_facet_order(uid, facets, settings, note)
+                self._facets(uid, facets, settings, note)
+
+            try:
+                read_index(self.scheduler, uid, check)
+            except MultiSearchError:
+                raise
+            except MeiliError as err:
+                raise inside(err, f".federation.facetsByIndex.{uid}", note) from None
+
+    # -- 3. merge ------------------------------------------------------------------------------------
+
+    def _merged_facets(self, results: list[IndexResult]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        computed = [r.facets for r in sorted(results, key=lambda r: r.uid) if r.facets is not None]
+        if not computed or self.merge is None:
+            return None
+        distribution: dict[str, dict[str, int]] = {}
+        stats: dict[str, dict[str, float]] = {}
+        for index_distribution, index_stats in computed:
+            for facet, values in index_distribution.items():
+                merged = distribution.setdefault(facet, {})
+                for value, count in values.items():
+                    merged[value] = merged.get(value, 0) + count
+            for facet, bounds in index_stats.items():
+                if facet in stats:
+                    stats[facet] = {"min": min(stats[facet]["min"], bounds["min"]),
+                                    "max": max(stats[facet]["max"], bounds["max"])}
+                else:
+                    stats[facet] = dict(bounds)
+        max_values = self.merge.get("maxValuesPerFacet")
+        for facet, values in distribution.items():
+            by_count = self.facet_orders.get(facet, ("", "alpha"))[1] == "count"
+            items = sorted(values.items(), key=lambda kv: -kv[1]) if by_count else sorted(values.items())
+            distribution[facet] = dict(items if max_values is None else items[:max_values])
+        return dict(sorted(distribution.items())), dict(sorted(stats.items()))
+
+    def run(self, queries: list[MultiQuery], request_uid: str, with_metadata: bool) -> dict[str, Any]:
+        started = time.perf_counter()
+        groups = self.partition(queries)
+        results: list[IndexResult] = []
+        for uid in sorted(groups):
+            group = groups[uid]
+            facets = self.facets_by_index.pop(uid, None)
+            try:
+                results.append(read_index(self.scheduler, uid, functools.partial(self.search_index, uid, group, facets)))
+            except MultiSearchError:
+                raise
+            except MeiliError as err:
+                raise inside(err, _query(group[0].query_index)) from None
+        self._check_unused_facets()
+        total = sum(r.total for r in results)
+        page = [hit for _, hit in list(merge_ranked(r.hits for r in results))[self.skip : self.skip + self.take]]
+        body: dict[str, Any] = {"hits": page, "processingTimeMs": int((time.perf_counter() - started) * 1000)}
+        if self.paginated:
+            body.update(hitsPerPage=self.per_page, page=self.page,
+                        totalPages=-(-total // self.per_page) if self.per_page else 0, totalHits=total)
+        else:
+            body.update(limit=self.federation["limit"], offset=self.federation["offset"], estimatedTotalHits=total)
+        merged = self._merged_facets(results)
+        if merged is not None:
+            body["facetDistribution"], body["facetStats"] = merged
+        elif self.merge is None:
+            by_index = {r.uid: {"distribution": r.facets[0], "stats": r.facets[1]}
+                        for r in sorted(results, key=lambda r: r.uid) if r.facets is not None}
+            if by_index:
+                body["facetsByIndex"] = by_index
+        body["requestUid"] = request_uid
+        if with_metadata:
+            keys = {r.uid: r.primary_key for r in results}
+            body["metadata"] = [_metadata(q.index_uid, keys.get(q.index_uid)) for q in queries]
+        if self.federation["showPerformanceDetails"]:
+            body["performanceDetails"] = {"federatedSearch": duration_text(time.perf_counter() - started)}
+        return body
+
+
+def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"queryUid": uuid7(), "indexUid": uid}
+    if primary_key is not None:
+        out["primaryKey"] = primary_key
+    return out
+
+
+# -------------------------------------------------------------------------------------------------
+# The route
+# -------------------------------------------------------------------------------------------------
+
+
+@route("POST", "/multi-search", action="search")
+async def multi_search(request: Request) -> Response:
+    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
+                              MULTI_SEARCH_BODY)
+    queries: list[MultiQuery] = body["queries"]
+    federation: dict[str, Any] | None = body["federation"]
+    features = runtime_features(request)
+    request_uid, with_metadata = uuid7(), include_metadata(request)
+    scheduler = state(request).scheduler
+    async with search_queue(request).permit():
+        visible = auth_filter(request)
+        for i, q in enumerate(queries):
+            if not visible.is_index_authorized(q.index_uid):
+                raise MeiliError("invalid_api_key", f"Inside `.queries[{i}]`: The provided API key is invalid.")
+            q.query = fused_query(request, q.index_uid, q.query)
+        if federation is None:
+            results = await run_in_threadpool(multi, scheduler, queries, features, request_uid, with_metadata)
+            return JSONResponse({"results": results})
+        searcher = Federated(scheduler, federation, features)
+        return JSONResponse(await run_in_threadpool(searcher.run, queries, request_uid, with_metadata))

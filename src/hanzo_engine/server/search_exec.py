@@ -1,0 +1,453 @@
+"""What every search route shares: the bounded search queue and the per-query auth step.
+
+The search queue (= Meilisearch's `SearchQueue`, contract §3.14) bounds the work the server accepts:
+
+- at most `parallelism` searches run at once (`cores × --experimental-nb-searches-per-core`); each
+  runs in the thread pool, where the native core releases the GIL;
+- at most `capacity` more wait (`--experimental-search-queue-size`, default 1000). A search arriving
+  at a full queue takes the place of a waiting one chosen at random, which is answered `503
+  too_many_search_requests` (Meilisearch evicts at random too, so a burst cannot starve the queue
+  with requests whose clients already gave up). With a capacity of 0, any search that cannot run
+  at once is refused;
+- a search that waited longer than `--experimental-drop-search-after` seconds is refused instead of
+  run: its client has most likely timed out.
+
+Waiting searches get the freed slots in arrival order (Meilisearch picks at random; first come first
+served keeps the latency tail short, which is what the load test measures). The queue lives on the
+event loop: acquiring and releasing a permit are plain loop callbacks, no lock is needed. One
+multi-search holds one permit for all its queries, as in Meilisearch. The `Retry-After: 10` header of
+the 503 is added by the HTTP middleware of `routes/instance.py`.
+
+Invariants: `running <= parallelism`; a permit is released exactly once, also when the request is
+cancelled (client gone) while waiting or right after being granted.
+
+The second half orders results across queries, for federated multi-search:
+
+- `RankingRules` is Meilisearch's `search/ranking_rules.rs`: the rules a query really applies once
+  canonicalized (a placeholder search drops the relevancy rules, `sort` without `query.sort` is dropped,
+  `words` is prepended before the first relevancy rule unless `matchingStrategy` is `all`, duplicates
+  go), with the notes Meilisearch prints about it, and `incompatibility` the error of two queries whose
+  coalesced rules differ in kind at the same position (relevancy against sort, opposite directions...).
+- `Ranked`/`compare`/`merge_ranked` are Meilisearch's `WeightedScoreValue` comparison: consecutive
+  relevancy rules fold into one score × weight, custom `field:asc|desc` rules (and `query.sort`) compare
+  the documents' values; when two values cannot be compared, the side with more remaining values wins,
+  else the weighted global score decides; ties go to the lower query position. A relevancy group is the
+  engine's `_rankingScore` when the rules hold a single group (always so without custom rules between
+  relevancy rules); otherwise it is folded from the per-rule scores of the ranking details.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import heapq
+import os
+import random
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Final, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.search import SearchQuery, SortCriterion
+
+from .auth import auth_filter
+
+T = TypeVar("T")
+
+RETRY_AFTER_SECONDS: Final = 10
+
+
+def too_many_search_requests(capacity: int) -> MeiliError:
+    return MeiliError(
+        "too_many_search_requests",
+        f"Too many search requests running at the same time: {capacity}. Retry after {RETRY_AFTER_SECONDS}s.",
+    )
+
+
+class SearchQueue:
+    """A bounded queue of searches with at most `parallelism` of them running (see the module doc)."""
+
+    def __init__(self, capacity: int, parallelism: int, time_to_abort: float) -> None:
+        self.capacity = capacity
+        self.parallelism = max(1, parallelism)
+        self.time_to_abort = time_to_abort
+        self.running = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._rng = random.Random()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    async def acquire(self) -> None:
+        """Wait for a permit; `too_many_search_requests` when the search is evicted or waited too long."""
+        if self.running < self.parallelism and not self._waiting:
+            self.running += 1
+            return
+        if self.capacity == 0:
+            raise too_many_search_requests(self.capacity)
+        if len(self._waiting) >= self.capacity:
+            victim = self._waiting[self._rng.randrange(len(self._waiting))]
+            self._waiting.remove(victim)
+            victim.set_exception(too_many_search_requests(self.capacity))
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        started = time.monotonic()
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future in self._waiting:
+                self._waiting.remove(future)
+            elif future.done() and not future.cancelled() and future.exception() is None:
+                self.release()  # granted, but the request went away before using it
+            raise
+        if time.monotonic() - started > self.time_to_abort:
+            self.release()
+            raise too_many_search_requests(self.capacity)
+
+    def release(self) -> None:
+        """Give the permit back; the oldest waiting search (if any) takes it over."""
+        self.running -= 1
+        while self._waiting:
+            future = self._waiting.popleft()
+            if future.done():
+                continue
+            self.running += 1
+            future.set_result(None)
+            return
+
+    @asynccontextmanager
+    async def permit(self) -> AsyncIterator[None]:
+        await self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+def search_queue(request: Request) -> SearchQueue:
+    """The app's search queue, created on first use from the server options."""
+    queue: SearchQueue | None = getattr(request.app.state, "search_queue", None)
+    if queue is None:
+        options = request.app.state.hanzo.options
+        cores = os.cpu_count() or 1
+        queue = SearchQueue(
+            options.experimental_search_queue_size,
+            cores * options.experimental_nb_searches_per_core,
+            float(options.experimental_drop_search_after),
+        )
+        request.app.state.search_queue = queue
+    return queue
+
+
+async def run_queued(request: Request, func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` in the thread pool, holding a search permit while it runs."""
+    async with search_queue(request).permit():
+        return await run_in_threadpool(func, *args)
+
+
+def fused_query(request: Request, uid: str, query: SearchQuery) -> SearchQuery:
+    """`query` with the tenant token's search-rule filter for `uid` AND-ed to its own (contract §0.2)."""
+    fused = auth_filter(request).fuse_filter(uid, query.filter)
+    return query if fused is query.filter else dataclasses.replace(query, filter=fused)
+
+
+# -------------------------------------------------------------------------------------------------
+# Ranking-rule canonicalization and compatibility (Meilisearch's `search/ranking_rules.rs`)
+# -------------------------------------------------------------------------------------------------
+
+RELEVANCY_RULES: Final = frozenset({"words", "typo", "proximity", "attribute", "attributeRank", "wordPosition",
+                                    "exactness", "bm25"})
+_KIND_TEXT: Final = {"relevancy": "relevancy", "asc": "ascending sort", "desc": "descending sort",
+                     "geoAsc": "ascending geo sort", "geoDesc": "descending geo sort"}
+Source = tuple[Any, ...]  # ("criterion", i) | ("coalesced", begin, end) | ("sort", criterion, sort_index)
+
+
+def _sort_name(criterion: SortCriterion) -> str:
+    direction = "asc" if criterion.ascending else "desc"
+    return f"{criterion.field}:{direction}" if criterion.field is not None else f"_geo(..):{direction}"
+
+
+class RankingRules:
+    """The ranking rules a query really applies, and the notes on what canonicalization removed."""
+
+    def __init__(self, criteria: list[str], sort: list[SortCriterion] | None, strategy: str, keyword: bool) -> None:
+        self.source_criteria, self.source_sort = criteria, sort
+        self.criteria: list[str] = []
+        self.sort: list[SortCriterion] | None = None
+        self.actions: list[tuple[Any, ...]] = []
+        seen: dict[str, Source] = {}  # rule or sorted field -> where it was kept
+        words: Source | bool | None = False  # False: not seen; None: prepended; else where it was kept
+        for i, rule in enumerate(criteria):
+            src: Source = ("criterion", i)
+            if rule in RELEVANCY_RULES:
+                if not keyword:
+                    self.actions.append(("placeholder", src))
+                    continue
+                if rule == "words":
+                    if strategy == "all":
+                        self.actions.append(("words", "`query.matchingWords` is set to `all`", src))
+                    elif words is False:
+                        words = src
+                        self.criteria.append(rule)
+                    elif words is None:
+                        self.actions.append(("words", "it was previously prepended", src))
+                    else:
+                        self.actions.append(("duplicate", words, src))
+                    continue
+                if strategy != "all" and words is False:
+                    self.actions.append(("prepended", src))
+                    self.criteria.append("words")
+                    words = None
+                if rule in seen:
+                    self.actions.append(("duplicate", seen[rule], src))
+                else:
+                    seen[rule] = src
+                    self.criteria.append(rule)
+            elif rule == "sort":
+                if "sort" in seen:
+                    self.actions.append(("duplicate", seen["sort"], src))
+                elif sort:
+                    seen["sort"] = src
+                    self.criteria.append(rule)
+                    self.sort = self._canonical_sort(sort, i, seen)
+                else:
+                    self.actions.append(("removed_sort", src))
+            else:
+                field = rule.rpartition(":")[0]
+                if field in seen:
+                    self.actions.append(("duplicate", seen[field], src))
+                else:
+                    seen[field] = src
+                    self.criteria.append(rule)
+
+    def _canonical_sort(self, sort: list[SortCriterion], criterion: int, seen: dict[str, Source],
+                        ) -> list[SortCriterion]:
+        out = []
+        for j, item in enumerate(sort):
+            key = item.field if item.field is not None else "\0geo"
+            src: Source = ("sort", criterion, j)
+            if key in seen:
+                self.actions.append(("duplicate", seen[key], src))
+            else:
+                seen[key] = src
+                out.append(item)
+        return out
+
+    def rules(self) -> list[tuple[str, Source]]:
+        """(kind, source) of each canonical rule, consecutive relevancy rules coalesced."""
+        out: list[tuple[str, Source]] = []
+        for i, rule in enumerate(self.criteria):
+            if rule == "sort":
+                for j, item in enumerate(self.sort or []):
+                    geo = "geo" if item.field is None else ""
+                    direction = "Asc" if item.ascending else "Desc"
+                    out.append((f"{geo}{direction}" if geo else direction.lower(), ("sort", i, j)))
+                continue
+            if rule in RELEVANCY_RULES:
+                if out and out[-1][0] == "relevancy":
+                    out[-1] = ("relevancy", ("coalesced", out[-1][1][1], i))
+                else:
+                    out.append(("relevancy", ("criterion", i)))
+                continue
+            field, _, direction = rule.rpartition(":")
+            geo = "geo" + direction.capitalize() if field == "_geo" else direction
+            out.append((geo, ("criterion", i)))
+        return out
+
+    def describe(self, kind: str, src: Source, query_index: int, uid: str) -> str:
+        if src[0] == "sort":
+            item = (self.sort or [])[src[2]]
+            names = f"on field `{item.field}`" if item.field is not None else "default"
+            where = f"`queries[{query_index}].sort[{src[2]}]`, `{uid}.rankingRules[{src[1]}]`"
+        elif src[0] == "coalesced":
+            names = ", ".join(self.criteria[src[1] : src[2] + 1]) or "default"
+            where = f"`queries[{query_index}]`, `{uid}.rankingRules[{src[1]}..={src[2]}]`"
+        else:
+            names = self.criteria[src[1]]
+            where = f"`queries[{query_index}]`, `{uid}.rankingRules[{src[1]}]`"
+        return f"{where}: {_KIND_TEXT[kind]} rule(s) {names}"
+
+    def _name(self, src: Source) -> str:
+        if src[0] == "sort":
+            return _sort_name((self.source_sort or [])[src[2]])
+        return self.source_criteria[src[1]]
+
+    @staticmethod
+    def _position(src: Source) -> str:
+        if src[0] == "sort":
+            return f"#{src[2]} in `query.sort` (as `sort` is #{src[1]} in ranking rules)"
+        return f"#{src[1]} in ranking rules"
+
+    def notes(self) -> str:
+        lines = []
+        for n, action in enumerate(self.actions, start=1):
+            kind, pos = action[0], self._position(action[-1])
+            if kind == "prepended":
+                lines.append(f"    {n}. Prepended rule `words` before first relevancy rule `{self._name(action[1])}` "
+                             f"at position {pos}\n")
+            elif kind == "duplicate":
+                lines.append(f"    {n}. Removed duplicate rule `{self._name(action[1])}` at position {pos} as it "
+                             f"already appears at position {self._position(action[1])}\n")
+            elif kind == "words":
+                lines.append(f"    {n}. Removed rule `words` at position {pos} because {action[1]}\n")
+            elif kind == "placeholder":
+                lines.append(f"    {n}. Removed relevancy rule `{self._name(action[1])}` at position {pos} because "
+                             'the query is a placeholder search (`q`: "")\n')
+            else:  # Meilisearch indents this note with three spaces
+                lines.append(f"   {n}. Removed rule `sort` at position {pos} because `query.sort` is empty\n")
+        return "".join(lines)
+
+
+def _reason(previous: str, current: str) -> str:
+    kinds = {previous, current}
+    if "relevancy" in kinds:
+        other = (kinds - {"relevancy"}).pop()
+        return "cannot compare a relevancy rule with a " + ("geosort rule" if other.startswith("geo") else "sort rule")
+    if kinds in ({"asc", "desc"}, {"geoAsc", "geoDesc"}):
+        return f"cannot compare two {'geosort' if 'geoAsc' in kinds else 'sort'} rules in opposite directions"
+    return "cannot compare a sort rule with a geosort rule"
+
+
+def incompatibility(current: RankingRules, query_index: int, uid: str, previous: RankingRules,
+                    previous_index: int, previous_uid: str) -> MeiliError | None:
+    for (kind, src), (prev_kind, prev_src) in zip(current.rules(), previous.rules(), strict=False):
+        if kind == prev_kind:
+            continue
+        message = (f"The results of queries #{previous_index} and #{query_index} are incompatible: \n"
+                   f"  1. {previous.describe(prev_kind, prev_src, previous_index, previous_uid)}\n"
+                   f"  2. {current.describe(kind, src, query_index, uid)}\n  - {_reason(prev_kind, kind)}\n")
+        if previous.actions:
+            message += (f"  - note: The ranking rules of query #{previous_index} were modified during "
+                        f"canonicalization:\n{previous.notes()}")
+        if current.actions:
+            message += (f"  - note: The ranking rules of query #{query_index} were modified during "
+                        f"canonicalization:\n{current.notes()}")
+        return MeiliError("invalid_multi_search_query_ranking_rules", message)
+    return None
+
+
+# -------------------------------------------------------------------------------------------------
+# Weighted score comparison
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ranked:
+    """A hit's ranking: ("score", weighted) or ("sort", ascending, value) values, global score, position."""
+
+    values: list[tuple[Any, ...]]
+    weighted: float
+    query_index: int
+
+
+def _sort_value_order(ascending: bool, left: Any, right: Any) -> int:
+    """milli's `compare_sort_values`: > 0 when `left` ranks first (numbers before strings, null last)."""
+    if left is None or right is None:
+        return (left is not None) - (right is not None)
+    left_num = isinstance(left, (int, float)) and not isinstance(left, bool)
+    right_num = isinstance(right, (int, float)) and not isinstance(right, bool)
+    if left_num and isinstance(right, str):
+        return 1
+    if right_num and isinstance(left, str):
+        return -1
+    if isinstance(left, str) and isinstance(right, str):
+        left, right = left.lower(), right.lower()  # the engine sorts strings case-insensitively
+    elif not (left_num and right_num):
+        return 0  # booleans, arrays, objects: equal, as in milli
+    order = (left > right) - (left < right)
+    return -order if ascending else order
+
+
+def _value_order(left: tuple[Any, ...], right: tuple[Any, ...]) -> int | None:
+    if left[0] == "score" and right[0] == "score":
+        return (left[1] > right[1]) - (left[1] < right[1])
+    if left[0] == "sort" and right[0] == "sort" and left[1] == right[1]:
+        return _sort_value_order(left[1], left[2], right[2])
+    return None
+
+
+def compare(left: Ranked, right: Ranked) -> int:
+    """> 0 when `left` ranks before `right` (Meilisearch's `weighted_scores::compare`)."""
+    lv, rv = left.values, right.values
+    for i in range(max(len(lv), len(rv))):
+        if i >= len(lv) or i >= len(rv):
+            return 1 if i < len(lv) else -1
+        order = _value_order(lv[i], rv[i])
+        if order is None:
+            remaining = (len(lv) - i) - (len(rv) - i)
+            if remaining:
+                return 1 if remaining > 0 else -1
+            return (left.weighted > right.weighted) - (left.weighted < right.weighted)
+        if order:
+            return order
+    return 0
+
+
+class _First:
+    """Heap key: `a < b` when `a` ranks first; ties go to the lower query position."""
+
+    __slots__ = ("ranked",)
+
+    def __init__(self, item: tuple[Ranked, Any]) -> None:
+        self.ranked = item[0]
+
+    def __lt__(self, other: _First) -> bool:
+        order = compare(self.ranked, other.ranked)
+        return order > 0 or (order == 0 and self.ranked.query_index < other.ranked.query_index)
+
+
+def merge_ranked(lists: Iterable[list[tuple[Ranked, Any]]]) -> Iterator[tuple[Ranked, Any]]:
+    """k-way merge of lists already in rank order (each list's own order is kept)."""
+    return heapq.merge(*lists, key=_First)
+
+
+def _lookup(document: dict[str, Any], path: str) -> Any:
+    value: Any = document
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _fold(details: dict[str, Any], rules: list[str]) -> float:
+    """Mixed-radix fold of the rules' (rank, max rank), recovered from their detail scores."""
+    rank, maximum = 1, 1
+    for rule in rules:
+        score = Fraction((details.get(rule) or {}).get("score", 1.0)).limit_denominator(10_000)
+        r, m = score.numerator, score.denominator
+        if r == 0:
+            r, m = 0, max(m, 1)
+        rank, maximum = (rank - 1) * m + r, maximum * m
+    return rank / maximum if maximum else 1.0
+
+
+def ranked(rules: RankingRules, document: dict[str, Any], score: float, details: dict[str, Any], weight: float,
+           query_index: int) -> Ranked:
+    groups = rules.rules()
+    relevancy_groups = sum(1 for kind, _ in groups if kind == "relevancy")
+    values: list[tuple[Any, ...]] = []
+    first_score: float | None = None
+    for kind, src in groups:
+        if kind == "relevancy":
+            if relevancy_groups == 1:
+                value = score
+            else:
+                value = _fold(details, rules.criteria[src[1] : (src[2] if src[0] == "coalesced" else src[1]) + 1])
+            first_score = value if first_score is None else first_score
+            values.append(("score", value * weight))
+        elif src[0] == "sort":
+            item = (rules.sort or [])[src[2]]
+            values.append(("sort", item.ascending, _lookup(document, item.field or "_geo")))
+        else:
+            field, _, direction = rules.criteria[src[1]].rpartition(":")
+            values.append(("sort", direction == "asc", _lookup(document, field)))
+    return Ranked(values, (score if first_score is None else first_score) * weight, query_index)
