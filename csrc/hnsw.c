@@ -42,7 +42,7 @@ struct hz_hnsw {
     size_t dim, kernel_n, vbytes, vstride;
     int m, m0, efc;
     uint64_t rng;
-    double brute_ratio;
+    double brute_factor;
 
     size_t cap, hw; /* slots allocated; slots below hw may be in use */
     uint8_t *vecs;
@@ -356,7 +356,7 @@ hz_hnsw *hz_hnsw_new(const hz_hnsw_params *p) {
     g->m0 = 2 * p->m;
     g->efc = p->ef_construction;
     g->rng = p->seed ^ 0x5DEECE66Dull;
-    g->brute_ratio = 0.05;
+    g->brute_factor = 1.0;
     g->entry = HZ_NONE;
     g->max_level = -1;
     pthread_rwlock_init(&g->lock, NULL);
@@ -399,7 +399,7 @@ void hz_hnsw_free(hz_hnsw *g) {
     free(g);
 }
 
-void hz_hnsw_set_brute_ratio(hz_hnsw *g, double ratio) { g->brute_ratio = ratio; }
+void hz_hnsw_set_brute_factor(hz_hnsw *g, double factor) { g->brute_factor = factor; }
 
 /* -- graph walk ---------------------------------------------------------------------------------- */
 
@@ -861,7 +861,11 @@ int hz_hnsw_search(hz_hnsw *g, const float *query, size_t k, size_t ef, const ui
     rc = 0;
     if (g->entry == HZ_NONE || (filter && n_filter == 0)) goto out;
     prepare_query(g, s, query);
-    if (exact_only || (filter && (double)n_filter <= g->brute_ratio * (double)g->n_live)) {
+    /* Cost model: the exact scan computes n_filter distances; a filtered walk expands about every
+     * node closer than the ef-th match, ef * n_live / n_filter nodes of up to 2m links each. */
+    double walk = (double)ef * (double)g->n_live * (double)g->m0;
+    if (exact_only || g->n_live <= ef ||
+        (filter && (double)n_filter * (double)n_filter <= g->brute_factor * walk)) {
         rc = exact(g, s, filter, n_filter, k, as_of, labels, distances, n_out);
         goto out;
     }
@@ -931,6 +935,22 @@ size_t hz_hnsw_label_nodes(hz_hnsw *g, uint32_t label, uint32_t *out, size_t cap
             if (g->state[n] != ST_LIVE) continue;
             if (count < cap) out[count] = n;
             count++;
+        }
+    }
+    pthread_rwlock_unlock(&g->lock);
+    return count;
+}
+
+size_t hz_hnsw_labels(hz_hnsw *g, uint64_t as_of, uint32_t *out, size_t cap) {
+    pthread_rwlock_rdlock(&g->lock);
+    size_t count = 0;
+    for (size_t L = 0; L < g->label_cap; L++) {
+        for (uint32_t n = g->label_head[L]; n != HZ_NONE; n = g->next_in_label[n]) {
+            if (g->state[n] != ST_FREE && visible(g, n, as_of)) {
+                if (count < cap) out[count] = (uint32_t)L;
+                count++;
+                break;
+            }
         }
     }
     pthread_rwlock_unlock(&g->lock);

@@ -25,10 +25,11 @@
  * reachable through the removed ones (a walk through tombstones), pruned by the usual heuristic;
  * a node left without links is reconnected by a graph search. Freed slots are reused by inserts.
  *
- * Filtered search. A filter is a sorted array of labels. Small filters (at most
- * `brute_ratio` of the live nodes) are served by exact search over the filter's nodes; larger ones
- * walk the graph accepting only matching nodes and keep exploring until `ef` matches are found
- * or the reachable graph is exhausted. Whenever a graph search yields fewer than k labels while more
+ * Filtered search. A filter is a sorted array of labels. The graph walk accepts only matching
+ * nodes and keeps exploring until `ef` matches are found or the reachable graph is exhausted, so it
+ * expands about every node closer than the ef-th match: ef x live / |filter| nodes of 2m links. An
+ * exact scan of the filter's nodes costs |filter| distances; the cheaper one is chosen
+ * (|filter|^2 <= brute_factor x ef x live x 2m picks the scan; the default factor is 1). Whenever a graph search yields fewer than k labels while more
  * match, the exact search answers instead, so a search returns min(k, matching labels) hits.
  *
  * Threads. A read-write lock guards the graph: searches take it shared (many at once), mutations
@@ -106,10 +107,12 @@ int hz_hnsw_search(hz_hnsw *g, const float *query, size_t k, size_t ef, const ui
                    size_t n_filter, uint64_t as_of, int exact, uint32_t *labels, float *distances,
                    size_t *n_out);
 
-void hz_hnsw_set_brute_ratio(hz_hnsw *g, double ratio);
+void hz_hnsw_set_brute_factor(hz_hnsw *g, double factor);
 void hz_hnsw_stats_get(hz_hnsw *g, hz_hnsw_stats *out);
 /* Live node ids of `label` into out (at most cap); returns the total count. */
 size_t hz_hnsw_label_nodes(hz_hnsw *g, uint32_t label, uint32_t *out, size_t cap);
+/* The labels with a node visible at `as_of`, ascending, into out (at most cap); returns the count. */
+size_t hz_hnsw_labels(hz_hnsw *g, uint64_t as_of, uint32_t *out, size_t cap);
 /* 1 when the node is a live node, 2 a tombstone, 0 a free slot. */
 int hz_hnsw_node_state(hz_hnsw *g, uint32_t node);
 /* Neighbours of a node at a level into out (at most cap); returns the count, -1 if none. */

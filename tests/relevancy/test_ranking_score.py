@@ -143,3 +143,17 @@ def test_legacy_rules_detail_shapes(make_index: Callable[..., Idx]) -> None:
     details = idx.search("quick brown fox")["hits"][0]["_rankingScoreDetails"]
     assert list(details) == ["words", "typo", "proximity", "attribute", "exactness", "bm25"]
     assert list(details["attribute"]) == ["order", "attributeRankingOrderScore", "queryWordDistanceScore", "score"]
+
+
+def test_search_cutoff_skips_the_remaining_rules(make_index: Callable[..., Idx]) -> None:
+    idx = make_index(CUTOFF_DOCS, {"searchableAttributes": ["text"], "rankingRules": ["words", "typo"],
+                                   "searchCutoffMs": 0})
+    result = idx.search("hello puppy kefir")
+    # the budget is spent before any bucket is sorted: the same hits, unsorted, marked `skipped`
+    assert sorted(h["id"] for h in result["hits"]) == [0, 1, 2, 3, 4]
+    assert result["estimatedTotalHits"] == 5
+    for hit in result["hits"]:
+        details = hit["_rankingScoreDetails"]
+        assert "skipped" in details
+        assert details["skipped"]["order"] == len(details) - 1
+        assert hit["_rankingScore"] < 1.0

@@ -204,3 +204,14 @@ def test_disabled_word_typo(make_index: Callable[..., Idx]) -> None:
     assert sorted(idx.ids("zealand")) == [1, 2]
     idx.settings({"typoTolerance": {"disableOnWords": ["zealand"]}})
     assert idx.ids("zealand") == [1]
+
+
+def test_first_letter_typo_counts_two(make_index: Callable[..., Idx]) -> None:
+    docs = [{"id": 0, "t": "interconnection"}, {"id": 1, "t": "nterconnection"}, {"id": 2, "t": "xnterconnection"},
+            {"id": 3, "t": "xnterconection"}, {"id": 4, "t": "intreconnection"}]
+    idx = make_index(docs, {"rankingRules": ["words", "typo"]})
+    result = idx.search("interconnection ")
+    # 15 letters: 2 typos; a wrong first letter (missing or replaced) is 2 by itself, so 3 is out
+    assert [h["id"] for h in result["hits"]][:1] == [0]
+    counts = {h["id"]: h["_rankingScoreDetails"]["typo"]["typoCount"] for h in result["hits"]}
+    assert counts == {0: 0, 4: 1, 1: 2, 2: 2}

@@ -218,6 +218,7 @@ def test_versions_hide_later_additions_and_keep_later_deletions() -> None:
     assert labels(2) == [1, 2]
     assert labels(3) == [2]
     assert graph.search(query, 5) == [(2, 1.0)]
+    assert [list(graph.labels(v)) for v in (0, 1, 2, 3)] == [[], [1], [1, 2], [2]]
     assert graph.cleanup(max_version=2) == 0  # deleted at 3: kept for readers of version 2
     assert graph.cleanup(max_version=3) == 1
 
@@ -225,13 +226,13 @@ def test_versions_hide_later_additions_and_keep_later_deletions() -> None:
 # -- graph: filtered search ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("brute_ratio", [0.0, 0.05, 1.0])
+@pytest.mark.parametrize("brute_factor", [0.0, 1.0, float("inf")])
 @pytest.mark.parametrize("matching", [1, 5, 40, 600, 2500])
-def test_filtered_search_returns_min_k_matching_hits(brute_ratio: float, matching: int) -> None:
+def test_filtered_search_returns_min_k_matching_hits(brute_factor: float, matching: int) -> None:
     x = clustered_data(3000, 16, seed=12)
     q = clustered_data(20, 16, seed=13)
     graph = HnswGraph(16, "cosine")
-    graph.brute_ratio = brute_ratio  # 0: always the graph walk; 1: always the exact scan
+    graph.brute_factor = brute_factor  # 0: always the graph walk; inf: always the exact scan
     graph.add_items(np.arange(3000), x)
     allowed = np.sort(np.random.default_rng(matching).choice(3000, matching, replace=False)).astype(np.uint32)
     truth = true_knn("cosine", x[allowed], q, 10, labels=allowed)

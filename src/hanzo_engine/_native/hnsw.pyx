@@ -17,6 +17,7 @@ Distances returned by `search` (smaller is closer) and `similarity(distance)`:
   the two +-1 vectors (what the quantized vectors say of the original cosine).
 """
 
+import array
 import ctypes
 
 import numpy as np
@@ -64,9 +65,10 @@ cdef extern from "hnsw.h" nogil:
     int hz_hnsw_search(hz_hnsw *g, const float *query, size_t k, size_t ef, const uint32_t *filter,
                        size_t n_filter, uint64_t as_of, int exact, uint32_t *labels, float *distances,
                        size_t *n_out)
-    void hz_hnsw_set_brute_ratio(hz_hnsw *g, double ratio)
+    void hz_hnsw_set_brute_factor(hz_hnsw *g, double factor)
     void hz_hnsw_stats_get(hz_hnsw *g, hz_hnsw_stats *out)
     size_t hz_hnsw_label_nodes(hz_hnsw *g, uint32_t label, uint32_t *out, size_t cap)
+    size_t hz_hnsw_labels(hz_hnsw *g, uint64_t as_of, uint32_t *out, size_t cap)
     int hz_hnsw_node_state(hz_hnsw *g, uint32_t node)
     int hz_hnsw_neighbours(hz_hnsw *g, uint32_t node, int level, uint32_t *out, size_t cap)
     size_t hz_hnsw_node_record_size(hz_hnsw *g, uint32_t node)
@@ -140,7 +142,7 @@ cdef class HnswGraph:
     cdef readonly int ef_construction
     cdef readonly bint binary_quantized
     cdef public int ef_search
-    cdef double _brute_ratio
+    cdef double _brute_factor
     cdef int _cmetric
 
     def __cinit__(self, int dim, str metric="cosine", *, int m=16, int ef_construction=200,
@@ -179,7 +181,7 @@ cdef class HnswGraph:
         self.ef_construction = ef_construction
         self.ef_search = ef_search
         self.binary_quantized = binary_quantized
-        self._brute_ratio = 0.05
+        self._brute_factor = 1.0
 
     def __dealloc__(self):
         if self.g != NULL:
@@ -187,14 +189,16 @@ cdef class HnswGraph:
             self.g = NULL
 
     @property
-    def brute_ratio(self) -> float:
-        """Filters matching at most this fraction of the live nodes are searched exhaustively."""
-        return self._brute_ratio
+    def brute_factor(self) -> float:
+        """Weight of the filtered-search cost model (hnsw.h): a filter of F labels is scanned
+        exhaustively when F^2 <= brute_factor x ef x live nodes x 2m. 0 = always walk the graph,
+        inf = always scan."""
+        return self._brute_factor
 
-    @brute_ratio.setter
-    def brute_ratio(self, double value):
-        self._brute_ratio = value
-        hz_hnsw_set_brute_ratio(self.g, value)
+    @brute_factor.setter
+    def brute_factor(self, double value):
+        self._brute_factor = value
+        hz_hnsw_set_brute_factor(self.g, value)
 
     @property
     def stored_bytes(self) -> int:
@@ -329,6 +333,20 @@ cdef class HnswGraph:
         cdef uint32_t[::1] bv = big
         hz_hnsw_label_nodes(self.g, label, &bv[0], n)
         return big.tolist()
+
+    def labels(self, unsigned long long as_of=LATEST):
+        """The labels with a vector visible at `as_of`, ascending, as an `array('I')`."""
+        cdef size_t n
+        cdef size_t total = len(self) + 64  # tombstones visible at as_of, or a concurrent insert, add more
+        cdef uint32_t[::1] view
+        while True:
+            out = array.array("I", bytes(4 * total))
+            view = out
+            with nogil:
+                n = hz_hnsw_labels(self.g, as_of, &view[0], total)
+            if n <= total:
+                return out[:n]  # a copy: `out` cannot shrink while `view` holds its buffer
+            total = n + 64
 
     def node_state(self, unsigned int node) -> str:
         """'live', 'tombstone' or 'free'."""

@@ -13,7 +13,6 @@ Keys of the `vectors` database (`E` = embedder id, u16 big-endian, from the regi
 - `E 03 docid`          document record (u32 BE docid): u32 LE n, n u32 LE node ids, then the n vectors in
                         stored form: f32 little-endian, or sign bits when binaryQuantized (Meilisearch's
                         binary quantization keeps only the bits; reading them back gives +-1.0).
-- `E 04`                roaring bitmap of the docids that have vectors.
 
 The graph lives in memory (`HnswGraph`, native) and is loaded from those records on first use. Every
 mutation writes the node records it changed in the same write transaction, so the LMDB state is always
@@ -26,8 +25,11 @@ a complete graph. Versions keep the cache right without copying it:
 - The store cannot hook commit or abort, so it learns the outcome later: the next transaction (read or
   write) that shows version P proves the commit; a new write transaction that still shows P - 1 proves
   the abort, and the cache is dropped and reloaded from LMDB.
+- The write transaction itself, searching through its IndexWriter, sees its own changes.
 - Operations that replace the graph (clear, reconfiguration) keep the previous graph for readers of
   older versions until the commit is seen.
+- Which documents have vectors is read from the graph as of the reader's version (`docids`), so no
+  bitmap is rewritten on every change.
 - Deleted vectors are tombstones (still walked, never returned). When tombstones exceed
   `CLEANUP_RATIO` of the nodes, the next write transaction removes those deleted by committed versions
   and repairs their neighbours' links.
@@ -61,7 +63,6 @@ KEY_REGISTRY: Final = b"\xff\xffembedders"
 TAG_META: Final = b"\x00"
 TAG_NODE: Final = b"\x01"
 TAG_DOC: Final = b"\x03"
-TAG_DOCIDS: Final = b"\x04"
 MAX_EMBEDDER_ID: Final = 0xFFFE  # 0xFFFF prefixes the registry
 
 DISTANCES: Final = ("cosine", "dot", "euclidean")
@@ -131,7 +132,7 @@ class _Write:
     meta: _Meta
     cache: _Cache
     version: int
-    docids: BitMap
+    meta_written: bytes = b""
 
 
 def _prefix(emb_id: int, tag: bytes) -> bytes:
@@ -285,8 +286,7 @@ class VectorStore:
             cache.pending = committed + 1
             cache.session = session
         meta.version = committed + 1
-        raw = txn.get(_prefix(emb_id, TAG_DOCIDS), db=self.db)
-        st = _Write(emb_id, meta, cache, committed + 1, BitMap.deserialize(bytes(raw)) if raw else BitMap())
+        st = _Write(emb_id, meta, cache, committed + 1)
         session.writes[emb_id] = st
         stats = cache.graph.stats()
         if stats["tombstones"] >= max(self.CLEANUP_MIN, self.CLEANUP_RATIO * stats["slots"]):
@@ -295,7 +295,7 @@ class VectorStore:
         return st
 
     def _persist(self, txn: Any, st: _Write) -> None:
-        """Writes the node records the graph changed, the meta and the docids bitmap."""
+        """Writes the node records the graph changed, and the meta when it changed."""
         graph = st.cache.graph
         freed, dirty = graph.take_changes()
         emb = _EMB.pack(st.emb_id)
@@ -306,8 +306,10 @@ class VectorStore:
             if record is not None:
                 txn.put(emb + TAG_NODE + _U32BE.pack(node), record, db=self.db)
         st.meta.entry = graph.stats()["entry"]
-        txn.put(emb + TAG_META, _encode(st.meta), db=self.db)
-        txn.put(emb + TAG_DOCIDS, st.docids.serialize(), db=self.db)
+        meta = _encode(st.meta)
+        if meta != st.meta_written:
+            txn.put(emb + TAG_META, meta, db=self.db)
+            st.meta_written = meta
 
     def _replace_graph(self, st: _Write, graph: HnswGraph) -> None:
         """Swaps in a new graph; readers of committed versions keep the one they were using."""
@@ -368,7 +370,7 @@ class VectorStore:
             st.cache.graph.ef_search = config.ef_search
             self._persist(txn, st)
             return False
-        if st.docids:
+        if len(st.cache.graph):
             if old.dimensions != config.dimensions:
                 raise ValueError(f"cannot change dimensions from {old.dimensions} to {config.dimensions} "
                                  "while documents have vectors")
@@ -382,7 +384,7 @@ class VectorStore:
         graph = _new_graph(config, st.meta.seed)
         self._delete_prefix(txn, _prefix(st.emb_id, TAG_NODE))
         emb = _EMB.pack(st.emb_id)
-        for docid in st.docids:
+        for docid in st.cache.graph.labels():
             key = emb + TAG_DOC + _U32BE.pack(docid)
             raw = txn.get(key, db=self.db)
             if raw is None:
@@ -414,19 +416,15 @@ class VectorStore:
         if not np.isfinite(arr).all():
             raise ValueError("vectors must contain finite numbers only")
         graph = st.cache.graph
-        if docid in st.docids:
-            graph.delete(docid, st.version)  # an update is a delete plus an insert
+        graph.delete(docid, st.version)  # an update is a delete plus an insert
         nodes = graph.add_items(np.full(arr.shape[0], docid, dtype=np.uint32), arr, st.version)
         txn.put(_EMB.pack(st.emb_id) + TAG_DOC + _U32BE.pack(docid), _doc_record(nodes, graph.encode(arr)),
                 db=self.db)
-        st.docids.add(docid)
 
     def _remove(self, txn: Any, st: _Write, docid: int) -> bool:
-        if docid not in st.docids:
+        if not st.cache.graph.delete(docid, st.version):
             return False
-        st.cache.graph.delete(docid, st.version)
         txn.delete(_EMB.pack(st.emb_id) + TAG_DOC + _U32BE.pack(docid), db=self.db)
-        st.docids.discard(docid)
         return True
 
     def _state_for(self, writer: IndexWriter, embedder: str, dimensions: int) -> _Write:
@@ -491,7 +489,6 @@ class VectorStore:
             for tag in (TAG_NODE, TAG_DOC):
                 self._delete_prefix(writer.txn, _prefix(st.emb_id, tag))
             self._replace_graph(st, _new_graph(st.meta.config, st.meta.seed))
-            st.docids = BitMap()
             self._persist(writer.txn, st)
 
     def drop(self, writer: IndexWriter, embedder: str) -> bool:
@@ -510,12 +507,12 @@ class VectorStore:
     # -- reads ------------------------------------------------------------------------------------
 
     def docids(self, reader: IndexReader, embedder: str) -> BitMap:
-        """The documents that have vectors for `embedder` (empty for an unknown embedder)."""
-        emb_id = self._emb_id(reader.txn, embedder)
-        if emb_id is None:
+        """The documents that have vectors for `embedder` (empty for an unknown embedder); read from
+        the graph as of the reader's version."""
+        if self._emb_id(reader.txn, embedder) is None:
             return BitMap()
-        raw = reader.txn.get(_prefix(emb_id, TAG_DOCIDS), db=self.db)
-        return BitMap.deserialize(bytes(raw)) if raw else BitMap()
+        graph, version, _ = self._view(reader, embedder)
+        return BitMap(graph.labels(version))
 
     def get_vectors(self, reader: IndexReader, embedder: str, docid: int) -> np.ndarray[Any, Any] | None:
         """A document's vectors (float32, one row each), or None when it has none."""
