@@ -79,6 +79,7 @@ LIMIT = 20
 WARMUP = 20
 MAX_INDEXING_MEMORY = 1 << 30
 COMPARED_QUERIES = 50  # queries whose HTTP page must equal the in-process page
+SAFE_FROM_CUTOFF_S = 0.3  # ... when both took less than this (the default searchCutoffMs is 1500)
 CACHE = Path(os.environ.get("HANZO_BENCH_CACHE") or Path(tempfile.gettempdir()) / "hanzo-bench-corpus")
 MAKE_CORPUS = DATASETS.parent / "tools" / "make_corpus.py"
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "search_speed.json"
@@ -313,9 +314,12 @@ def warm_files(path: Path | None) -> None:
     if path is None:
         return
     for f in ([path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]):
-        with open(f, "rb") as fh:
-            while fh.read(16 << 20):
-                pass
+        try:
+            with open(f, "rb") as fh:
+                while fh.read(16 << 20):
+                    pass
+        except FileNotFoundError:
+            pass  # a server's payload file, deleted once its task was processed
 
 
 def measure(run: Runner, queries: list[tuple[str, str]], files: Path | None = None) -> Latencies:
@@ -463,16 +467,20 @@ def test_http_search_latency(benchmark: Any, corpus: Corpus, workdir: Path) -> N
                 body = resp.json()
                 return body["estimatedTotalHits"], [hit["id"] for hit in body["hits"]]
 
-            lat = benchmark.pedantic(measure, args=(run, corpus.queries, workdir / "http" / "data.ms"),
+            lat = benchmark.pedantic(measure, args=(run, corpus.queries, workdir / "http" / "data.ms" / "indexes"),
                                      rounds=1, iterations=1)
     finally:
         srv.stop()
     REPORT["http"]["search"] = latency_report(lat, corpus.queries, cpu=False)
     benchmark.extra_info.update({k: v for k, v in REPORT["http"]["search"].items() if k.endswith("_ms")})
-    # Same data, same order of insertion, same settings: the same pages (docid i holds document id i).
+    # Same data, same order of insertion, same settings: the same pages (docid i holds document id i),
+    # for queries far from the search cutoff (a cut-off search returns whatever it reached in time).
     inproc = LATENCIES.get("hanzo")
     if inproc is not None:
-        for i in range(min(COMPARED_QUERIES, len(corpus.queries))):
+        compared = [i for i in range(min(COMPARED_QUERIES, len(corpus.queries)))
+                    if max(inproc.seconds[i], lat.seconds[i]) < SAFE_FROM_CUTOFF_S]
+        assert len(compared) >= COMPARED_QUERIES // 5
+        for i in compared:
             assert lat.pages[i] == [corpus.docs[d]["id"] for d in inproc.pages[i]], corpus.queries[i]
     assert REPORT["http"]["search"]["queries_with_hits"] >= 0.9 * len(corpus.queries)
 

@@ -36,7 +36,9 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.errors import MeiliError
 
 if TYPE_CHECKING:
+    from hanzo_engine.engine.update.facets import FacetIndexer
     from hanzo_engine.engine.update.indexer import SearchIndexer
+    from hanzo_engine.engine.vector.store import VectorStore
 
 DB_MAIN: Final = b"main"
 DB_DOCUMENTS: Final = b"documents"
@@ -56,7 +58,9 @@ KEY_SETTINGS: Final = b"settings"
 
 # Databases of the search structures (engine/update/indexer.py documents them) and of the vector
 # store (engine/vector/store.py).
-EXTRA_DBS: Final = (b"word-docids", b"word-fid-docids", b"docid-words", b"vectors")
+EXTRA_DBS: Final = (b"word-docids", b"word-fid-docids", b"docid-words", b"vectors",
+                    # filter / sort / distinct structures (engine/update/facets.py documents them)
+                    b"facet-strings", b"facet-numbers", b"facet-flags", b"facet-docs")
 
 # Virtual address space reserved per index (LMDB files grow only as data is written). 256 GiB each,
 # with at most `IndexMapper.MAX_OPEN` environments open, stays far inside the 128 TiB user address space.
@@ -267,6 +271,7 @@ class IndexWriter(IndexReader):
         self._dirty = False
         self.interrupted: Callable[[], bool] = lambda: False
         self._search: SearchIndexer | None = None
+        self._facets: FacetIndexer | None = None
         self._docids: BitMap | None = None
 
     @property
@@ -286,6 +291,21 @@ class IndexWriter(IndexReader):
             if self.index.max_indexing_memory is not None:
                 self._search.max_memory = indexer_budget(self.index.max_indexing_memory)
         return self._search
+
+    @property
+    def facets(self) -> FacetIndexer:
+        """The facet indexer of this transaction, created on first use."""
+        if self._facets is None:
+            from hanzo_engine.engine.update.facets import FacetIndexer
+
+            self._facets = FacetIndexer(self, self.settings())
+        return self._facets
+
+    def _vectors(self) -> VectorStore:
+        """The index's vector store (engine/vector/store.py): documents' vectors go with them."""
+        from hanzo_engine.engine.vector.store import VectorStore
+
+        return VectorStore.of(self.index)
 
     def _last_docid(self) -> int | None:
         with self.txn.cursor(db=self.index.db_documents) as cursor:
@@ -321,6 +341,8 @@ class IndexWriter(IndexReader):
     def flush_metadata(self) -> None:
         if self._search is not None:
             self._search.flush()
+        if self._facets is not None:
+            self._facets.flush()
         if self._docids is not None:
             self.txn.put(KEY_DOCUMENTS_IDS, self._docids.serialize(), db=self.index.db_main)
         if not self._dirty:
@@ -379,6 +401,7 @@ class IndexWriter(IndexReader):
             old = _decode(old_raw) if old_raw is not None else {}
             self._count_fields(old, -1)
             self.search.remove(_U32.unpack(raw_docid)[0])
+            self.facets.remove(_U32.unpack(raw_docid)[0])
             if merge:
                 merged = dict(old)
                 merged.update(document)
@@ -392,6 +415,7 @@ class IndexWriter(IndexReader):
         docid = _U32.unpack(raw_docid)[0]
         self.docids.add(docid)
         self.search.add(docid, document)
+        self.facets.add(docid, document, external_id)
 
     def delete_document(self, external_id: str) -> bool:
         ext = external_id.encode()
@@ -405,6 +429,8 @@ class IndexWriter(IndexReader):
         self.txn.delete(raw_docid, db=self.index.db_documents)
         self.txn.delete(ext, db=self.index.db_external)
         self.search.remove(_U32.unpack(raw_docid)[0])
+        self.facets.remove(_U32.unpack(raw_docid)[0])
+        self._vectors().remove_document(self, _U32.unpack(raw_docid)[0])
         self.docids.discard(_U32.unpack(raw_docid)[0])
         self._freed.add(_U32.unpack(raw_docid)[0])
         return True
@@ -417,6 +443,8 @@ class IndexWriter(IndexReader):
         self.txn.drop(self.index.db_documents, delete=False)
         self.txn.drop(self.index.db_external, delete=False)
         self.search.clear()
+        self.facets.clear()
+        self._vectors().clear(self)
         self._docids = BitMap()
         self._distribution = {}
         # an empty index allocates from 0 again, as milli after a clear

@@ -21,7 +21,9 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import SettingsPatch, apply_patch, complete_settings
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexWriter
+from hanzo_engine.engine.update.facets import check_geo
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
+from hanzo_engine.engine.vector.documents import check_embedders, prepare_documents, write_vectors
 
 from .store import Batch, Task
 from .views import failed_details
@@ -159,7 +161,7 @@ def _index_batch(
 def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> TaskResult:
     kind = task["kind"]
     if task["type"] == "documentAdditionOrUpdate":
-        return _add_documents(sched, w, task)
+        return _add_documents(sched, w, task, uid)
     if task["type"] == "documentDeletion":
         op = kind["op"]
         if op == "ids":
@@ -167,7 +169,9 @@ def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) ->
             return succeeded(dict(task["details"], deletedDocuments=deleted))
         if op == "clear":
             return succeeded(dict(task["details"], deletedDocuments=w.clear_documents()))
-        raise MeiliError("feature_not_enabled", "Deleting documents by filter needs the filter engine.")
+        if op == "filter":
+            return succeeded(dict(task["details"], deletedDocuments=_delete_by_filter(w, uid, kind["filter"])))
+        raise MeiliError("feature_not_enabled", f"Unknown document deletion `{op}`.")
     if task["type"] == "settingsUpdate":
         return _update_settings(w, uid, task)
     raise MeiliError("feature_not_enabled", f"`{task['type']}` tasks are not supported by this build yet.")
@@ -182,12 +186,33 @@ def _update_settings(w: IndexWriter, uid: str, task: Task) -> TaskResult:
     except MeiliError as err:
         # milli's settings errors name the index
         raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
-    reindex_for_settings(w, old, new)
+    check_embedders(new, uid)
+    reindex_for_settings(w, old, new, uid)
     w.set_settings(new)
     return succeeded(task["details"])
 
 
-def _add_documents(sched: Scheduler, w: IndexWriter, task: Task) -> TaskResult:
+def _delete_by_filter(w: IndexWriter, uid: str, value: Any) -> int:
+    """Delete the documents the filter selects in the batch's current state; filter errors name the
+    index, as milli's."""
+    from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
+    from hanzo_engine.filter_parser import FilterError, parse_filter_value
+
+    try:
+        node = parse_filter_value(value)
+        selected: Any = FilterContext(w, complete_settings(w.settings())).evaluate(node) if node is not None else []
+    except (FilterError, FilterOperatorError) as err:
+        raise MeiliError("invalid_document_filter", f"Index `{uid}`: {err.message}") from None
+    pk = w.primary_key
+    externals = []
+    for docid in selected:
+        document = w.document_by_internal_id(docid)
+        if document is not None and pk is not None:
+            externals.append(extract_document_id(document, pk))
+    return w.delete_documents(externals)
+
+
+def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") -> TaskResult:
     kind = task["kind"]
     with open(sched.update_files / kind["contentFile"], "rb") as f:
         documents: list[dict[str, Any]] = _decoder.decode_lines(f.read())
@@ -201,13 +226,16 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task) -> TaskResult:
         pk = infer_primary_key(documents[0])
     # Validate every id before the first write, so a bad document leaves the index untouched.
     ids = [extract_document_id(doc, pk) for doc in documents] if pk is not None else []
+    check_geo(w.settings(), zip(ids, documents, strict=False), uid)  # `_geo` too: the task fails on the first bad one
+    merge = kind["method"] == "update"
+    # `_vectors` are validated (and normalized) for every document before the first write too
+    prepared = prepare_documents(w, uid, w.settings(), zip(ids, documents, strict=True), merge=merge)
     if pk is not None and pk != current_pk:
         w.set_primary_key(pk)
-    merge = kind["method"] == "update"
     skip_creation = bool(kind.get("skipCreation"))
     indexed = 0
     sched.progress.nested("indexing documents", len(ids))
-    for i, (ext_id, doc) in enumerate(zip(ids, documents, strict=True)):
+    for i, (ext_id, doc, vectors) in enumerate(prepared):
         if i % INTERRUPT_CHECK_EVERY == 0:
             if w.interrupted():
                 raise Interrupted
@@ -215,6 +243,7 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task) -> TaskResult:
         if skip_creation and w.internal_id(ext_id) is None:
             continue
         w.put_document(ext_id, doc, merge=merge)
+        write_vectors(w, ext_id, vectors)
         indexed += 1
     return succeeded(dict(task["details"], indexedDocuments=indexed))
 

@@ -20,7 +20,20 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 from .app_state import ROUTES, AppState
 from .errors import http_exception
 from .options import Options
-from .routes import backups, documents, indexes, instance, keys, meta, multi_search, search, settings, tasks  # noqa: F401  (importing registers the routes)
+from .routes import (  # noqa: F401  (importing registers the routes)
+    backups,
+    documents,
+    facet_search,
+    indexes,
+    instance,
+    keys,
+    meta,
+    multi_search,
+    search,
+    settings,
+    similar,
+    tasks,
+)
 
 log = logging.getLogger("hanzo_engine.server")
 

@@ -4,7 +4,8 @@ Model (contract §3.4–§3.7; the names follow milli's query graph):
 
 - Terms are the located query terms of `query.parse_query` (words and phrases, with query
   positions). Every term is a *node*; two or three consecutive word terms also make an *ngram node*
-  (their concatenation, `sun flower` -> `sunflower`) when that word is in the index.
+  (their concatenation, `sun flower` -> `sunflower`, with a typo budget reduced by its extra words)
+  when it matches some document.
 - A node's derivations are grouped by typo cost (level): 0 = the exact word, prefix expansions (last
   term) and synonyms; 1 = one-typo words and the split word (`sunflower` -> the phrase `sun flower`,
   the split that is most often adjacent in the index); 2 = two-typo words. `levels[l]` holds the
@@ -13,8 +14,8 @@ Model (contract §3.4–§3.7; the names follow milli's query graph):
 - A *path* is a sequence of nodes covering the query terms left to right; terms removed by the
   matching strategy are skipped. A document matches a path when it matches every node of it.
 - `ranking.py` buckets documents with these bitmaps (words, typo) and scores the documents of the
-  buckets it needs on the other rules from the forward index (`DocFeatures`): proximity, attribute
-  rank, word position, exactness, BM25.
+  buckets it needs on the other rules from the forward index (`occurrences`, `proximity_ends`,
+  `word_positions`, `bm25` here): proximity, attribute rank, word position, exactness, BM25.
 
 Invariant: all docids are restricted to the searched fields (searchable attributes, then
 `attributesToSearchOn`), so a document never matches through a field the request does not search.
@@ -572,6 +573,58 @@ class Searcher:
                 dl = lengths.get(f, lengths.get(str(f), 1))  # type: ignore[call-overload]
                 score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / max(avg, 1e-9)))
         return score
+
+
+# -- sort rules ---------------------------------------------------------------------------------
+
+
+def _lookup(document: Any, path: str) -> list[Any]:
+    """The values at a dotted path, arrays flattened (milli's faceted values)."""
+    values: list[Any] = [document]
+    for part in path.split("."):
+        nxt: list[Any] = []
+        for v in values:
+            for item in (v if isinstance(v, list) else [v]):
+                if isinstance(item, dict) and part in item:
+                    nxt.append(item[part])
+        values = nxt
+    flat: list[Any] = []
+    for v in values:
+        flat.extend(v if isinstance(v, list) else [v])
+    return flat
+
+
+def sort_value(document: dict[str, Any], rule: str) -> tuple[tuple[Any, ...], Any]:
+    """(sort key, score-details value) of a `field:asc|desc` rule, as milli's facet sort: numbers
+    before strings in both directions, strings compared trimmed and lowercased (booleans as
+    "true"/"false"), the smallest value ascending, the largest descending, missing values last."""
+    name, _, direction = rule.rpartition(":")
+    desc = direction == "desc"
+    numbers: list[float] = []
+    strings: list[str] = []
+    for v in _lookup(document, name):
+        if isinstance(v, bool):
+            strings.append("true" if v else "false")
+        elif isinstance(v, (int, float)):
+            numbers.append(float(v))
+        elif isinstance(v, str):
+            strings.append(v.strip().lower())
+    if numbers:
+        n = max(numbers) if desc else min(numbers)
+        return (0, -n if desc else n), n
+    if strings:
+        text = max(strings) if desc else min(strings)
+        if desc:
+            return (1, (*(-b for b in text.encode()), 1)), text
+        return (1, text.encode()), text
+    return (2,), None
+
+
+def sort_detail(rule: str, order: int, value: Any, displayed: set[str] | None) -> dict[str, Any]:
+    """The score detail of a sort rule; a field that is not displayed is redacted, as milli."""
+    if displayed is not None and rule.rpartition(":")[0] not in displayed:
+        return {f"<hidden-rule-{order}>": {"order": order, "value": "<hidden>"}}
+    return {rule: {"order": order, "value": value}}
 
 
 def _adjacent(postings: dict[str, list[int]], left: str, right: str) -> bool:

@@ -12,7 +12,9 @@ tokenizer documents went through, so query words and document words normalize al
   excluded. A lone `-` is ignored.
 - The last token of the query, when it is a word, is a prefix (if prefix search is on), stop word
   or not; any other stop word is dropped (its position is still consumed).
-- At most 10 terms are kept (a phrase counts as one): tokens after the 10th term are ignored.
+- At most 10 terms are kept (a phrase counts as one): tokens after the 10th term are ignored. The
+  bm25-first ranking mode (`disjunctive.py`) asks for up to `MAX_TERMS_BM25` instead: it ORs the
+  terms, so long natural-language queries lose nothing by keeping more of their words.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from hanzo_engine.engine.tokenizer import Tokenizer
 
 MAX_TERMS = 10
+MAX_TERMS_BM25 = 32
 MAX_WORD_BYTES = 250
 
 
@@ -71,7 +74,8 @@ class _Phrase:
                          phrase=list(self.words))
 
 
-def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = True) -> ParsedQuery:
+def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = True,
+                max_terms: int = MAX_TERMS) -> ParsedQuery:
     parsed = ParsedQuery()
     if not q or not q.strip():
         return parsed
@@ -98,7 +102,7 @@ def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = Tr
         lemma = text if tok.is_separator else tok.word
         if not lemma:
             continue
-        if len(terms) >= MAX_TERMS:
+        if len(terms) >= max_terms:
             return parsed
         if not tok.is_separator:
             position += 1

@@ -1,7 +1,7 @@
 """The bucket sort and the ranking score (see `engine.py` for the query graph it works on).
 
 Ranking rules run as milli's (`search/new/mod.rs`): `words` is inserted before the first of typo,
-proximity, attribute(Rank), wordPosition, exactness (and bm25), unless the matching strategy is
+proximity, attribute(Rank), wordPosition, exactness (not `bm25`, ours), unless the matching strategy is
 `all` (then there is no words rule at all); `sort` is a no-op until the request may sort.
 
 1. Words steps (bitmaps): step k removes the first k removal groups of the matching strategy
@@ -32,6 +32,7 @@ from pyroaring import BitMap
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.update.indexer import read_forward
 
+from .disjunctive import bm25_first_page
 from .engine import (
     EXACT,
     MAX_COUNTED_WORDS,
@@ -41,20 +42,24 @@ from .engine import (
     Searcher,
     bucketed_position,
     position_cost,
+    sort_detail,
+    sort_value,
 )
-from .query import parse_query
+from .query import MAX_TERMS, MAX_TERMS_BM25, parse_query
 from .types import MatchingWords, SearchRequest, SearchResult
 
-GRAPH_RULES = ("typo", "proximity", "attribute", "attributeRank", "wordPosition", "exactness", "bm25")
+GRAPH_RULES = ("typo", "proximity", "attribute", "attributeRank", "wordPosition", "exactness")
 DEFAULT_CUTOFF_MS = 1500
+CUTOFF_CHECK_EVERY = 64  # documents scored between two looks at the clock (~10 ms at 1M documents)
 BM25_LEVELS = 100
 BM25_HALF = 5.0  # raw BM25 mapped to [0, 1) as raw / (raw + BM25_HALF)
 
 Combo = tuple[Path, tuple[int, ...] | None]  # a path and its nodes' typo levels (None: any level)
 
 
-def effective_rules(rules: list[str], strategy: str) -> list[str]:
-    """The rule pipeline milli builds from the settings (`get_ranking_rules_for_query_graph_search`)."""
+def effective_rules(rules: list[str], strategy: str, sort_rules: list[str] | None = None) -> list[str]:
+    """The rule pipeline milli builds from the settings (`get_ranking_rules_for_query_graph_search`);
+    `sort` stands for the request's sort rules (`sorting.Ordering.sort_names`)."""
     words = strategy == "all"
     out: list[str] = []
     sorted_fields: set[str] = set()
@@ -68,7 +73,12 @@ def effective_rules(rules: list[str], strategy: str) -> list[str]:
                 words = True
             continue
         if rule == "sort":
-            continue  # the search request cannot sort yet (filters issue): nothing to apply
+            for name in sort_rules or ():
+                field = "\0geo" if name.startswith("_geoPoint(") else name.rpartition(":")[0]
+                if field not in sorted_fields:
+                    sorted_fields.add(field)
+                    out.append(name)
+            continue
         if rule.endswith((":asc", ":desc")):
             name = rule.rpartition(":")[0]
             if name in sorted_fields:
@@ -391,11 +401,15 @@ class Ranker:
             doc.details["bm25"] = {"order": order, "value": raw, "score": norm}
             doc.ranks.append((r, BM25_LEVELS))
             part = (-r,)
+        elif rule.endswith((":asc", ":desc")) and s.request.ordering is not None:
+            sort_key, detail = s.request.ordering.rule_key(doc.docid, rule, order)
+            doc.details.update(detail)
+            part = (sort_key,)
         elif rule.endswith((":asc", ":desc")):
             if doc.document is None:
                 doc.document = s.reader.document_by_internal_id(doc.docid) or {}
             sort_key, value = sort_value(doc.document, rule)
-            doc.details.update(self._sort_detail(rule, order, value))
+            doc.details.update(sort_detail(rule, order, value, self.displayed))
             part = (sort_key,)
         else:
             return ()
@@ -422,12 +436,6 @@ class Ranker:
     def _bm25(self, doc: Doc) -> float:
         postings = self._postings(doc)
         return self.s.bm25(doc.lengths, postings, self._bm25_nodes(doc.bucket.step))
-
-    def _sort_detail(self, rule: str, order: int, value: Any) -> dict[str, Any]:
-        name = rule.rpartition(":")[0]
-        if self.displayed is not None and name not in self.displayed:
-            return {f"<hidden-rule-{order}>": {"order": order, "value": "<hidden>"}}
-        return {rule: {"order": order, "value": value}}
 
     def _bm25_nodes(self, step: Step) -> list[Node]:
         g = self.g
@@ -575,51 +583,6 @@ class Ranker:
         return ("matchesStart", 2) if starts else ("noExactMatch", 1)
 
 
-# -- sort rules ---------------------------------------------------------------------------------
-
-
-def _lookup(document: Any, path: str) -> list[Any]:
-    """The values at a dotted path, arrays flattened (milli's faceted values)."""
-    values: list[Any] = [document]
-    for part in path.split("."):
-        nxt: list[Any] = []
-        for v in values:
-            for item in (v if isinstance(v, list) else [v]):
-                if isinstance(item, dict) and part in item:
-                    nxt.append(item[part])
-        values = nxt
-    flat: list[Any] = []
-    for v in values:
-        flat.extend(v if isinstance(v, list) else [v])
-    return flat
-
-
-def sort_value(document: dict[str, Any], rule: str) -> tuple[tuple[Any, ...], Any]:
-    """(sort key, score-details value) of a `field:asc|desc` rule, as milli's facet sort: numbers
-    before strings in both directions, strings compared trimmed and lowercased (booleans as
-    "true"/"false"), the smallest value ascending, the largest descending, missing values last."""
-    name, _, direction = rule.rpartition(":")
-    desc = direction == "desc"
-    numbers: list[float] = []
-    strings: list[str] = []
-    for v in _lookup(document, name):
-        if isinstance(v, bool):
-            strings.append("true" if v else "false")
-        elif isinstance(v, (int, float)):
-            numbers.append(float(v))
-        elif isinstance(v, str):
-            strings.append(v.strip().lower())
-    if numbers:
-        n = max(numbers) if desc else min(numbers)
-        return (0, -n if desc else n), n
-    if strings:
-        text = max(strings) if desc else min(strings)
-        if desc:
-            return (1, (*(-b for b in text.encode()), 1)), text
-        return (1, text.encode()), text
-    return (2,), None
-
-
 # -- the search ---------------------------------------------------------------------------------
 
 
@@ -653,21 +616,38 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     started = time.monotonic()
     s = Searcher(reader, settings, request)
     prefix_search = settings.get("prefixSearch", "indexingTime") != "disabled"
-    parsed = parse_query(request.q, s.tokenizer, prefix_search=prefix_search)
-    strategy = request.matching_strategy
     rules = [r for r in settings.get("rankingRules") or [] if r]
+    # bm25 first: an OR query ranked by BM25 (`disjunctive.py`); sort and distinct need the pipeline
+    bm25_first = rules[:1] == ["bm25"] and (request.ordering is None or (
+        not request.ordering.sort_names and request.ordering.distinct is None))
+    parsed = parse_query(request.q, s.tokenizer, prefix_search=prefix_search,
+                         max_terms=MAX_TERMS_BM25 if bm25_first else MAX_TERMS)
+    strategy = request.matching_strategy
     universe = s.all_docids
     for w in parsed.negative_words:
         universe = universe - s.word_docids(w)
     for phrase in parsed.negative_phrases:
         universe = universe - s.phrase_docids(phrase)
+    if request.filter_universe is not None:
+        universe = universe & request.filter_universe
+    ordering = request.ordering  # sort rules and distinct (`sorting.Ordering`)
 
     if parsed.is_placeholder:
-        return _placeholder(s, universe, request, rules)
+        if ordering is not None:
+            result: SearchResult = ordering.placeholder(universe, request, rules)
+            return result
+        result = _placeholder(s, universe, request, rules)
+        result.all_candidates = universe
+        return result
 
     nodes = s.build_nodes(parsed.terms)
     g = Graph(s, len(parsed.terms), nodes, bool(parsed.terms[-1].is_prefix))
-    pipeline = effective_rules(rules, strategy)
+    if bm25_first:
+        ids, scores, hit_details, found = bm25_first_page(s, nodes, universe, request.offset, request.limit,
+                                                          request.ranking_score_threshold, BM25_LEVELS, BM25_HALF)
+        return SearchResult(docids=ids, scores=scores, details=hit_details, candidates=len(found),
+                            matching=_matching_words(g), all_candidates=found)
+    pipeline = effective_rules(rules, strategy, ordering.sort_names if ordering is not None else None)
     groups = g.groups(strategy)
     words_max = 1 + max(g.phrase_words - 1, 0) + len(groups)
     steps = _steps(g, groups, universe)
@@ -675,12 +655,15 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     lead = 1 if bitmap_words else 0
     bitmap_typo = len(pipeline) > lead and pipeline[lead] == "typo"
     ranker = Ranker(s, g, pipeline, words_max, bitmap_typo)
-    cutoff_ms = settings.get("searchCutoffMs") or DEFAULT_CUTOFF_MS
+    cutoff = settings.get("searchCutoffMs")
+    cutoff_ms = DEFAULT_CUTOFF_MS if cutoff is None else cutoff  # 0 is a valid (immediate) budget
     threshold = request.ranking_score_threshold
     want = request.offset + request.limit
 
     ranked: list[tuple[int, float, dict[str, Any]]] = []
     total = sum(len(st.docids) for st in steps)
+    dropped = BitMap()  # below the ranking score threshold: not candidates
+    distinct = ordering.distinct if ordering is not None else None
     degraded = False
     exhaustive = request.exhaustive_count and threshold is not None  # every hit must be scored to count
     for bucket in _buckets(g, steps, bitmap_words, bitmap_typo):
@@ -689,6 +672,7 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
         prefix_ranks = _prefix_ranks(bucket, pipeline, bitmap_words, bitmap_typo, words_max)
         if threshold is not None and fold(prefix_ranks) < threshold:
             total -= len(bucket.docids)  # every document of the bucket scores at most this
+            dropped |= bucket.docids
             continue
         if (time.monotonic() - started) * 1000 > cutoff_ms:
             degraded = True
@@ -697,19 +681,29 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
         merged = isinstance(bucket, _MergedBucket)
         # every document of the bucket is scored on all the rules, one at a time (keeping only its
         # key and details: holding decoded forward entries for a large bucket costs more than it saves)
-        scored = sorted((ranker.score(d, bucket.for_doc(d) if merged else bucket)  # type: ignore[attr-defined]
-                         for d in bucket.docids), key=lambda x: x[0])
+        scored, rest = _score_until(ranker, bucket, merged, started + cutoff_ms / 1000)
         for key, score, details in scored:
             if threshold is not None and score < threshold:
                 total -= 1
+                dropped.add(key[-1])
+                continue
+            if distinct is not None and not distinct.admit(key[-1]):
                 continue
             ranked.append((key[-1], score, details))
             if len(ranked) >= want and not exhaustive:
                 break
+        if rest:
+            # the budget ran out inside the bucket: what was scored is sorted, the rest is skipped
+            degraded = True
+            _skip(Bucket(bucket.step, rest, bucket.paths, bucket.typo), ranked, want, pipeline, prefix_ranks)
     page = ranked[request.offset : want]
+    candidates = BitMap.union(*(st.docids for st in steps)) - dropped if steps else BitMap()
+    if distinct is not None:
+        candidates = distinct.remaining(candidates) if request.exhaustive_count else candidates - distinct.excluded
+        total = len(candidates)
     return SearchResult(
         docids=[r[0] for r in page], scores=[r[1] for r in page], details=[r[2] for r in page],
-        candidates=total, matching=_matching_words(g), degraded=degraded,
+        candidates=total, matching=_matching_words(g), degraded=degraded, all_candidates=candidates,
     )
 
 
@@ -794,6 +788,22 @@ def _prefix_ranks(bucket: Bucket, pipeline: list[str], bitmap_words: bool, bitma
     return ranks
 
 
+def _score_until(ranker: Ranker, bucket: Bucket, merged: bool, deadline: float,
+                 ) -> tuple[list[tuple[tuple[Any, ...], float, dict[str, Any]]], BitMap]:
+    """The bucket's documents scored and sorted until `deadline` (time.monotonic), and the ones left
+    unscored: a single bucket can hold most of the index (`t`, a one-letter prefix), so the search
+    cutoff is checked every `CUTOFF_CHECK_EVERY` documents, not only between buckets."""
+    scored = []
+    rest = BitMap()
+    for n, d in enumerate(bucket.docids):
+        if n % CUTOFF_CHECK_EVERY == 0 and n and time.monotonic() > deadline:
+            rest = BitMap(bucket.docids[n:])
+            break
+        scored.append(ranker.score(d, bucket.for_doc(d) if merged else bucket))  # type: ignore[attr-defined]
+    scored.sort(key=lambda x: x[0])
+    return scored, rest
+
+
 def _skip(bucket: Bucket, ranked: list[Any], want: int, pipeline: list[str],
           prefix_ranks: list[tuple[int, int]]) -> None:
     """Search cutoff: the bucket's documents unsorted, with a `skipped` detail after the known ones."""
@@ -821,7 +831,8 @@ def _placeholder(s: Searcher, universe: BitMap, request: SearchRequest, rules: l
     want = request.offset + request.limit
     details: list[dict[str, Any]] = []
     if custom:
-        displayed = s.settings.get("displayedAttributes") or ["*"]
+        shown = s.settings.get("displayedAttributes") or ["*"]
+        displayed = None if shown == ["*"] else set(shown)
         keyed = []
         for docid in universe:
             doc = s.reader.document_by_internal_id(docid) or {}
@@ -833,11 +844,7 @@ def _placeholder(s: Searcher, universe: BitMap, request: SearchRequest, rules: l
         for _, _, values in page:
             detail: dict[str, Any] = {}
             for order, (rule, value) in enumerate(zip(custom, values, strict=True)):
-                name = rule.rpartition(":")[0]
-                if displayed != ["*"] and name not in displayed:
-                    detail[f"<hidden-rule-{order}>"] = {"order": order, "value": "<hidden>"}
-                else:
-                    detail[rule] = {"order": order, "value": value}
+                detail.update(sort_detail(rule, order, value, displayed))
             details.append(detail)
     else:
         docids = list(universe[request.offset : want]) if request.limit else []

@@ -20,6 +20,10 @@ class SearchRequest:
     ranking_score_threshold: float | None = None
     exhaustive_count: bool = False  # page mode: `totalHits` must be exact
     locales: list[str] | None = None
+    # documents the `filter` selects (a pyroaring BitMap; None: every document)
+    filter_universe: Any = None
+    # `sorting.Ordering`: the request's `sort`, custom sort rules and `distinct` (None: none of them)
+    ordering: Any = None
 
 
 @dataclass
@@ -60,3 +64,5 @@ class SearchResult:
     candidates: int  # number of matching documents (estimatedTotalHits / totalHits before capping)
     matching: MatchingWords
     degraded: bool = False
+    # every matching document (a BitMap, distinct exclusions removed): what facets are counted on
+    all_candidates: Any = None

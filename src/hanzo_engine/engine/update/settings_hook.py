@@ -4,14 +4,19 @@
 `settingsUpdate` task, after the new settings were validated and merged and before they are stored.
 `old` and `new` are complete settings objects (the 20 keys of `apitypes.settings.DEFAULT_SETTINGS`).
 
-What needs rebuilding: only the settings that change tokenization (stop words, separator and
+What needs rebuilding: the settings that change tokenization (stop words, separator and
 non-separator tokens, dictionary) — every field is indexed whatever `searchableAttributes` says, and
-typo tolerance, synonyms, ranking rules and the rest are applied at search time. A rebuild re-reads
-every stored document in this same transaction, so a failure leaves the index as it was.
+typo tolerance, synonyms, ranking rules and the rest are applied at search time — and the settings
+that change which fields are faceted (filterable, sortable and distinct attributes, custom
+`field:asc|desc` ranking rules; `engine/update/facets.py`), for which only the fields whose status
+changed are re-indexed. A rebuild re-reads every stored document in this same transaction; `_geo`
+values are validated before anything is rebuilt, so an invalid one fails the task with the index as
+it was.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from hanzo_engine.engine.index import IndexWriter
@@ -23,10 +28,29 @@ def needs_reindex(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return any(old.get(key) != new.get(key) for key in TOKENIZATION_SETTINGS)
 
 
-def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str, Any]) -> None:
-    """Rebuild the search structures when the tokenization settings differ between `old` and `new`."""
-    if not needs_reindex(old, new):
-        return
+def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> None:
+    """Rebuild the search structures when the tokenization settings differ between `old` and `new`,
+    and the facet structures of the fields whose faceted status changed."""
+    from hanzo_engine.engine.update import facets
+
+    rebuild_facets = facets.facets_changed(old, new)
+    if rebuild_facets and facets.FacetRules(new).geo and not facets.FacetRules(old).geo:
+        facets.check_geo(new, ((ext, doc) for _, ext, doc in _stored_with_ids(writer)), uid)
+    if needs_reindex(old, new):
+        _reindex_search(writer, new)
+    if old.get("embedders") != new.get("embedders"):
+        from hanzo_engine.engine.vector.documents import configure_embedders
+
+        configure_embedders(writer, old, new)
+    if rebuild_facets:
+        if writer._facets is not None:
+            writer._facets.flush()
+        indexer = facets.FacetIndexer(writer, new)
+        writer._facets = indexer
+        indexer.rebuild(_stored_with_ids(writer))
+
+
+def _reindex_search(writer: IndexWriter, new: dict[str, Any]) -> None:
     from hanzo_engine.engine.update.indexer import SearchIndexer
 
     if writer._search is not None:
@@ -41,3 +65,15 @@ def _stored(writer: IndexWriter) -> list[tuple[int, dict[str, Any]]]:
     import msgspec
 
     return [(docid, msgspec.json.decode(raw)) for docid, raw in writer.iter_raw_documents()]
+
+
+def _stored_with_ids(writer: IndexWriter) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(docid, external id, document) of every stored document, decoded one at a time."""
+    import msgspec
+
+    external: dict[int, str] = {}
+    with writer.txn.cursor(db=writer.index.db_external) as cursor:
+        for key, value in cursor:
+            external[int.from_bytes(bytes(value), "big")] = bytes(key).decode()
+    for docid, raw in writer.iter_raw_documents():
+        yield docid, external.get(docid, ""), msgspec.json.decode(raw)

@@ -11,6 +11,7 @@ import os
 from typing import Any, Final
 
 import msgspec
+from pyroaring import BitMap
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,6 +27,8 @@ from hanzo_engine.apitypes.deserr import (
 )
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.index_uid import validate_index_uid
+from hanzo_engine.apitypes.search import _get_filter, fix_sort_query_parameters, parse_sort
+from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.documents.fields import select_fields
 from hanzo_engine.engine.documents.payload import (
     check_csv_delimiter,
@@ -35,9 +38,16 @@ from hanzo_engine.engine.documents.payload import (
 )
 from hanzo_engine.engine.documents.primary_key import invalid_document_id_error, normalize_document_id
 from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
+from hanzo_engine.engine.search.format import is_faceted_by
+from hanzo_engine.engine.search.sorting import Ordering
+from hanzo_engine.engine.search.types import SearchRequest
+from hanzo_engine.filter_parser import FilterError, FilterFeatures, check_features, parse_filter_value
 
 from ..app_state import route, state
+from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
+from .search import filter_features, parse_search_filter
 
 
 def _csv_delimiter(text: str) -> str:
@@ -67,7 +77,7 @@ BROWSE_QUERY = (
     QueryField("retrieveVectors", "bool", "invalid_document_retrieve_vectors", False),
     QueryField("ids", "csv", "invalid_document_ids", None),
     QueryField("filter", "string", "invalid_document_filter", None),
-    QueryField("sort", "csv", "invalid_document_sort", None),
+    QueryField("sort", "string", "invalid_document_sort", None),
 )
 FETCH_BODY = (
     Field("offset", "usize", "invalid_document_offset", default=0),
@@ -154,8 +164,9 @@ async def _add_or_update(request: Request, method: str) -> Response:
     count = await run_in_threadpool(persist)
     kind = {
         "method": method, "primaryKey": q["primaryKey"], "contentFile": file_uuid,
-        "contentSize": os.path.getsize(path), "documentsCount": count, "allowIndexCreation": True,
-        "skipCreation": q["skipCreation"],
+        "contentSize": os.path.getsize(path), "documentsCount": count,
+        # a missing index is created only for callers that may create it (else the task fails)
+        "allowIndexCreation": auth_filter(request).allow_index_creation(uid), "skipCreation": q["skipCreation"],
     }
     try:
         return await st.enqueue(
@@ -177,20 +188,69 @@ async def update_documents(request: Request) -> Response:
     return await _add_or_update(request, "update")
 
 
+def _document_sort(sort: list[str], settings: dict[str, Any]) -> list[Any]:
+    """The parsed `sort` of a browse request; every attribute must be sortable."""
+    try:
+        criteria = parse_sort(sort)
+    except MeiliError as err:
+        raise MeiliError("invalid_document_sort", err.message) from None
+    sortable = settings.get("sortableAttributes") or []
+    for criterion in criteria:
+        field = criterion.field if criterion.field is not None else "_geo"
+        ok = (any(is_faceted_by(field, s) for s in sortable) if criterion.field is not None
+              else "_geo" in sortable)
+        if not ok:
+            shown = settings.get("displayedAttributes") or ["*"]
+            valid = sorted(set(sortable)) if shown == ["*"] else sorted(set(sortable) & set(shown))
+            hidden = len(valid) < len(set(sortable))
+            listed = ("This index does not have configured sortable attributes." if not valid else
+                      f"Available sortable attributes are: `{', '.join(valid)}"
+                      f"{', <..hidden-attributes>' if hidden else ''}`.")
+            raise MeiliError("invalid_document_sort", f"Attribute `{field}` is not sortable. {listed}")
+    return criteria
+
+
+def _browse_candidates(r: IndexReader, params: dict[str, Any], ids: list[str] | None,
+                       features: FilterFeatures) -> tuple[BitMap | None, list[Any] | None, dict[str, Any]]:
+    """(documents the filter and `ids` allow, or None for all; the sort criteria; the settings)."""
+    settings = complete_settings(r.settings())
+    candidates: BitMap | None = None
+    if ids is not None:
+        candidates = BitMap(docid for ext in ids if (docid := r.internal_id(ext)) is not None)
+    node = parse_search_filter(params.get("filter"), features, code="invalid_document_filter")
+    if node is not None:
+        try:
+            selected = FilterContext(r, settings).evaluate(node)
+        except (FilterError, FilterOperatorError) as err:
+            raise MeiliError("invalid_document_filter", err.message) from None
+        candidates = selected if candidates is None else candidates & selected
+    criteria = _document_sort(params["sort"], settings) if params.get("sort") is not None else None
+    return candidates, criteria, settings
+
+
 def _browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any]:
     ids = None if params.get("ids") is None else _external_ids(params["ids"])
     offset, limit, fields = params["offset"], params["limit"], params["fields"]
     vectors = params["retrieveVectors"]
+    features = filter_features(request)
 
     def run(r: IndexReader) -> dict[str, Any]:
         # the index is looked up before the filter and sort are read
-        if params.get("filter") is not None:
-            raise MeiliError("invalid_document_filter",
-                             "Filtering documents is not available in this build yet (see the filters issue).")
-        if params.get("sort") is not None:
-            raise MeiliError("invalid_document_sort",
-                             "Sorting documents is not available in this build yet (see the filters issue).")
         results: list[dict[str, Any]] = []
+        if params.get("filter") is not None or params.get("sort") is not None:
+            candidates, criteria, settings = _browse_candidates(r, params, ids, features)
+            universe = r.documents_ids() if candidates is None else candidates
+            if criteria:
+                ordering = Ordering(r, settings, criteria)
+                page = ordering.placeholder(
+                    universe, SearchRequest(offset=offset, limit=limit), ["sort"]).docids
+            else:
+                page = list(universe[offset : offset + limit]) if limit else []
+            for position in page:
+                found = r.document_by_internal_id(position)
+                if found is not None:
+                    results.append(_present(found, fields, vectors))
+            return {"results": results, "offset": offset, "limit": limit, "total": len(universe)}
         if ids is not None:
             # the matching documents in internal-id order, whatever the order of `ids`
             docids = sorted({docid for ext in ids if (docid := r.internal_id(ext)) is not None})
@@ -215,6 +275,10 @@ def _browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any
 async def browse_documents(request: Request) -> Response:
     params = parse_query(query_pairs(request), BROWSE_QUERY)
     params["fields"] = _star_or_list(params["fields"])
+    if params["filter"] is not None:
+        params["filter"] = _get_filter(params["filter"])  # a JSON array is used as one
+    if params["sort"] is not None:
+        params["sort"] = fix_sort_query_parameters(params["sort"])
     uid = validate_index_uid(request.path_params["index_uid"])
     return JSONResponse(await run_in_threadpool(_browse, request, uid, params))
 
@@ -272,6 +336,34 @@ async def delete_documents_batch(request: Request) -> Response:
         "documentDeletion", uid,
         details={"providedIds": len(ids), "deletedDocuments": None, "originalFilter": None},
         kind={"op": "ids", "ids": ids}, custom_metadata=q["customMetadata"],
+    )
+
+
+DELETE_BY_FILTER_BODY = (
+    Field("filter", "any", "invalid_document_filter", required=True, missing_code="missing_document_filter"),
+)
+
+
+@route("POST", "/indexes/{index_uid}/documents/delete", action="documents.delete")
+async def delete_documents_by_filter(request: Request) -> Response:
+    """`documentDeletion` of the documents a filter selects; the filter is parsed before enqueueing
+    (syntax, experimental operators, empty filter), its attributes are checked when the task runs."""
+    q = parse_query(query_pairs(request), WRITE_QUERY)
+    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
+                              DELETE_BY_FILTER_BODY)
+    uid = validate_index_uid(request.path_params["index_uid"])
+    value = body["filter"]
+    try:
+        node = parse_filter_value(value)
+        check_features(node, filter_features(request))
+    except FilterError as err:
+        raise MeiliError("feature_not_enabled" if err.feature else "invalid_document_filter", err.message) from None
+    if node is None:
+        raise MeiliError("invalid_document_filter", "Sending an empty filter is forbidden.")
+    return await state(request).enqueue(
+        "documentDeletion", uid,
+        details={"providedIds": 0, "deletedDocuments": None, "originalFilter": msgspec.json.encode(value).decode()},
+        kind={"op": "filter", "filter": value}, custom_metadata=q["customMetadata"],
     )
 
 

@@ -153,6 +153,7 @@ async def swap_indexes(request: Request) -> Response:
             if not is_valid_index_uid(name):
                 raise MeiliError("invalid_swap_indexes",
                                  f"Invalid value at `[{i}].indexes[{j}]`: {invalid_index_uid(name).message}")
+    visible = auth_filter(request)
     swaps = []
     for entry in entries:
         names = entry["indexes"]
@@ -162,6 +163,9 @@ async def swap_indexes(request: Request) -> Response:
                 "invalid_swap_indexes",
                 f"Two indexes must be given for each swap. The list `[{listed}]` contains {len(names)} indexes.",
             )
+        # as Meilisearch: each pair, once its length is checked, must be within the key's indexes
+        if not all(visible.is_index_authorized(name) for name in names):
+            raise MeiliError("invalid_api_key", "The provided API key is invalid.")
         swaps.append({"indexes": names, "rename": entry["rename"]})
     # Meilisearch refuses a repeated index when registering the task, before anything is enqueued.
     seen: set[str] = set()

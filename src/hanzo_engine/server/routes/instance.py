@@ -201,7 +201,9 @@ class HttpMetrics:
                 seconds = time.perf_counter() - started
                 http_metrics(scope["app"].state).observe(scope["method"], template, status, seconds)
                 if log.isEnabledFor(logging.DEBUG):
-                    log.debug("%s %s %s %.3fms", scope["method"], scope["path"], status, seconds * 1e3)
+                    # `/keys/{key_or_uid}` may carry a key value: such paths are logged as their template
+                    shown = template if "{key_or_uid}" in template else scope["path"]
+                    log.debug("%s %s %s %.3fms", scope["method"], shown, status, seconds * 1e3)
 
 
 WAIT_HEADER: Final = b"x-hanzo-wait-for-task"

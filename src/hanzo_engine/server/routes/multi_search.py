@@ -67,13 +67,14 @@ from .search import (
     DEFAULT_MAX_TOTAL_HITS,
     NETWORK_DISCUSSION,
     HitMaker,
+    PreparedQuery,
     check_distinct,
-    check_query,
     check_search_kind,
     duration_text,
     facet_distribution,
     include_metadata,
     perform,
+    prepare_query,
     run_engine_search,
     uuid7,
 )
@@ -420,8 +421,9 @@ class Federated:
             raise inside(err, f".federation.facetsByIndex.{uid}", note, code="invalid_multi_search_facets") from None
 
     def _query_entries(self, reader: IndexReader, uid: str, item: IndexQuery, settings: dict[str, Any],
-                       limit: int) -> tuple[list[tuple[Ranked, Any]], int]:
-        """Run one query for `limit` hits: its entries (ranking, hit material) in rank order, its candidates."""
+                       limit: int) -> tuple[list[tuple[Ranked, Any]], int, PreparedQuery]:
+        """Run one query for `limit` hits: its entries (ranking, hit material) in rank order, its candidates
+        and the prepared query (its filter, the tenant token's included, and its sort)."""
         query = item.query
         check_search_kind(query, settings, uid)
         sort = None if query.sort is None else parse_sort(query.sort)
@@ -436,10 +438,10 @@ class Federated:
                 self.previous = (rules, item.query_index, uid)
         else:
             self.previous = (rules, item.query_index, uid)
-        check_query(reader, uid, query)
+        prepared = prepare_query(reader, uid, query)
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
-        result = run_engine_search(reader, self._request(query, limit), settings)
+        result = run_engine_search(reader, self._request(query, limit, prepared), settings)
         maker = HitMaker(reader, query, settings, result)
         entries: list[tuple[Ranked, Any]] = []
         for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
@@ -447,20 +449,23 @@ class Federated:
             if document is not None:
                 rank = ranked(rules, document, score, details, item.weight, item.query_index)
                 entries.append((rank, (docid, document, maker, score, details)))
-        return entries, result.candidates
+        return entries, result.candidates, prepared
 
-    def _request(self, query: SearchQuery, limit: int) -> SearchRequest:
+    def _request(self, query: SearchQuery, limit: int, prepared: PreparedQuery) -> SearchRequest:
+        # the filter's documents and the sort come from `prepared`: without them a tenant token's
+        # filter (AND-ed into the query's) would not restrict a federated search
         search_on = query.attributes_to_search_on
         threshold = query.ranking_score_threshold
         return SearchRequest(
             q=query.q, offset=0, limit=limit, matching_strategy=query.matching_strategy,
             attributes_to_search_on=None if search_on is None or "*" in search_on else list(search_on),
             ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,
-            exhaustive_count=self.paginated, locales=query.locales,
+            exhaustive_count=self.paginated, locales=query.locales, filter_universe=prepared.universe,
+            ordering=prepared.ordering,
         )
 
     def _index_total(self, reader: IndexReader, settings: dict[str, Any], group: list[IndexQuery],
-                     totals: list[tuple[int, set[int]]]) -> int:
+                     totals: list[tuple[int, set[int], PreparedQuery]]) -> int:
         """Documents matched by any query of the index: the union of their candidates, counted exactly
         while each query matches at most `UNION_CAP` documents (the search is re-run for its ids); past
         that, the documents a query matched beyond its ids are added (an upper bound)."""
@@ -468,9 +473,9 @@ class Federated:
             return totals[0][0]
         union: set[int] = set()
         beyond = 0
-        for item, (candidates, docids) in zip(group, totals, strict=True):
+        for item, (candidates, docids, prepared) in zip(group, totals, strict=True):
             if candidates > len(docids):
-                request = self._request(item.query, min(candidates, UNION_CAP))
+                request = self._request(item.query, min(candidates, UNION_CAP), prepared)
                 docids = set(run_engine_search(reader, request, settings).docids)
             union |= docids
             beyond += max(0, candidates - len(docids))
@@ -486,11 +491,11 @@ class Federated:
         lists, totals = [], []
         for item in group:
             try:
-                entries, candidates = self._query_entries(reader, uid, item, settings, limit)
+                entries, candidates, prepared = self._query_entries(reader, uid, item, settings, limit)
             except MeiliError as err:
                 raise inside(err, _query(item.query_index)) from None
             lists.append(entries)
-            totals.append((candidates, {entry[1][0] for entry in entries}))
+            totals.append((candidates, {entry[1][0] for entry in entries}, prepared))
         hits: list[tuple[Ranked, dict[str, Any]]] = []
         seen: set[int] = set()
         for rank, (docid, document, maker, score, details) in merge_ranked(lists):

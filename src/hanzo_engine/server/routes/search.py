@@ -7,10 +7,12 @@ syntax, `attributesToSearchOn`, `distinct`, filter attributes, sort attributes, 
 and `facets`. Errors found by the search core carry the "Index `uid`: " prefix, syntax errors and
 facet errors do not.
 
-Filters, sorting, distinct and facet counts belong to the filters issue: their syntax and
-"not filterable / not sortable" errors are Meilisearch's; a request that passes those checks and
-would need the missing feature is refused with a 400 of the parameter's code saying so, never
-answered with unfiltered or unsorted hits. Semantic and hybrid searches likewise (vectors issue).
+Filters are evaluated on the facet structures (`engine/search/filter.py`) before the search, whose
+universe they restrict; `sort` and `distinct` go to the engine as an `Ordering`
+(`engine/search/sorting.py`); `facetDistribution`/`facetStats` are counted over every matching
+document (`engine/search/facet_distribution.py`). With a `_geoPoint` sort, hits whose retrieved
+`_geo` has a point get `_geoDistance` (meters, rounded). Semantic and hybrid searches run on the
+vector store (`engine/vector/hybrid.py`).
 
 Pagination (contract §3.2): `maxTotalHits` bounds the reachable window (offset capped at it, limit at
 what remains); page mode asks the engine for an exhaustive count. Totals are capped at `maxTotalHits`.
@@ -18,16 +20,20 @@ what remains); page mode asks the engine for an exhaustive count. Totals are cap
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
+from pyroaring import BitMap
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hanzo_engine.apitypes.deserr import decode_json_body, to_json
+from hanzo_engine.apitypes.deserr import decode_json_body
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.apitypes.search import (
@@ -40,10 +46,17 @@ from hanzo_engine.apitypes.search import (
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.documents.fields import select_fields
 from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.engine.search.facet_distribution import facet_distribution as engine_facet_distribution
+from hanzo_engine.engine.search.facet_store import FacetStore
+from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError, haversine
 from hanzo_engine.engine.search.format import Highlighter, format_document, formatted_options, is_faceted_by
+from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest, SearchResult
 from hanzo_engine.engine.tokenizer import Tokenizer
+from hanzo_engine.engine.update.facets import FacetRules
 from hanzo_engine.engine.update.indexer import search_fields
+from hanzo_engine.engine.vector.hybrid import ai_search
+from hanzo_engine.filter_parser import FilterError, FilterFeatures, Node, check_features, parse_filter_value
 
 from ..app_state import route, state
 from ..http import JSONResponse, query_pairs, read_body, read_index
@@ -113,95 +126,20 @@ def check_search_kind(query: SearchQuery, settings: dict[str, Any], uid: str) ->
     embedders = settings.get("embedders") or {}
     if hybrid.embedder not in embedders:
         raise MeiliError("invalid_search_embedder", f"Cannot find embedder with name `{hybrid.embedder}`.")
-    raise _not_available(uid, "invalid_search_hybrid_query", "Semantic and hybrid search", "vectors")
 
 
-def _filter_subexpressions(value: Any) -> list[str]:
-    """The filter's non-empty expressions in evaluation order; Meilisearch's syntax errors otherwise."""
-    def invalid(expected: str, found: Any) -> MeiliError:
-        return MeiliError("invalid_search_filter",
-                          f"Invalid syntax for the filter parameter: `expected {expected}, found: {to_json(found)}`.")
-
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if not isinstance(value, list):
-        raise invalid("String, Array", value)
-    out = []
-    for item in value:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, list):
-            for inner in item:
-                if not isinstance(inner, str):
-                    raise invalid("String", inner)
-                out.append(inner)
-        else:
-            raise invalid("String, [String]", item)
-    return [expr for expr in out if expr.strip()]
-
-
-_FILTER_STOP: Final = frozenset(" \t\n\r=!<>()[],'\"")
-_RESERVED_FILTER_FIELDS: Final = ("_geo", "_geoDistance", "_geoPoint")
-_GEO_FILTERS: Final = ("_geoRadius", "_geoBoundingBox", "_geoPolygon")
-
-
-def _first_filter_attribute(expr: str) -> tuple[str, int, int] | None:
-    """The first attribute of a filter expression with its character span (`NOT` and `(` skipped)."""
-    i, n = 0, len(expr)
-    while i < n:
-        if expr[i].isspace() or expr[i] == "(":
-            i += 1
-        elif expr.startswith("NOT", i) and (i + 3 == n or expr[i + 3].isspace() or expr[i + 3] == "("):
-            i += 3
-        else:
-            break
-    if i >= n:
+def parse_search_filter(value: Any, features: FilterFeatures | None = None,
+                        code: str = "invalid_search_filter") -> Node | None:
+    """The parsed filter (None when there is none): syntax errors as `code`, experimental operators
+    whose feature is off as `feature_not_enabled`, as Meilisearch's `parse_filter`."""
+    if value is None:
         return None
-    if expr[i] in "'\"":
-        end = expr.find(expr[i], i + 1)
-        end = n if end < 0 else end
-        return expr[i + 1 : end], i + 1, end
-    start = i
-    while i < n and expr[i] not in _FILTER_STOP:
-        i += 1
-    return (expr[start:i], start, i) if i > start else None
-
-
-def _pattern_matches(pattern: str, field: str) -> bool:
-    """A filterable pattern covers `field`: equal, nested under it, or a `*` glob at either end."""
-    if pattern == "*":
-        return True
-    if pattern.startswith("*") and pattern.endswith("*") and len(pattern) > 1:
-        return pattern[1:-1] in field
-    if pattern.startswith("*"):
-        return field.endswith(pattern[1:])
-    if pattern.endswith("*"):
-        return field.startswith(pattern[:-1])
-    return is_faceted_by(field, pattern)
-
-
-def _filter_rules(settings: dict[str, Any]) -> list[tuple[list[str], bool]]:
-    """filterableAttributes as (patterns, filtering enabled) rules, in order."""
-    rules = []
-    for rule in settings.get("filterableAttributes") or []:
-        if isinstance(rule, str):
-            rules.append(([rule], True))
-        else:
-            flt = rule.get("features", {}).get("filter", {})
-            rules.append((list(rule.get("attributePatterns", [])),
-                          bool(flt.get("equality", True) or flt.get("comparison", False))))
-    return rules
-
-
-def _matching_rule(rules: list[tuple[list[str], bool]], field: str) -> tuple[int, bool] | None:
-    for index, (patterns, enabled) in enumerate(rules):
-        if any(_pattern_matches(p, field) for p in patterns):
-            return index, enabled
-    return None
-
-
-def _filterable_patterns(rules: list[tuple[list[str], bool]]) -> list[str]:
-    return sorted({p for patterns, enabled in rules if enabled for p in patterns})
+    try:
+        node = parse_filter_value(value)
+        check_features(node, features or FilterFeatures())
+    except FilterError as err:
+        raise MeiliError("feature_not_enabled" if err.feature is not None else code, err.message) from None
+    return node
 
 
 def _without_hidden(names: Sequence[str], settings: dict[str, Any]) -> tuple[list[str], bool]:
@@ -212,39 +150,6 @@ def _without_hidden(names: Sequence[str], settings: dict[str, Any]) -> tuple[lis
         return valid, False
     shown = [name for name in valid if name in set(displayed)]
     return shown, len(shown) < len(valid)
-
-
-def _check_filter(expressions: list[str], settings: dict[str, Any], uid: str) -> None:
-    rules = _filter_rules(settings)
-    patterns = _filterable_patterns(rules)
-    for expr in expressions:
-        found = _first_filter_attribute(expr)
-        if found is None:
-            continue
-        attribute, start, end = found
-        if attribute.startswith(_GEO_FILTERS):
-            attribute, end = "_geo", start + len(attribute.partition("(")[0])
-        matched = _matching_rule(rules, attribute)
-        if matched is None or not matched[1]:
-            listed = ("This index does not have configured filterable attributes." if not patterns else
-                      "Available filterable attribute patterns are: " + ", ".join(f"`{p}`" for p in patterns) + ".")
-            raise _index_error(uid, "invalid_search_filter",
-                               f"Attribute `{attribute}` is not filterable. {listed}\n{start + 1}:{end + 1} {expr}")
-    raise _not_available(uid, "invalid_search_filter", "Filtering search results", "filters")
-
-
-def _check_reserved_filter(expressions: list[str]) -> None:
-    for expr in expressions:
-        found = _first_filter_attribute(expr)
-        if found is not None and found[0] in _RESERVED_FILTER_FIELDS:
-            span_end = len(expr.rstrip())
-            raise MeiliError(
-                "invalid_search_filter",
-                f"`{found[0]}` is a reserved keyword and thus can't be used as a filter expression. Use the "
-                "`_geoRadius(latitude, longitude, distance)` or `_geoBoundingBox([latitude, longitude], "
-                "[latitude, longitude])` built-in rules to filter on `_geo` coordinates.\n"
-                f"{found[1] + 1}:{span_end + 1} {expr}",
-            )
 
 
 def _check_search_on(attributes: list[str], settings: dict[str, Any], fields: Sequence[str], uid: str) -> None:
@@ -264,11 +169,12 @@ def _check_search_on(attributes: list[str], settings: dict[str, Any], fields: Se
 
 
 def check_distinct(distinct: str, settings: dict[str, Any], uid: str) -> None:
-    rules = _filter_rules(settings)
-    matched = _matching_rule(rules, distinct)
-    if matched is not None and matched[1]:
-        raise _not_available(uid, "invalid_search_distinct", "Distinct at search time", "filters")
-    valid, hidden = _without_hidden(_filterable_patterns(rules), settings)
+    """The `distinct` search parameter must name a filterable attribute (milli's check)."""
+    rules = FacetRules(settings)
+    matched = rules.matching(distinct)
+    if matched is not None and matched[1].filterable:
+        return
+    valid, hidden = _without_hidden(rules.filterable_patterns(), settings)
     if matched is not None:
         index = matched[0]
         tail = (f"Note: this attribute matches rule #{index} in filterableAttributes, but this rule does not "
@@ -298,20 +204,18 @@ def _check_sort(sort: list[str], settings: dict[str, Any], uid: str) -> None:
             listed = ("This index does not have configured sortable attributes." if not valid else
                       f"Available sortable attributes are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`.")
             raise _index_error(uid, "invalid_search_sort", f"Attribute `{field}` is not sortable. {listed}")
-    raise _not_available(uid, "invalid_search_sort", "Sorting search results", "filters")
 
 
-def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str,
-                       ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`facetDistribution`/`facetStats` when they are necessarily empty; the errors of invalid names."""
-    rules = _filter_rules(settings)
-    patterns = _filterable_patterns(rules)
+def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str, reader: IndexReader | None = None,
+                       candidates: BitMap | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`facetDistribution`/`facetStats` of `facets` over `candidates` (all the documents a search
+    matched), after Meilisearch's check of the names (none when `*` is among them)."""
+    rules = FacetRules(settings)
+    patterns = rules.filterable_patterns()
     invalid: dict[str, int | None] = {}
-    for name in facets:
-        if name == "*":
-            continue
-        matched = _matching_rule(rules, name)
-        if matched is None or not matched[1]:
+    for name in facets if "*" not in facets else ():
+        matched = rules.matching(name)
+        if matched is None or not matched[1].filterable:
             invalid[name] = None if matched is None else matched[0]
     if invalid:
         names = sorted(invalid)
@@ -329,9 +233,12 @@ def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str,
         else:
             detail = f"Attributes `{', '.join(names)}` are not filterable. {listed}"
         raise MeiliError("invalid_search_facets", f"Invalid facet distribution: {detail}")
-    if facets and (patterns or any(name != "*" for name in facets)):
-        raise _not_available(uid, "invalid_search_facets", "Facet distribution", "filters")
-    return {}, {}
+    if reader is None or candidates is None:
+        # callers that do not pass the candidates yet (federated facets) cannot count anything
+        if facets and (patterns or any(name != "*" for name in facets)):
+            raise _not_available(uid, "invalid_search_facets", "Facet distribution", "filters")
+        return {}, {}
+    return engine_facet_distribution(reader, settings, candidates, facets)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -365,6 +272,7 @@ class HitMaker:
                                        highlight_pre_tag=query.highlight_pre_tag,
                                        highlight_post_tag=query.highlight_post_tag)
         self.wants_format = bool(query.attributes_to_highlight or query.attributes_to_crop)
+        self.geo_point = geo_sort_point(query.sort)
         shown = self.displayed_setting
         # `_vectors` is not part of the stored document in Meilisearch: never formatted nor positioned,
         # retrieved only through `retrieveVectors`
@@ -387,6 +295,8 @@ class HitMaker:
             hit = _vectors_last(select_fields(document, [*self.to_retrieve, VECTORS]))
         else:
             hit = dict(select_fields(document, self.to_retrieve))
+        if self.geo_point is not None:
+            insert_geo_distance(hit, self.geo_point)
         if q.show_matches_position or self.wants_format:
             formatted, positions = format_document(document, self.highlighter, self.options,
                                                    displayed=self.displayed,
@@ -400,6 +310,46 @@ class HitMaker:
         if q.show_ranking_score_details:
             hit["_rankingScoreDetails"] = details
         return hit
+
+
+# Meilisearch's `insert_geo_distance` finds the sort's point with this pattern.
+_GEO_POINT = re.compile(r"_geoPoint\(\s*([0-9.\-]+)\s*,\s*([0-9.\-]+)\s*\)")
+
+
+def geo_sort_point(sort: list[str] | None) -> tuple[float, float] | None:
+    """The point of the first `_geoPoint(lat, lng)` sort criterion, if any."""
+    for criterion in sort or ():
+        found = _GEO_POINT.search(criterion)
+        if found is not None:
+            try:
+                return float(found.group(1)), float(found.group(2))
+            except ValueError:
+                return None
+    return None
+
+
+def _geo_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def insert_geo_distance(hit: dict[str, Any], point: tuple[float, float]) -> None:
+    """`_geoDistance`: meters from the sort's point to the hit's (retrieved) `_geo`, rounded."""
+    geo = hit.get("_geo")
+    if not isinstance(geo, dict):
+        return
+    lat, lng = _geo_number(geo.get("lat")), _geo_number(geo.get("lng"))
+    if lat is not None and lng is not None:
+        # Rust's `f64::round` rounds halves away from zero (distances are never negative)
+        hit["_geoDistance"] = math.floor(haversine(point[0], point[1], lat, lng) + 0.5)
 
 
 def _vectors_last(selected: dict[str, Any]) -> dict[str, Any]:
@@ -429,31 +379,71 @@ def run_engine_search(reader: IndexReader, request: SearchRequest, settings: dic
     return search(reader, request, settings)
 
 
-def check_query(reader: IndexReader, uid: str, query: SearchQuery) -> dict[str, Any]:
-    """Every check of `query` that needs the index, in Meilisearch's order; the completed settings."""
+@dataclass
+class PreparedQuery:
+    """A checked query: completed settings, the documents its filter allows (None: all) and its sort
+    rules and distinct (None: neither)."""
+
+    settings: dict[str, Any]
+    universe: BitMap | None
+    ordering: Ordering | None
+
+
+def prepare_query(reader: IndexReader, uid: str, query: SearchQuery,
+                  features: FilterFeatures | None = None) -> PreparedQuery:
+    """Every check of `query` that needs the index, in Meilisearch's order (filter syntax, sort syntax,
+    `attributesToSearchOn`, `distinct`, the filter's attributes and evaluation, sort attributes), with
+    the filter evaluated and the sort/distinct prepared for the engine."""
     settings = complete_settings(reader.settings())
     check_search_kind(query, settings, uid)
-
-    expressions = [] if query.filter is None else _filter_subexpressions(query.filter)
-    _check_reserved_filter(expressions)
-    if query.sort is not None:
-        parse_sort(query.sort)
+    node = parse_search_filter(query.filter, features)
+    criteria = parse_sort(query.sort) if query.sort is not None else None
     if query.attributes_to_search_on is not None:
         _check_search_on(query.attributes_to_search_on, settings, known_fields(reader), uid)
     if query.distinct is not None:
         check_distinct(query.distinct, settings, uid)
-    if expressions:
-        _check_filter(expressions, settings, uid)
+    store = FacetStore(reader)
+    universe = None
+    if node is not None:
+        try:
+            universe = FilterContext(reader, settings, store).evaluate(node)
+        except (FilterError, FilterOperatorError) as err:
+            raise _index_error(uid, "invalid_search_filter", err.message) from None
     if query.sort is not None:
         _check_sort(query.sort, settings, uid)
-    return settings
+    distinct = query.distinct if query.distinct is not None else settings.get("distinctAttribute")
+    custom_rules = any(r.endswith((":asc", ":desc")) for r in settings.get("rankingRules") or [])
+    ordering = None
+    if criteria or distinct is not None or custom_rules:
+        ordering = Ordering(reader, settings, criteria, distinct, store)
+    return PreparedQuery(settings, universe, ordering)
+
+
+def check_query(reader: IndexReader, uid: str, query: SearchQuery) -> dict[str, Any]:
+    """Every check of `query` that needs the index (see `prepare_query`); the completed settings."""
+    return prepare_query(reader, uid, query).settings
+
+
+def engine_request(prepared: PreparedQuery, query: SearchQuery, *, offset: int, limit: int,
+                   exhaustive: bool) -> SearchRequest:
+    """The engine's request for a prepared query (`offset`/`limit` already capped)."""
+    threshold = query.ranking_score_threshold
+    search_on = query.attributes_to_search_on
+    return SearchRequest(
+        q=query.q, offset=offset, limit=limit, matching_strategy=query.matching_strategy,
+        attributes_to_search_on=None if search_on is None or "*" in search_on else list(search_on),
+        ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,  # NaN: none
+        exhaustive_count=exhaustive, locales=query.locales, filter_universe=prepared.universe,
+        ordering=prepared.ordering,
+    )
 
 
 def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            ) -> dict[str, Any]:
+            features: FilterFeatures | None = None) -> dict[str, Any]:
     """One search on `uid` in the read transaction of `reader`: the response body of the search route."""
     started = time.perf_counter()
-    settings = check_query(reader, uid, query)
+    prepared = prepare_query(reader, uid, query, features)
+    settings = prepared.settings
 
     max_total_hits = (settings.get("pagination") or {}).get("maxTotalHits") or DEFAULT_MAX_TOTAL_HITS
     finite = query.is_finite_pagination
@@ -465,15 +455,11 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         offset, limit = query.offset, query.limit
     offset = min(offset, max_total_hits)
     limit = min(limit, max(max_total_hits - offset, 0))
-    threshold = query.ranking_score_threshold
-    search_on = query.attributes_to_search_on
-    request = SearchRequest(
-        q=query.q, offset=offset, limit=limit, matching_strategy=query.matching_strategy,
-        attributes_to_search_on=None if search_on is None or "*" in search_on else list(search_on),
-        ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,  # NaN: none
-        exhaustive_count=finite, locales=query.locales,
-    )
-    result = run_engine_search(reader, request, settings)
+    request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
+    hybrid = query.hybrid
+    ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
+                   hybrid.semantic_ratio if hybrid else None, query.vector)
+    result = ai.result if ai is not None else run_engine_search(reader, request, settings)
 
     maker = HitMaker(reader, query, settings, result)
     hits = []
@@ -482,10 +468,15 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         if document is not None:
             hits.append(maker.make(document, score, details))
 
-    facets = None if query.facets is None else facet_distribution(query.facets, settings, uid)
+    facets = None
+    if query.facets is not None:
+        candidates = result.all_candidates if result.all_candidates is not None else BitMap()
+        facets = facet_distribution(query.facets, settings, uid, reader, candidates)
     number_of_hits = min(result.candidates, max_total_hits)
-    body: dict[str, Any] = {"hits": hits, "query": query.q or "",
-                            "processingTimeMs": int((time.perf_counter() - started) * 1000)}
+    body: dict[str, Any] = {"hits": hits, "query": query.q or ""}
+    if ai is not None and query.retrieve_vectors:
+        body["queryVector"] = ai.query_vector
+    body["processingTimeMs"] = int((time.perf_counter() - started) * 1000)
     if finite:
         hits_per_page = query.hits_per_page if query.hits_per_page is not None else 20
         body["hitsPerPage"] = hits_per_page
@@ -507,7 +498,18 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         body["metadata"] = metadata
     if query.show_performance_details:
         body["performanceDetails"] = {"search": duration_text(time.perf_counter() - started)}
+    if ai is not None:
+        body["semanticHitCount"] = ai.semantic_hit_count
     return body
+
+
+def filter_features(request: Request) -> FilterFeatures:
+    """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
+    from .instance import runtime_features  # imported here: instance imports this module
+
+    view = runtime_features(request).view()
+    return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
+                          network=view["network"])
 
 
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
@@ -518,8 +520,10 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     with_metadata = include_metadata(request)
     query = fused_query(request, uid, query)
     scheduler = state(request).scheduler
+    features = filter_features(request)
     body = await run_queued(
-        request, read_index, scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata)
+        request, read_index, scheduler, uid,
+        lambda reader: perform(reader, uid, query, request_uid, with_metadata, features),
     )
     return JSONResponse(body)
 

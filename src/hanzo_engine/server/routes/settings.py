@@ -33,6 +33,7 @@ from hanzo_engine.apitypes.settings import (
 )
 
 from ..app_state import route, state
+from ..auth import auth_filter
 from ..http import JSONResponse, read_body
 from .indexes import custom_metadata
 
@@ -55,7 +56,9 @@ async def _body(request: Request) -> Any:
 async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool) -> Response:
     meta = custom_metadata(request)
     uid = validate_index_uid(request.path_params["index_uid"])
-    kind = {"settings": patch.to_json(), "isDeletion": is_deletion, "allowIndexCreation": not is_deletion}
+    # a missing index is created only by an update, and only for callers that may create it
+    creatable = not is_deletion and auth_filter(request).allow_index_creation(uid)
+    kind = {"settings": patch.to_json(), "isDeletion": is_deletion, "allowIndexCreation": creatable}
     return await state(request).enqueue(
         "settingsUpdate", uid, details=patch_details(patch), kind=kind, custom_metadata=meta
     )

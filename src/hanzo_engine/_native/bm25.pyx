@@ -1,0 +1,259 @@
+# cython: language_level=3
+"""Native BM25 accumulation over raw forward entries (the bm25-first ranking mode).
+
+Each forward entry is the msgpack `[lengths, postings]` that csrc/postings.c writes: `lengths` a map
+fid -> word count, `postings` a map word -> array of packed positions (`fid << 16 | position`).
+The entries are parsed in place (no Python objects per word): every posting's word is looked up by
+binary search (memcmp) in the query's sorted derivation words; a hit adds its positions to the
+per (term, field) term frequencies of the terms the word derives from, counted only in the fields the
+term may match in (`allowed` for exact words, `allowed_tol` for typo derivations). The score is
+sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl[f])), as
+`Searcher.bm25` computes it for one-word derivations.
+"""
+
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp
+
+import numpy as np
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+
+cdef struct Reader:
+    const uint8_t *p
+    const uint8_t *end
+
+
+cdef inline int read_be(Reader *r, int n, uint64_t *x) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    if r.end - r.p < n:
+        return -1
+    for i in range(n):
+        v = (v << 8) | r.p[i]
+    r.p += n
+    x[0] = v
+    return 0
+
+
+cdef inline int read_uint(Reader *r, uint64_t *x) noexcept nogil:
+    if r.p >= r.end:
+        return -1
+    cdef uint8_t c = r.p[0]
+    r.p += 1
+    if c < 0x80:
+        x[0] = c
+        return 0
+    if c == 0xCC:
+        return read_be(r, 1, x)
+    if c == 0xCD:
+        return read_be(r, 2, x)
+    if c == 0xCE:
+        return read_be(r, 4, x)
+    if c == 0xCF:
+        return read_be(r, 8, x)
+    return -1
+
+
+cdef inline int read_header(Reader *r, uint8_t fix, int fix_bits, uint8_t h16, uint8_t h32,
+                            uint64_t *n) noexcept nogil:
+    if r.p >= r.end:
+        return -1
+    cdef uint8_t c = r.p[0]
+    cdef uint8_t mask = <uint8_t>((1 << fix_bits) - 1)
+    r.p += 1
+    if (c & <uint8_t>(~mask)) == fix:
+        n[0] = c & mask
+        return 0
+    if c == h16:
+        return read_be(r, 2, n)
+    if c == h32:
+        return read_be(r, 4, n)
+    return -1
+
+
+cdef inline int read_str(Reader *r, const uint8_t **s, uint64_t *n) noexcept nogil:
+    if r.p >= r.end:
+        return -1
+    cdef uint8_t c = r.p[0]
+    r.p += 1
+    if (c & 0xE0) == 0xA0:
+        n[0] = c & 0x1F
+    elif c == 0xD9:
+        if read_be(r, 1, n) < 0:
+            return -1
+    elif c == 0xDA:
+        if read_be(r, 2, n) < 0:
+            return -1
+    elif c == 0xDB:
+        if read_be(r, 4, n) < 0:
+            return -1
+    else:
+        return -1
+    if <uint64_t>(r.end - r.p) < n[0]:
+        return -1
+    s[0] = r.p
+    r.p += n[0]
+    return 0
+
+
+cdef class QueryWords:
+    """The query's derivation words, sorted, each with the (term, tolerant) pairs it counts for."""
+
+    cdef list _keep  # the bytes objects `words` points into
+    cdef const uint8_t **words
+    cdef Py_ssize_t *lens
+    cdef Py_ssize_t n
+    cdef int *start  # word i's pairs are pairs[start[i] : start[i + 1]]
+    cdef int *pair_term
+    cdef uint8_t *pair_tol
+
+    def __cinit__(self, words: list, pairs: list) -> None:
+        """`words`: sorted distinct UTF-8 bytes; `pairs[i]`: list of (term index, tolerant) of words[i]."""
+        cdef Py_ssize_t i, total = 0, k = 0
+        self.n = len(words)
+        self._keep = list(words)
+        for ps in pairs:
+            total += len(ps)
+        self.words = <const uint8_t **>malloc(max(self.n, 1) * sizeof(uint8_t *))
+        self.lens = <Py_ssize_t *>malloc(max(self.n, 1) * sizeof(Py_ssize_t))
+        self.start = <int *>malloc((self.n + 1) * sizeof(int))
+        self.pair_term = <int *>malloc(max(total, 1) * sizeof(int))
+        self.pair_tol = <uint8_t *>malloc(max(total, 1))
+        if not (self.words and self.lens and self.start and self.pair_term and self.pair_tol):
+            raise MemoryError()
+        for i in range(self.n):
+            w = self._keep[i]
+            self.words[i] = <const uint8_t *><char *>w
+            self.lens[i] = len(w)
+            self.start[i] = <int>k
+            for term, tol in pairs[i]:
+                self.pair_term[k] = term
+                self.pair_tol[k] = 1 if tol else 0
+                k += 1
+        self.start[self.n] = <int>k
+
+    def __dealloc__(self) -> None:
+        free(self.words)
+        free(self.lens)
+        free(self.start)
+        free(self.pair_term)
+        free(self.pair_tol)
+
+    cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t lo = 0, hi = self.n, mid, m
+        cdef int c
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            m = self.lens[mid] if self.lens[mid] < n else n
+            c = memcmp(self.words[mid], s, m)
+            if c == 0:
+                c = (self.lens[mid] > n) - (self.lens[mid] < n)
+            if c == 0:
+                return mid
+            if c < 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return -1
+
+
+def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allowed, uint8_t[::1] allowed_tol,
+                double[::1] avgdl, double k1, double b):
+    """BM25 of each forward entry (`bytes`, or None for a missing entry: score 0). `allowed`,
+    `allowed_tol` and `avgdl` are indexed by fid; fids past their length are not searched."""
+    cdef Py_ssize_t n_docs = len(entries)
+    cdef Py_ssize_t n_terms = idf.shape[0]
+    cdef Py_ssize_t n_fields = allowed.shape[0]
+    cdef cnp.ndarray[cnp.float64_t, ndim=1] out = np.zeros(n_docs, dtype=np.float64)
+    cdef double *scores = <double *>cnp.PyArray_DATA(out)
+    cdef uint32_t *tf = <uint32_t *>calloc(max(n_terms * n_fields, 1), sizeof(uint32_t))
+    cdef double *dl = <double *>malloc(max(n_fields, 1) * sizeof(double))
+    cdef int *touched = <int *>malloc(max(n_terms * n_fields, 1) * sizeof(int))
+    cdef Py_ssize_t d, i, j, k, n_touched, cell
+    cdef uint64_t n_map, n_pos, fid, count, pos, slen
+    cdef const uint8_t *s
+    cdef Reader r
+    cdef int t, f
+    cdef double score, tfv, ok
+    cdef bytes raw
+    if tf == NULL or dl == NULL or touched == NULL:
+        free(tf)
+        free(dl)
+        free(touched)
+        raise MemoryError()
+    try:
+        for d in range(n_docs):
+            obj = entries[d]
+            if obj is None:
+                continue
+            raw = <bytes>obj
+            r.p = <const uint8_t *><char *>raw
+            r.end = r.p + len(raw)
+            n_touched = 0
+            for i in range(n_fields):
+                dl[i] = 1.0  # a field with no length recorded counts as one word (`Searcher.bm25`)
+            ok = 1.0
+            with nogil:
+                if r.p >= r.end or r.p[0] != 0x92:
+                    ok = 0.0
+                else:
+                    r.p += 1
+                    if read_header(&r, 0x80, 4, 0xDE, 0xDF, &n_map) < 0:
+                        ok = 0.0
+                    else:
+                        for i in range(<Py_ssize_t>n_map):
+                            if read_uint(&r, &fid) < 0 or read_uint(&r, &count) < 0:
+                                ok = 0.0
+                                break
+                            if fid < <uint64_t>n_fields:
+                                dl[fid] = <double>count
+                    if ok and read_header(&r, 0x80, 4, 0xDE, 0xDF, &n_map) < 0:
+                        ok = 0.0
+                    if ok:
+                        for i in range(<Py_ssize_t>n_map):
+                            if read_str(&r, &s, &slen) < 0 or read_header(&r, 0x90, 4, 0xDC, 0xDD, &n_pos) < 0:
+                                ok = 0.0
+                                break
+                            j = qw.find(s, <Py_ssize_t>slen)
+                            for k in range(<Py_ssize_t>n_pos):
+                                if read_uint(&r, &pos) < 0:
+                                    ok = 0.0
+                                    break
+                                if j < 0:
+                                    continue
+                                fid = pos >> 16
+                                if fid >= <uint64_t>n_fields:
+                                    continue
+                                for t in range(qw.start[j], qw.start[j + 1]):
+                                    if qw.pair_tol[t]:
+                                        if not allowed_tol[fid]:
+                                            continue
+                                    elif not allowed[fid]:
+                                        continue
+                                    cell = qw.pair_term[t] * n_fields + <Py_ssize_t>fid
+                                    if tf[cell] == 0:
+                                        touched[n_touched] = <int>cell
+                                        n_touched += 1
+                                    tf[cell] += 1
+                            if not ok:
+                                break
+                score = 0.0
+                for i in range(n_touched):
+                    cell = touched[i]
+                    t = <int>(cell // n_fields)
+                    f = <int>(cell % n_fields)
+                    tfv = <double>tf[cell]
+                    tf[cell] = 0
+                    score += idf[t] * tfv * (k1 + 1.0) / (tfv + k1 * (1.0 - b + b * dl[f] / avgdl[f]))
+                scores[d] = score * ok
+            if not ok:
+                raise ValueError("malformed forward entry")
+    finally:
+        free(tf)
+        free(dl)
+        free(touched)
+    return out

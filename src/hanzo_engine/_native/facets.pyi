@@ -1,0 +1,3 @@
+"""Facet search's typo-tolerant prefix matching (native). See facets.pyx."""
+
+def prefix_matches(query: str, values: list[str], max_typos: int) -> list[int]: ...

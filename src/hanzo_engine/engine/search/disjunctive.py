@@ -1,0 +1,212 @@
+"""The bm25-first ranking mode: a disjunctive (OR) query ranked by BM25 over every query word.
+
+When `bm25` is the first ranking rule, the words rule (documents containing particular query words)
+would discard most of what BM25 is good at on long, natural-language queries. In this mode:
+
+- the candidates are the documents matching ANY single-term node of the query (each node's
+  derivations: exact word, prefix expansions, synonyms, typo words, split word; `bm25_candidates`);
+- every candidate is scored with BM25 over all the query's terms (`bm25_rank`), exactly as
+  `Searcher.bm25` scores a document (k1 1.2, b 0.75, per-field lengths, idf from the node's docids);
+- the hits are ordered by raw BM25 (so also by its 100-level bucket, `ranking.BM25_LEVELS`), then docid.
+
+Speed: the forward entries of the candidates to score are read (one LMDB get each) and handed as raw
+msgpack bytes to the native accumulator (`_native.bm25`), which parses them in place and only
+materializes the scores; the top `want` come from `numpy.partition`. MaxScore pruning
+(`_Scorer.pruned`) skips the documents that match only terms too common to reach the top `want`. Derivations that are phrases (quoted
+terms, multi-word synonyms, split words) are not one-word lookups: the few documents matching one
+are rescored with `Searcher.bm25` itself, so the result equals the Python definition everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap
+
+from hanzo_engine._native.bm25 import QueryWords, bm25_scores
+from hanzo_engine.engine.update.indexer import DB_DOCID_WORDS, read_forward
+
+from .engine import K1, B, Node, Searcher
+
+_U32 = struct.Struct(">I")
+
+
+def _terms(nodes: list[Node]) -> list[Node]:
+    """The nodes BM25 sums over: one per query term (ngrams are not terms)."""
+    return [n for n in nodes if n.length == 1]
+
+
+def bm25_candidates(searcher: Searcher, terms: list[Node], universe: BitMap) -> BitMap:
+    """Documents of `universe` matching at least one of `terms` (any derivation, any typo level)."""
+    del searcher  # the nodes already hold their docids (restricted to the searched fields)
+    single = _terms(terms)
+    if not single:
+        return BitMap()
+    return BitMap.union(*(n.docids for n in single)) & universe
+
+
+def _query_words(terms: list[Node]) -> tuple[QueryWords, list[Node]]:
+    """The one-word derivations as the native lookup table, and the nodes having a multi-word
+    derivation (their documents are rescored in Python)."""
+    pairs: dict[bytes, set[tuple[int, bool]]] = {}
+    multi_nodes: list[Node] = []
+    for t, node in enumerate(terms):
+        has_multi = False
+        for level in node.alts:
+            for alt in level:
+                if len(alt.words) == 1 and alt.words[0] is not None:
+                    pairs.setdefault(alt.words[0].encode(), set()).add((t, alt.tolerant))
+                else:
+                    has_multi = True
+        if has_multi:
+            multi_nodes.append(node)
+    words = sorted(pairs)
+    table = QueryWords(words, [sorted(pairs[w]) for w in words])
+    return table, multi_nodes
+
+
+def _field_arrays(s: Searcher) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n_fields = max([len(s.fields), *(f + 1 for f in s.stats)])
+    allowed = np.zeros(n_fields, dtype=np.uint8)
+    allowed_tol = np.zeros(n_fields, dtype=np.uint8)
+    avgdl = np.ones(n_fields, dtype=np.float64)
+    for fid in range(n_fields):
+        allowed[fid] = fid in s.searched
+        allowed_tol[fid] = s.allowed(fid, True)
+        st = s.stats.get(fid)
+        avg = (st[1] / st[0]) if st and st[0] else 1.0
+        avgdl[fid] = max(avg, 1e-9)
+    return allowed, allowed_tol, avgdl
+
+
+class _Scorer:
+    """Scores sets of candidates against one query (the tables are built once per search)."""
+
+    def __init__(self, s: Searcher, terms: list[Node]) -> None:
+        self.s = s
+        self.terms = _terms(terms)
+        n = max(s.n_docs, 1)
+        self.idf = np.array([math.log(1.0 + (n - len(t.docids) + 0.5) / (len(t.docids) + 0.5))
+                             for t in self.terms], dtype=np.float64)
+        self.table, multi_nodes = _query_words(self.terms)
+        self.allowed, self.allowed_tol, self.avgdl = _field_arrays(s)
+        # documents where a phrase-like derivation may occur: scored by the Python definition
+        self.multi = BitMap()
+        for node in multi_nodes:
+            for level in node.alts:
+                for alt in level:
+                    if len(alt.words) != 1 or alt.words[0] is None:
+                        self.multi |= s.alt_docids(alt)
+
+    def score(self, docs: BitMap) -> tuple[np.ndarray, np.ndarray]:
+        """(docids, raw BM25) of `docs`, in docid order."""
+        docids = np.fromiter(docs, dtype=np.int64, count=len(docs))
+        if not self.terms or not len(docids):
+            return docids, np.zeros(len(docids), dtype=np.float64)
+        get = self.s.reader.txn.get
+        db = self.s.reader.index.db(DB_DOCID_WORDS)
+        pack = _U32.pack
+        entries = [get(pack(d), db=db) for d in docs]
+        scores = bm25_scores(entries, self.table, self.idf, self.allowed, self.allowed_tol, self.avgdl, K1, B)
+        for d in self.multi & docs:
+            fwd = read_forward(self.s.reader, d)
+            if fwd is not None:
+                scores[docs.rank(d) - 1] = self.s.bm25(fwd[0], fwd[1], self.terms)
+        return docids, scores
+
+    def pruned(self, candidates: BitMap, want: int) -> tuple[np.ndarray, np.ndarray]:
+        """(docids, raw BM25) of a subset of `candidates` holding their top `want` (MaxScore).
+
+        A term adds less than idf * (k1 + 1) per field it occurs in, so at most `ub` = that times
+        the number of searched fields to any score. The documents of the rarest terms are scored
+        first until `want` are found: their want-th best score `theta` is a lower bound of the final
+        cut. The lowest-bound terms whose bounds sum to at most `theta` are non-essential: a document
+        matching only those scores below `theta` and cannot make the top `want`, so only the
+        documents of the other (essential) terms are scored. Common words (`the`, `of`) are what is
+        skipped: on NPL without stop words this scores ~a quarter of the OR's documents.
+        """
+        terms = self.terms
+        if want <= 0 or not terms:
+            return self.score(BitMap())
+        first = BitMap()
+        for t in np.argsort(-self.idf, kind="stable"):
+            first |= terms[t].docids & candidates
+            if len(first) >= want:
+                break
+        ids1, sc1 = self.score(first)
+        if len(first) < want or len(first) == len(candidates):
+            return ids1, sc1
+        theta = float(np.partition(sc1, len(sc1) - want)[len(sc1) - want])
+        ub = self.idf * (K1 + 1) * max(len(self.s.searched), 1)
+        bound = 0.0
+        essential = BitMap()
+        cutting = True
+        for t in np.argsort(ub, kind="stable"):
+            if cutting and bound + ub[t] <= theta:
+                bound += ub[t]
+                continue
+            cutting = False
+            essential |= terms[t].docids
+        ids2, sc2 = self.score((essential & candidates) - first)
+        return np.concatenate([ids1, ids2]), np.concatenate([sc1, sc2])
+
+
+def bm25_scores_of(s: Searcher, terms: list[Node], candidates: BitMap) -> tuple[np.ndarray, np.ndarray]:
+    """(docids, raw BM25) of every candidate, in docid order."""
+    return _Scorer(s, terms).score(candidates)
+
+
+def bm25_rank(searcher: Searcher, terms: list[Node], candidates: BitMap, want: int) -> list[tuple[int, float]]:
+    """The top `want` candidates as (docid, raw BM25), best first (ties: smaller docid first)."""
+    docids, scores = _Scorer(searcher, terms).pruned(candidates, want)
+    return top(docids, scores, want)
+
+
+def top(docids: np.ndarray, scores: np.ndarray, want: int) -> list[tuple[int, float]]:
+    """The `want` best (docid, score): score descending, then docid ascending."""
+    if want <= 0 or not len(docids):
+        return []
+    if want < len(docids):
+        # everything scoring at least the want-th best score, so ties at the cut are kept whole
+        kth = np.partition(scores, len(scores) - want)[len(scores) - want]
+        keep = np.nonzero(scores >= kth)[0]
+        docids, scores = docids[keep], scores[keep]
+    order = np.lexsort((docids, -scores))[:want]
+    return [(int(docids[i]), float(scores[i])) for i in order]
+
+
+def bm25_first_page(s: Searcher, nodes: list[Node], universe: BitMap, offset: int, limit: int,
+                    threshold: float | None, levels: int, half: float,
+                    ) -> tuple[list[int], list[float], list[dict[str, Any]], BitMap]:
+    """The page of the bm25-first mode: (docids, ranking scores, score details, candidates).
+
+    The ranking score is the BM25 level `1 + round(norm * (levels - 1))` over `levels`, with
+    norm = raw / (raw + half), as the `bm25` rule scores; candidates below `threshold` are dropped.
+    """
+    terms = _terms(nodes)
+    candidates = bm25_candidates(s, terms, universe)
+    scorer = _Scorer(s, terms)
+    # with a score threshold every candidate is scored: those below it are not candidates
+    if threshold is None:
+        docids, raw = scorer.pruned(candidates, offset + limit)
+    else:
+        docids, raw = scorer.score(candidates)
+    by_id = np.argsort(docids, kind="stable")  # `top` breaks ties by position: docid order
+    docids, raw = docids[by_id], raw[by_id]
+    norm = raw / (raw + half)
+    rank = 1 + np.rint(norm * (levels - 1))
+    score = rank / levels
+    if threshold is not None:
+        keep = score >= threshold
+        if not keep.all():
+            candidates = BitMap(docids[keep].tolist())
+            docids, raw, norm, score = docids[keep], raw[keep], norm[keep], score[keep]
+    hits = top(np.arange(len(docids), dtype=np.int64), raw, offset + limit) if len(docids) else []
+    page = hits[offset:]
+    out_ids = [int(docids[i]) for i, _ in page]
+    out_scores = [float(score[i]) for i, _ in page]
+    details = [{"bm25": {"order": 0, "value": float(raw[i]), "score": float(norm[i])}} for i, _ in page]
+    return out_ids, out_scores, details, candidates

@@ -1,0 +1,646 @@
+"""The facet indexer: keeps the filter/sort/distinct structures of an index in step with its documents.
+
+Which fields are *faceted* (milli's `match_faceted_field`): a flattened field name that a
+`filterableAttributes` rule enabling filtering or facet search matches (the first matching rule of
+that kind wins, and a matching rule without those features hides the field from later rules), the
+`distinctAttribute` itself, or a field that a `sortableAttributes` entry or a custom `field:asc|desc`
+ranking rule covers (legacy matching: `a` covers `a.b`). With `_geo` sortable or filterable (as a plain
+string), `_geo.lat` and `_geo.lng` are faceted numbers taken from each document's `_geo`.
+
+Structures (databases of the index env; `fid` is the position of a field name in the `facet-fields`
+list of the main db, stable for the life of the index):
+
+- `facet-strings`  fid (u16 BE) + normalized string -> bitmap of docids. Normalized =
+                   NFKD, trimmed, lowercased, truncated to 468 bytes (milli's `normalize_facet`).
+                   Booleans are the strings `true` / `false`.
+- `facet-numbers`  fid (u16 BE) + f64 in an order-preserving 8-byte encoding -> bitmap.
+- `facet-flags`    kind byte (`e` exists, `n` null, `m` empty) + fid (u16 BE) -> bitmap.
+- `facet-docs`     docid (u32 BE) -> msgpack `{fid: [flags, [numbers], [[normalized, original], ...]]}`:
+                   the forward entry, read to un-index a document, for distinct, sort keys of ranked
+                   documents and the original spelling of facet values.
+
+Bitmaps are stored as milli's `CboRoaringBitmapCodec` does: up to 7 docids as plain little-endian
+u32s (a unique value, the common case of a high-cardinality field, costs 4 bytes and no roaring
+decoding), larger sets in the portable roaring format (never 28 bytes or less for 8 docids or more).
+
+Extraction follows milli's `extract_document_facets` walk: every faceted path is "seen" (exists);
+numbers, non-empty strings and booleans give values wherever they are; `null` and empty values
+(`""`, `[]`, `{}`) count only on the field itself, not inside an array.
+
+Bitmap changes are logged per write transaction (per key, the docids added and removed, in order)
+and merged once per key at `flush`, replaying the log where a docid is both added and removed, so
+add-then-remove sequences within one transaction come out right.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import unicodedata
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+from pyroaring import BitMap
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.filter_parser import rust_parse_f64
+
+if TYPE_CHECKING:
+    from hanzo_engine.engine.index import IndexReader, IndexWriter
+
+DB_FACET_STRINGS: Final = b"facet-strings"
+DB_FACET_NUMBERS: Final = b"facet-numbers"
+DB_FACET_FLAGS: Final = b"facet-flags"
+DB_FACET_DOCS: Final = b"facet-docs"
+FACET_DBS: Final = (DB_FACET_STRINGS, DB_FACET_NUMBERS, DB_FACET_FLAGS, DB_FACET_DOCS)
+KEY_FACET_FIELDS: Final = b"facet-fields"
+
+FLAG_EXISTS: Final = 1
+FLAG_NULL: Final = 2
+FLAG_EMPTY: Final = 4
+FLAG_KINDS: Final = ((FLAG_EXISTS, b"e"), (FLAG_NULL, b"n"), (FLAG_EMPTY, b"m"))
+
+MAX_FACET_VALUE_LENGTH: Final = 468
+CBO_THRESHOLD: Final = 7  # at most this many docids are stored as plain u32s
+GEO_FIELD: Final = "_geo"
+GEO_LAT: Final = "_geo.lat"
+GEO_LNG: Final = "_geo.lng"
+VECTORS_FIELD: Final = "_vectors"
+# Accumulated (key, docid) changes are merged into the databases past this many.
+MAX_PENDING_CHANGES: Final = 4_000_000
+
+MATCH, PARENT, NO_MATCH = 2, 1, 0
+ON_BASE, IN_ARRAY = 0, 1
+
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_F64 = struct.Struct(">d")
+_FID = struct.Struct(">H")
+_pack = msgspec.msgpack.Encoder().encode
+_unpack = msgspec.msgpack.Decoder().decode
+_json = msgspec.json.Encoder()
+
+# Rust's `char::is_whitespace` (Unicode White_Space), which `str::trim` strips.
+_WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+# -- values -----------------------------------------------------------------------------------------
+
+
+def normalize_facet(value: str) -> str:
+    """milli's `normalize_facet`: NFKD of the trimmed string, lowercased."""
+    return unicodedata.normalize("NFKD", value.strip(_WHITE_SPACE)).lower()
+
+
+def truncate_facet(value: str) -> str:
+    """The longest prefix of `value` that fits `MAX_FACET_VALUE_LENGTH` bytes on a char boundary."""
+    raw = value.encode()
+    if len(raw) <= MAX_FACET_VALUE_LENGTH:
+        return value
+    return raw[:MAX_FACET_VALUE_LENGTH].decode(errors="ignore")
+
+
+def encode_f64(value: float) -> bytes:
+    """8 bytes whose byte order is the numeric order (sign bit flipped, negatives inverted)."""
+    bits: int = _U64.unpack(_F64.pack(value + 0.0))[0]  # + 0.0 folds -0.0 into 0.0
+    bits = bits ^ 0xFFFF_FFFF_FFFF_FFFF if bits >> 63 else bits | 1 << 63
+    return _U64.pack(bits)
+
+
+def decode_f64(raw: bytes) -> float:
+    bits: int = _U64.unpack(raw)[0]
+    bits = bits ^ 1 << 63 if bits >> 63 else bits ^ 0xFFFF_FFFF_FFFF_FFFF
+    value: float = _F64.unpack(_U64.pack(bits))[0]
+    return value
+
+
+def encode_bitmap(bitmap: BitMap) -> bytes:
+    """milli's `CboRoaringBitmapCodec`: a few docids as plain u32s, else the roaring format."""
+    if len(bitmap) <= CBO_THRESHOLD:
+        return array("I", bitmap).tobytes()
+    serialized: bytes = bitmap.serialize()
+    if len(serialized) <= CBO_THRESHOLD * 4:
+        # only run containers are that small: rebuild without them (`add` never makes one; bulk
+        # constructors do), array and bitmap containers of 8 docids or more take over 28 bytes
+        plain = BitMap()
+        for docid in bitmap:
+            plain.add(docid)
+        serialized = plain.serialize()
+    return serialized
+
+
+def decode_bitmap(raw: bytes | memoryview) -> BitMap:
+    if len(raw) <= CBO_THRESHOLD * 4:
+        return BitMap(array("I", bytes(raw)))
+    return BitMap.deserialize(bytes(raw))
+
+
+def fid_key(fid: int) -> bytes:
+    return _FID.pack(fid)
+
+
+def docid_key(docid: int) -> bytes:
+    return _U32.pack(docid)
+
+
+# -- which fields are faceted -------------------------------------------------------------------------
+
+
+def is_faceted_by(name: str, attribute: str) -> bool:
+    """`name` is `attribute` or nested under it (milli's `is_faceted_by`)."""
+    return name == attribute or (name.startswith(attribute) and name[len(attribute)] == ".")
+
+
+def match_pattern(pattern: str, name: str) -> int:
+    """milli's `match_pattern` for granular rules: `*` globs at either end; MATCH, PARENT or NO_MATCH."""
+    if pattern == "*":
+        return MATCH
+    if len(pattern) > 1 and pattern.startswith("*") and pattern.endswith("*"):
+        if pattern[1:-1] in name:
+            return MATCH
+    elif pattern.startswith("*"):
+        if name.endswith(pattern[1:]):
+            return MATCH
+    elif pattern.endswith("*"):
+        if name.startswith(pattern[:-1]):
+            return MATCH
+    elif pattern == name:
+        return MATCH
+    return PARENT if is_faceted_by(pattern, name) else NO_MATCH
+
+
+def match_legacy(attribute: str, name: str) -> int:
+    """milli's `match_field_legacy`: MATCH for the attribute and its children, PARENT for its parents."""
+    if is_faceted_by(name, attribute):
+        return MATCH
+    return PARENT if is_faceted_by(attribute, name) else NO_MATCH
+
+
+@dataclass(frozen=True)
+class FilterRule:
+    """One `filterableAttributes` entry: a plain name (legacy) or a granular pattern rule."""
+
+    patterns: tuple[str, ...]
+    legacy: bool
+    facet_search: bool
+    equality: bool
+    comparison: bool
+
+    @property
+    def filterable(self) -> bool:
+        return self.equality or self.comparison
+
+    def match(self, name: str) -> int:
+        if self.legacy:
+            return match_legacy(self.patterns[0], name)
+        best = NO_MATCH
+        for pattern in self.patterns:
+            found = match_pattern(pattern, name)
+            if found == MATCH:
+                return MATCH
+            best = max(best, found)
+        return best
+
+    def allowed_operators(self) -> list[str]:
+        """milli's `FilterFeatures::allowed_operators`."""
+        if not self.filterable:
+            return []
+        ops = ["OR", "AND", "NOT"]
+        if self.equality:
+            ops += ["=", "!=", "IN"]
+        if self.comparison:
+            ops += ["<", ">", "<=", ">=", "TO"]
+        return [*ops, "IS EMPTY", "IS NULL", "EXISTS"]
+
+
+def filter_rules(settings: dict[str, Any]) -> list[FilterRule]:
+    rules: list[FilterRule] = []
+    for rule in settings.get("filterableAttributes") or []:
+        if isinstance(rule, str):
+            rules.append(FilterRule((rule,), True, True, True, True))
+            continue
+        features = rule.get("features") or {}
+        flt = features.get("filter") or {}
+        rules.append(FilterRule(tuple(rule.get("attributePatterns") or ()), False,
+                                bool(features.get("facetSearch", False)), bool(flt.get("equality", True)),
+                                bool(flt.get("comparison", False))))
+    return rules
+
+
+def custom_rule_fields(settings: dict[str, Any]) -> set[str]:
+    """Fields of the custom `field:asc` / `field:desc` ranking rules."""
+    return {rule.rpartition(":")[0] for rule in settings.get("rankingRules") or []
+            if isinstance(rule, str) and rule.endswith((":asc", ":desc"))}
+
+
+class FacetRules:
+    """The settings that decide which fields are faceted, and the filter features of a field."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.filters = filter_rules(settings)
+        self.sortable: set[str] = set(settings.get("sortableAttributes") or [])
+        self.asc_desc = custom_rule_fields(settings)
+        self.distinct: str | None = settings.get("distinctAttribute")
+        plain = {r.patterns[0] for r in self.filters if r.legacy}
+        self.geo_filterable = GEO_FIELD in plain
+        self.geo = GEO_FIELD in self.sortable or self.geo_filterable
+        # nothing at all is faceted: documents need no walk
+        self.active = bool(self.filters or self.sortable or self.asc_desc or self.distinct is not None)
+        self._selection: dict[str, int] = {}
+
+    def signature(self) -> tuple[Any, ...]:
+        """Equal for two settings exactly when they facet the same fields."""
+        return (tuple(self.filters), tuple(sorted(self.sortable)), tuple(sorted(self.asc_desc)), self.distinct,
+                self.geo)
+
+    def matching(self, name: str) -> tuple[int, FilterRule] | None:
+        """The first filterable rule matching `name` (milli's `matching_features`)."""
+        for i, rule in enumerate(self.filters):
+            if rule.match(name) == MATCH:
+                return i, rule
+        return None
+
+    def is_filterable(self, name: str) -> bool:
+        found = self.matching(name)
+        return found is not None and found[1].filterable
+
+    def filterable_patterns(self) -> list[str]:
+        """Patterns of the rules that enable filtering, sorted and deduplicated."""
+        return sorted({p for r in self.filters if r.filterable for p in r.patterns})
+
+    def selection(self, name: str) -> int:
+        """milli's `match_faceted_field`: MATCH (faceted), PARENT (a parent of one) or NO_MATCH."""
+        found = self._selection.get(name)
+        if found is None:
+            found = self._selection[name] = self._select(name)
+            if self.geo and name in (GEO_LAT, GEO_LNG):
+                found = self._selection[name] = MATCH
+        return found
+
+    def _select(self, name: str) -> int:
+        selection = NO_MATCH
+        can_match = True
+        for rule in self.filters:
+            m = rule.match(name)
+            if m == MATCH:
+                if (rule.filterable or rule.facet_search) and can_match:
+                    return MATCH
+                can_match = False
+            elif m == PARENT and (rule.filterable or rule.facet_search):
+                selection = PARENT
+        if self.distinct is not None:
+            if name == self.distinct:
+                return MATCH
+            if is_faceted_by(self.distinct, name):
+                selection = PARENT
+        for attribute in (*self.sortable, *self.asc_desc):
+            m = match_legacy(attribute, name)
+            if m == MATCH:
+                return MATCH
+            if m == PARENT:
+                selection = PARENT
+        return selection
+
+    def is_faceted(self, name: str) -> bool:
+        return self.selection(name) == MATCH
+
+
+# -- extraction -----------------------------------------------------------------------------------
+
+
+@dataclass
+class FieldValues:
+    flags: int = 0
+    numbers: set[float] = field(default_factory=set)
+    strings: dict[str, str] = field(default_factory=dict)  # normalized -> first original
+
+    def to_entry(self) -> list[Any]:
+        numbers = self.numbers
+        return [self.flags, sorted(numbers) if len(numbers) > 1 else list(numbers),
+                [[k, v] for k, v in self.strings.items()]]
+
+
+class _Walk:
+    """One document's walk (milli's `extract_document_facets` with `perm_json_p`)."""
+
+    __slots__ = ("fields", "rules")
+
+    def __init__(self, rules: FacetRules) -> None:
+        self.rules = rules
+        self.fields: dict[str, FieldValues] = {}
+
+    def emit(self, name: str, depth: int, value: Any) -> None:
+        if self.rules.is_faceted(name):
+            self.add(name, depth, value)
+
+    def add(self, name: str, depth: int, value: Any) -> None:
+        """Record one value of a faceted field (`depth`: on the field itself or inside an array)."""
+        fv = self.fields.get(name)
+        if fv is None:
+            fv = self.fields[name] = FieldValues()
+        fv.flags |= FLAG_EXISTS
+        t = type(value)
+        if t is str:
+            if value:
+                fv.strings.setdefault(truncate_facet(normalize_facet(value)), value)
+            elif depth == ON_BASE:
+                fv.flags |= FLAG_EMPTY
+        elif t is int or t is float:
+            fv.numbers.add(float(value) + 0.0)
+        elif t is bool:
+            text = "true" if value else "false"
+            fv.strings.setdefault(text, text)
+        elif depth == ON_BASE and (value is None):
+            fv.flags |= FLAG_NULL
+        elif depth == ON_BASE and (t is list or t is dict) and not value:
+            fv.flags |= FLAG_EMPTY
+
+    def seek(self, name: str, depth: int, value: Any) -> int:
+        selection = self.rules.selection(name)
+        if selection == MATCH:
+            self.add(name, depth, value)
+        return selection
+
+    def obj(self, value: dict[str, Any], base: str, depth: int) -> None:
+        if not value:
+            self.seek(base, depth, value)
+        for key, item in value.items():
+            path = f"{base}.{key}"
+            if self.seek(path, ON_BASE, item) != NO_MATCH:
+                t = type(item)
+                if t is dict:
+                    self.obj(item, path, ON_BASE)
+                elif t is list:
+                    self.arr(item, path, ON_BASE)
+
+    def arr(self, value: list[Any], base: str, depth: int) -> None:
+        if not value:
+            self.seek(base, depth, value)
+        matched = self.rules.selection(base) == MATCH  # scalars land on `base` itself
+        for item in value:
+            t = type(item)
+            if t is dict:
+                self.obj(item, base, IN_ARRAY)
+            elif t is list:
+                self.arr(item, base, IN_ARRAY)
+            elif matched:
+                self.add(base, IN_ARRAY, item)
+
+    def document(self, document: dict[str, Any]) -> None:
+        select = self.rules.selection
+        for key, value in document.items():
+            if key == GEO_FIELD or key == VECTORS_FIELD:
+                continue
+            selection = select(key)
+            if selection == NO_MATCH:
+                continue
+            t = type(value)
+            if t is dict:
+                self.obj(value, key, ON_BASE)
+                if selection == MATCH:
+                    self.add(key, ON_BASE, value)
+            elif t is list:
+                self.arr(value, key, ON_BASE)
+                if selection == MATCH:
+                    self.add(key, ON_BASE, value)
+            elif selection == MATCH:  # a scalar on a parent of a faceted field is nothing
+                self.add(key, ON_BASE, value)
+
+
+def extract_facets(document: dict[str, Any], rules: FacetRules, external_id: str = "") -> dict[str, FieldValues]:
+    """The faceted values of `document` by flattened field name (`_geo` coordinates included)."""
+    walk = _Walk(rules)
+    walk.document(document)
+    if rules.geo and GEO_FIELD in document:
+        point = geo_coordinates(external_id, document[GEO_FIELD])
+        if point is not None:
+            for name, number in ((GEO_LAT, point[0]), (GEO_LNG, point[1])):
+                fv = walk.fields.setdefault(name, FieldValues())
+                fv.flags |= FLAG_EXISTS
+                fv.numbers.add(number + 0.0)
+    return walk.fields
+
+
+# -- _geo -----------------------------------------------------------------------------------------
+
+
+def _json_text(value: Any) -> str:
+    return _json.encode(value).decode()
+
+
+def _finite(value: Any) -> float | None:
+    """milli's `extract_finite_float_from_value`: a JSON number or a string Rust parses as f64."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        parsed = rust_parse_f64(value)
+        if parsed is None:
+            return None
+        number = parsed
+    else:
+        return None
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def geo_error(message: str) -> MeiliError:
+    return MeiliError("invalid_document_geo_field", message)
+
+
+def geo_coordinates(external_id: str, value: Any) -> tuple[float, float] | None:
+    """(lat, lng) of a document's `_geo` value, None for `null`; Meilisearch's errors otherwise."""
+    doc = _json_text(external_id)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise geo_error(f"The `_geo` field in the document with the id: `{doc}` is not an object. Was expecting "
+                        f"an object with the `_geo.lat` and `_geo.lng` fields but instead got `{_json_text(value)}`.")
+    rest = dict(value)
+    has_lat, has_lng = "lat" in rest, "lng" in rest
+    lat, lng = rest.pop("lat", None), rest.pop("lng", None)
+    if has_lat and has_lng:
+        if rest:
+            raise geo_error(f"The `_geo` field in the document with the id: `{doc}` contains the following "
+                            f"unexpected fields: `{_json_text(rest)}`.")
+    elif has_lat:
+        raise geo_error(f"Could not find longitude in the document with the id: `{doc}`. "
+                        "Was expecting a `_geo.lng` field.")
+    elif has_lng:
+        raise geo_error(f"Could not find latitude in the document with the id: `{doc}`. "
+                        "Was expecting a `_geo.lat` field.")
+    else:
+        raise geo_error(f"Could not find latitude nor longitude in the document with the id: `{doc}`. "
+                        "Was expecting `_geo.lat` and `_geo.lng` fields.")
+    flat, flng = _finite(lat), _finite(lng)
+    if flat is None and flng is None:
+        raise geo_error(f"Could not parse latitude nor longitude in the document with the id: `{doc}`. Was "
+                        f"expecting finite numbers but instead got `{_json_text(lat)}` and `{_json_text(lng)}`.")
+    if flat is None:
+        raise geo_error(f"Could not parse latitude in the document with the id: `{doc}`. Was expecting a finite "
+                        f"number but instead got `{_json_text(lat)}`.")
+    if flng is None:
+        raise geo_error(f"Could not parse longitude in the document with the id: `{doc}`. Was expecting a finite "
+                        f"number but instead got `{_json_text(lng)}`.")
+    return flat, flng
+
+
+def check_geo(settings: dict[str, Any], documents: Iterable[tuple[str, dict[str, Any]]], uid: str) -> None:
+    """Validate the `_geo` of every (external id, document) before anything is written, as the whole
+    task fails on the first bad one; errors carry the "Index `uid`: " prefix like milli's."""
+    if not FacetRules(settings).geo:
+        return
+    for external_id, document in documents:
+        if GEO_FIELD in document:
+            try:
+                geo_coordinates(external_id, document[GEO_FIELD])
+            except MeiliError as err:
+                raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
+
+
+# -- the indexer ----------------------------------------------------------------------------------
+
+
+def facet_fields(reader: IndexReader) -> list[str]:
+    raw = reader._main(KEY_FACET_FIELDS)
+    return list(msgspec.json.decode(raw)) if raw else []
+
+
+def read_doc_entry(reader: IndexReader, docid: int) -> dict[int, list[Any]] | None:
+    raw = reader.txn.get(_U32.pack(docid), db=reader.index.db(DB_FACET_DOCS))
+    if raw is None:
+        return None
+    entry: dict[int, list[Any]] = _unpack(raw)
+    return entry
+
+
+class FacetIndexer:
+    """Accumulates the facet-structure changes of one write transaction (see the module docstring)."""
+
+    def __init__(self, writer: IndexWriter, settings: dict[str, Any]) -> None:
+        self.writer = writer
+        self.txn = writer.txn
+        self.rules = FacetRules(settings)
+        self.dbs = {name: writer.index.db(name) for name in FACET_DBS}
+        self.fields = facet_fields(writer)
+        self.fid_of = {name: i for i, name in enumerate(self.fields)}
+        self.fields_dirty = False
+        # (database, key) -> events in order: docid (added) or ~docid (removed)
+        self.pending: dict[tuple[bytes, bytes], list[int]] = {}
+        self.changes = 0
+
+    def _fid(self, name: str) -> int:
+        fid = self.fid_of.get(name)
+        if fid is None:
+            if len(self.fields) >= 0xFFFF:
+                raise MeiliError("max_fields_limit_exceeded", "A document cannot contain more than 65,535 fields.")
+            fid = self.fid_of[name] = len(self.fields)
+            self.fields.append(name)
+            self.fields_dirty = True
+        return fid
+
+    def _log(self, docid: int, forward: dict[int, list[Any]], add: bool) -> None:
+        """Log one event per key the forward entry touches: `docid` to add it, `~docid` to remove it."""
+        event = docid if add else ~docid
+        pending = self.pending
+        for fid, (flags, numbers, strings) in forward.items():
+            prefix = _FID.pack(fid)
+            keys: list[tuple[bytes, bytes]] = [(DB_FACET_FLAGS, kind + prefix) for bit, kind in FLAG_KINDS if flags & bit]
+            keys.extend((DB_FACET_NUMBERS, prefix + encode_f64(n)) for n in numbers)
+            keys.extend((DB_FACET_STRINGS, prefix + norm.encode()) for norm, _ in strings)
+            for key in keys:
+                found = pending.get(key)
+                if found is None:
+                    pending[key] = [event]
+                else:
+                    found.append(event)
+            self.changes += len(keys)
+
+    def add(self, docid: int, document: dict[str, Any], external_id: str = "") -> None:
+        if not self.rules.active:
+            return
+        values = extract_facets(document, self.rules, external_id)
+        if not values:
+            return
+        forward = {self._fid(name): fv.to_entry() for name, fv in values.items()}
+        self._write(docid, forward)
+
+    def _write(self, docid: int, forward: dict[int, list[Any]]) -> None:
+        self._log(docid, forward, True)
+        self.txn.put(_U32.pack(docid), _pack(forward), db=self.dbs[DB_FACET_DOCS])
+        if self.changes > MAX_PENDING_CHANGES:
+            self.flush()
+
+    def remove(self, docid: int) -> None:
+        raw = self.txn.pop(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+        if raw is None:
+            return
+        self._log(docid, _unpack(raw), False)
+
+    def clear(self) -> None:
+        for db in self.dbs.values():
+            self.txn.drop(db, delete=False)
+        self.pending.clear()
+        self.changes = 0
+
+    def flush(self) -> None:
+        txn = self.txn
+        for (name, key), events in sorted(self.pending.items()):
+            db = self.dbs[name]
+            stored = txn.get(key, db=db)
+            bitmap = decode_bitmap(stored) if stored is not None else BitMap()
+            if min(events) >= 0:  # additions only (the common case)
+                bitmap |= BitMap(events)
+            else:  # replay in order: the last event of a docid decides
+                for event in events:
+                    if event >= 0:
+                        bitmap.add(event)
+                    else:
+                        bitmap.discard(~event)
+            if bitmap:
+                txn.put(key, encode_bitmap(bitmap), db=db)
+            elif stored is not None:
+                txn.delete(key, db=db)
+        self.pending.clear()
+        self.changes = 0
+        if self.fields_dirty:
+            txn.put(KEY_FACET_FIELDS, msgspec.json.encode(self.fields), db=self.writer.index.db_main)
+            self.fields_dirty = False
+
+    # -- settings changes -------------------------------------------------------------------------
+
+    def rebuild(self, documents: Iterable[tuple[int, str, dict[str, Any]]]) -> None:
+        """Re-index only the fields whose faceted status changed under this indexer's rules: values of
+        fields no longer faceted are dropped, values of newly faceted fields are added, the others are
+        left as they are."""
+        for docid, external_id, document in documents:
+            raw = self.txn.get(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+            forward: dict[int, list[Any]] = _unpack(raw) if raw is not None else {}
+            kept = {fid: e for fid, e in forward.items() if self.rules.is_faceted(self.fields[fid])}
+            self._log(docid, {fid: e for fid, e in forward.items() if fid not in kept}, False)
+            added: dict[int, list[Any]] = {}
+            for name, fv in extract_facets(document, self.rules, external_id).items():
+                fid = self._fid(name)
+                if fid not in kept:
+                    added[fid] = fv.to_entry()
+            self._log(docid, added, True)
+            merged = {**kept, **added}
+            if merged != forward:
+                if merged:
+                    self.txn.put(_U32.pack(docid), _pack(merged), db=self.dbs[DB_FACET_DOCS])
+                else:
+                    self.txn.delete(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+            if self.changes > MAX_PENDING_CHANGES:
+                self.flush()
+
+
+def facets_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return FacetRules(old).signature() != FacetRules(new).signature()
+
+
+# The plain-u32 form is little-endian, as milli's (and `array("I")` on every platform this runs on).
+assert sys.byteorder == "little" and array("I").itemsize == 4

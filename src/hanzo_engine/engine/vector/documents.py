@@ -1,0 +1,255 @@
+"""Documents' `_vectors` for `userProvided` embedders: validation (Meilisearch's messages), the
+normalized stored form, and keeping the vector store in step with documents and settings.
+
+A document's `_vectors.<name>` is an array of floats, an array of arrays of floats, `null` (opt-out:
+no vectors) or `{"embeddings": <those or null>, "regenerate": bool}`. For a configured embedder the
+stored document keeps it normalized as `{"embeddings": [[...]], "regenerate": bool}`, which is what
+`retrieveVectors` shows; the vectors themselves are also written to the `VectorStore` in the same
+write transaction. Entries naming no configured embedder are kept as sent.
+
+Every document of a task is validated before the first write, so a failing task leaves the index as
+it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Final
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine.index import IndexWriter
+from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore
+
+VECTORS: Final = "_vectors"
+MAX_VECTORS: Final = 256
+
+
+def user_provided(settings: dict[str, Any]) -> dict[str, EmbedderConfig]:
+    """The `userProvided` embedders of complete settings and how their vectors are stored."""
+    out: dict[str, EmbedderConfig] = {}
+    for name, conf in (settings.get("embedders") or {}).items():
+        if isinstance(conf, dict) and conf.get("source") == "userProvided" and conf.get("dimensions"):
+            out[name] = EmbedderConfig(dimensions=int(conf["dimensions"]),
+                                       binary_quantized=bool(conf.get("binaryQuantized") or False))
+    return out
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, separators=(",", ":"))
+    if isinstance(value, bool):
+        return f"a boolean: `{text}`"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return f"a number: `{text}`"
+    if isinstance(value, str):
+        return f"a string: `{text}`"
+    if isinstance(value, list):
+        return f"an array: `{text}`"
+    return f"an object: `{text}`"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _embeddings(value: list[Any], path: str) -> list[list[float]]:
+    """An array of floats (one embedding) or of arrays of floats; ValueError(message) otherwise."""
+    if not value:
+        return []
+    first = value[0]
+    if _is_number(first):
+        for i, item in enumerate(value):
+            if not _is_number(item):
+                raise ValueError(f"Invalid value type at `{path}[{i}]`: expected a number, but found {_describe(item)}")
+        return [[float(x) for x in value]]
+    if not isinstance(first, list):
+        raise ValueError(f"Invalid value type at `{path}[0]`: expected a number or an array, but found {_describe(first)}")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, list):
+            raise ValueError(f"Invalid value type at `{path}[{i}]`: expected an array, but found {_describe(item)}")
+        for j, x in enumerate(item):
+            if not _is_number(x):
+                raise ValueError(f"Invalid value type at `{path}[{i}][{j}]`: expected a number, but found {_describe(x)}")
+        out.append([float(x) for x in item])
+    return out
+
+
+def parse_entry(name: str, value: Any) -> tuple[list[list[float]] | None, bool]:
+    """`(embeddings, regenerate)` of one `_vectors.<name>` value; embeddings None = keep the old ones
+    (object form without embeddings). ValueError(message) on a malformed value."""
+    path = f"._vectors.{name}"
+    if value is None:
+        return [], False
+    if isinstance(value, list):
+        return _embeddings(value, path), False
+    if isinstance(value, dict):
+        if "regenerate" not in value:
+            raise ValueError(f"Missing field `{path}.regenerate`\n  - note: `{path}` must be an array of floats, "
+                             "an array of arrays of floats, or an object with field `regenerate`")
+        regenerate = value["regenerate"]
+        if not isinstance(regenerate, bool):
+            raise ValueError(f"Could not parse `{path}.regenerate`: invalid type: {_describe(regenerate)}, "
+                             "expected a boolean")
+        embeddings = value.get("embeddings")
+        if embeddings is None:
+            return None, regenerate
+        if not isinstance(embeddings, list):
+            raise ValueError(f"Invalid value type at `{path}.embeddings`: expected null or an array, but found "
+                             f"{_describe(embeddings)}")
+        return _embeddings(embeddings, f"{path}.embeddings"), regenerate
+    raise ValueError(f"Invalid value type at `{path}`: expected null, an array or an object, but found {_describe(value)}")
+
+
+# (external id, the document to write, {embedder: vectors to set, [] = none})
+Prepared = tuple[str, dict[str, Any], dict[str, list[list[float]]]]
+
+
+def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items: Iterable[tuple[str, dict[str, Any]]],
+                      *, merge: bool) -> list[Prepared]:
+    """Validates and normalizes every document's `_vectors` (MeiliError as Meilisearch's, prefixed with
+    the index), before anything is written. With `merge`, entries the update does not name are kept."""
+    embedders = user_provided(complete(settings))
+    out: list[Prepared] = []
+    missing: dict[str, list[str]] = {}
+    typos: dict[str, dict[str, int]] = {}
+    for ext_id, doc in items:
+        raw = doc.get(VECTORS)
+        if raw is not None and not isinstance(raw, dict):
+            raise MeiliError("invalid_vectors_type", f"Index `{uid}`: The `_vectors` field in the document with id: "
+                             f"`{ext_id}` is not an object. Was expecting an object with a key for each embedder "
+                             f"with manually provided vectors, but instead got `{json.dumps(raw, separators=(',', ':'))}`")
+        if not embedders:
+            out.append((ext_id, doc, {}))
+            continue
+        sent: dict[str, Any] = dict(raw or {})
+        old: dict[str, Any] = {}
+        if merge or any(isinstance(v, dict) and v.get("embeddings") is None for v in sent.values()):
+            existing = w.get_document(ext_id)
+            if existing is not None and isinstance(existing.get(VECTORS), dict):
+                old = existing[VECTORS]
+        merged = {**old, **sent} if merge else dict(sent)
+        changes: dict[str, list[list[float]]] = {}
+        for name, config in embedders.items():
+            if name not in sent:
+                if name not in merged:
+                    missing.setdefault(name, []).append(ext_id)
+                    for key in sent:
+                        typos.setdefault(name, {}).setdefault(f"_vectors.{key}", 0)
+                        typos[name][f"_vectors.{key}"] += 1
+                    if "_vector" in doc:
+                        typos.setdefault(name, {}).setdefault("_vector", 0)
+                        typos[name]["_vector"] += 1
+                continue
+            try:
+                embeddings, regenerate = parse_entry(name, sent[name])
+            except ValueError as err:
+                raise MeiliError("invalid_vectors_type", f"Index `{uid}`: Bad embedder configuration in the document "
+                                 f"with id: `{ext_id}`. {err}") from None
+            if embeddings is None:  # `{regenerate}` alone: the old vectors stay
+                prev = old.get(name)
+                embeddings = prev.get("embeddings", []) if isinstance(prev, dict) else []
+            else:
+                changes[name] = embeddings
+            if len(embeddings) > MAX_VECTORS:
+                raise MeiliError("too_many_vectors", f"Index `{uid}`: Too many vectors for document with id "
+                                 f"{ext_id}: found {len(embeddings)}, but limited to {MAX_VECTORS}.")
+            for i, emb in enumerate(embeddings):
+                if len(emb) != config.dimensions:
+                    raise MeiliError("invalid_vector_dimensions", f"Index `{uid}`: Invalid vector dimensions in "
+                                     f"document with id `{ext_id}` in `._vectors.{name}`.\n  - note: embedding #{i} "
+                                     f"has dimensions {len(emb)}\n  - note: embedder `{name}` requires "
+                                     f"{config.dimensions}")
+            merged[name] = {"embeddings": embeddings, "regenerate": regenerate}
+        if raw is not None or merged:
+            doc = {**doc, VECTORS: merged}
+        out.append((ext_id, doc, changes))
+    for name, ids in missing.items():
+        more = f" and at least {len(ids) - 1} other document(s)" if len(ids) > 1 else ""
+        hint = f"- Hint: opt-out for a document with `_vectors.{name}: null`"
+        for typo, count in (typos.get(name) or {}).items():
+            target = "_vectors" if typo == "_vector" else f"_vectors.{name}"
+            hint = f"- Hint: try replacing `{typo}` by `{target}` in {count} document(s)."
+            break
+        raise MeiliError("vector_embedding_error", f"Index `{uid}`: While embedding documents for embedder `{name}`: "
+                         f"no vectors provided for document `{ids[0]}`{more}\n- Note: `{name}` has `source: "
+                         f"userProvided`, so documents must provide embeddings as an array in `_vectors.{name}`."
+                         f"\n{hint}")
+    return out
+
+
+def complete(settings: dict[str, Any]) -> dict[str, Any]:
+    return settings if "embedders" in settings else {**settings, "embedders": {}}
+
+
+def write_vectors(w: IndexWriter, ext_id: str, changes: dict[str, list[list[float]]]) -> None:
+    """Sets the vectors of a document just written by `put_document`."""
+    if not changes:
+        return
+    docid = w.internal_id(ext_id)
+    if docid is None:
+        return
+    store = VectorStore.of(w.index)
+    for name, embeddings in changes.items():
+        store.add(w, name, docid, embeddings)
+
+
+def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Brings the vector store in line with the `embedders` setting: removed embedders are dropped,
+    new ones (or ones whose dimensions changed) are created and filled from the stored documents'
+    `_vectors`, others are reconfigured (binary quantization)."""
+    before, after = user_provided(old), user_provided(new)
+    store = VectorStore.of(w.index)
+    for name in before:
+        if name not in after:
+            store.drop(w, name)
+    fill: list[str] = []
+    for name, config in after.items():
+        prev = before.get(name)
+        if prev is not None and prev.dimensions != config.dimensions:
+            store.drop(w, name)
+            prev = None
+        if prev is None:
+            store.drop(w, name)
+            store.configure(w, name, config)
+            fill.append(name)
+        elif prev != config:
+            try:
+                store.configure(w, name, config)
+            except ValueError:
+                raise MeiliError("invalid_settings_embedders", f"`.embedders.{name}.binaryQuantized`: Cannot disable "
+                                 "the binary quantization.\n - Note: Binary quantization is a lossy operation that "
+                                 "cannot be reverted.\n - Hint: Add a new embedder that is non-quantized and "
+                                 "regenerate the vectors.") from None
+    if not fill:
+        return
+    for docid, raw in w.iter_raw_documents():
+        doc = json.loads(raw)
+        vectors = doc.get(VECTORS)
+        if not isinstance(vectors, dict):
+            continue
+        for name in fill:
+            if name not in vectors:
+                continue
+            try:
+                embeddings, _ = parse_entry(name, vectors[name])
+            except ValueError:
+                continue
+            ok = [e for e in embeddings or [] if len(e) == after[name].dimensions]
+            if ok:
+                store.add(w, name, docid, ok)
+
+
+def check_embedders(settings: dict[str, Any], uid: str) -> None:
+    """Per-source requirements checked when a settings task is processed."""
+    for name, conf in (settings.get("embedders") or {}).items():
+        if isinstance(conf, dict) and conf.get("source") == "userProvided":
+            dims = conf.get("dimensions")
+            if dims is None:
+                raise MeiliError("invalid_settings_embedders", f"Index `{uid}`: `.embedders.{name}`: Missing field "
+                                 "`dimensions` (note: this field is mandatory for source `userProvided`)")
+            if dims == 0:
+                raise MeiliError("invalid_settings_embedders",
+                                 f"Index `{uid}`: `.embedders.{name}.dimensions`: `dimensions` cannot be zero")

@@ -1,0 +1,136 @@
+"""`POST /indexes/{index_uid}/facet-search` (action `search`): the values of one facet matching a
+prefix (typo-tolerant), counted among the documents a search selects (contract §3.11).
+
+As Meilisearch's `perform_facet_search`: the body is validated (unknown keys are ignored, the struct
+does not deny them), the tenant token's filter is AND-ed to the request's, then in the read
+transaction: `facetSearch: false` -> `facet_search_disabled`; the search's checks (filter syntax,
+search kind...); the facet name must be facet-searchable (first matching `filterableAttributes` rule
+enabling `facetSearch`); the candidates are those of the search (`q`, `filter`, matching strategy,
+the distinct attribute applied to the first page only unless `exhaustiveFacetCount`, which counts
+exhaustively as a page-mode search does). Errors carry no "Index `uid`: " prefix, as in Meilisearch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Final
+
+from pyroaring import BitMap
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hanzo_engine.apitypes.deserr import Field, decode_json_body, deserialize_object
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.index_uid import validate_index_uid
+from hanzo_engine.apitypes.search import SEARCH_BODY, HybridQuery, SearchQuery
+from hanzo_engine.apitypes.settings import complete_settings
+from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.engine.search.facet_distribution import facet_search
+from hanzo_engine.engine.update.facets import FacetRules
+from hanzo_engine.filter_parser import FilterFeatures
+
+from ..app_state import route, state
+from ..http import JSONResponse, read_body, read_index
+from ..search_exec import fused_query, run_queued
+from .search import (
+    NETWORK_DISCUSSION,
+    _without_hidden,
+    engine_request,
+    filter_features,
+    parse_search_filter,
+    prepare_query,
+)
+from .search import run_engine_search as _run
+
+_SHARED: Final = {f.name: f for f in SEARCH_BODY}
+FACET_SEARCH_BODY: Final = (
+    Field("facetQuery", "string", "invalid_facet_search_query", nullable=True, default=None),
+    Field("facetName", "string", "invalid_facet_search_facet_name", required=True,
+          missing_code="missing_facet_search_facet_name"),
+    _SHARED["q"],
+    _SHARED["vector"],
+    _SHARED["media"],
+    _SHARED["hybrid"],
+    _SHARED["filter"],
+    _SHARED["matchingStrategy"],
+    _SHARED["attributesToSearchOn"],
+    _SHARED["rankingScoreThreshold"],
+    _SHARED["locales"],
+    Field("exhaustiveFacetCount", "boolean", "invalid_facet_search_exhaustive_facet_count", nullable=True,
+          default=None),
+    _SHARED["useNetwork"],
+)
+_KNOWN: Final = frozenset(f.name for f in FACET_SEARCH_BODY)
+DEFAULT_LIMIT: Final = 20
+
+
+def not_facet_searchable(name: str, settings: dict[str, Any], rules: FacetRules) -> MeiliError:
+    """milli's `InvalidFacetSearchFacetName`."""
+    matched = rules.matching(name)
+    patterns = sorted({p for r in rules.filters if r.facet_search for p in r.patterns})
+    valid, hidden = _without_hidden(patterns, settings)
+    if matched is not None:
+        i = matched[0]
+        tail = (f"Note: this attribute matches rule #{i} in filterableAttributes, but this rule does not enable "
+                f"facetSearch.\nHint: enable facetSearch in rule #{i} by adding `\"facetSearch\": true` to the "
+                f"rule.\nHint: prepend another rule matching {name} with facetSearch: true before rule #{i}")
+    elif not valid:
+        tail = ("This index does not have configured facet-searchable attributes. To make it facet-searchable "
+                "add it to the `filterableAttributes` index settings.")
+    else:
+        tail = (f"Available facet-searchable attributes patterns are: `{', '.join(valid)}"
+                f"{', <..hidden-attributes>' if hidden else ''}`. To make it facet-searchable add it to the "
+                "`filterableAttributes` index settings.")
+    return MeiliError("invalid_facet_search_facet_name", f"Attribute `{name}` is not facet-searchable. {tail}")
+
+
+def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], query: SearchQuery,
+                         features: FilterFeatures) -> dict[str, Any]:
+    started = time.perf_counter()
+    settings = complete_settings(reader.settings())
+    if not settings.get("facetSearch", True):
+        raise MeiliError("facet_search_disabled", "The facet search is disabled for this index")
+    parse_search_filter(query.filter, features)  # syntax first, as `prepare_search`
+    name: str = body["facetName"]
+    rules = FacetRules(settings)
+    matched = rules.matching(name)
+    if matched is None or not matched[1].facet_search:
+        raise not_facet_searchable(name, settings, rules)
+    try:
+        prepared = prepare_query(reader, uid, query, features)
+    except MeiliError as err:
+        # the search route names the index in engine errors; Meilisearch's facet search does not
+        raise MeiliError(err.code, err.message.removeprefix(f"Index `{uid}`: ")) from None
+    exhaustive = bool(body["exhaustiveFacetCount"])
+    request = engine_request(prepared, query, offset=0, limit=0 if exhaustive else DEFAULT_LIMIT,
+                             exhaustive=exhaustive)
+    result = _run(reader, request, settings)
+    candidates = result.all_candidates if result.all_candidates is not None else BitMap()
+    facet_query: str | None = body["facetQuery"]
+    hits = facet_search(reader, settings, name, facet_query, candidates)
+    return {"facetHits": hits, "facetQuery": facet_query,
+            "processingTimeMs": int((time.perf_counter() - started) * 1000)}
+
+
+@route("POST", "/indexes/{index_uid}/facet-search", action="search")
+async def search_facet_values(request: Request) -> Response:
+    raw = decode_json_body(await read_body(request), request.headers.get("content-type"))
+    if isinstance(raw, dict):
+        raw = {k: v for k, v in raw.items() if k in _KNOWN}  # unknown parameters are ignored
+    body = deserialize_object(raw, FACET_SEARCH_BODY)
+    uid = validate_index_uid(request.path_params["index_uid"])
+    if body["useNetwork"] is not None:
+        raise MeiliError("feature_not_enabled", "passing `useNetwork` in a search query requires enabling the "
+                         f"`network` experimental feature. See {NETWORK_DISCUSSION}")
+    hybrid = body["hybrid"]
+    query = SearchQuery(
+        q=body["q"], filter=body["filter"], matching_strategy=body["matchingStrategy"],
+        attributes_to_search_on=body["attributesToSearchOn"], ranking_score_threshold=body["rankingScoreThreshold"],
+        locales=body["locales"], vector=body["vector"], media=body["media"],
+        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"]),
+    )
+    query = fused_query(request, uid, query)
+    features = filter_features(request)
+    result = await run_queued(request, read_index, state(request).scheduler, uid,
+                              lambda reader: perform_facet_search(reader, uid, body, query, features))
+    return JSONResponse(result)

@@ -1,0 +1,196 @@
+"""The bm25-first ranking mode (`engine/search/disjunctive.py`): `bm25` as the first ranking rule.
+
+The candidates are the documents matching ANY query term; they are ordered by BM25 over all the
+terms (then docid), checked against a pure-Python BM25 computed from the raw documents with the index
+tokenizer (k1 1.2, b 0.75, per-field lengths, idf = ln(1 + (N - df + 0.5) / (df + 0.5))).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyroaring import BitMap
+
+from hanzo_engine.apitypes.settings import complete_settings
+from hanzo_engine.engine.documents.fields import flatten
+from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.search.disjunctive import bm25_candidates, bm25_rank, bm25_scores_of
+from hanzo_engine.engine.search.engine import Searcher, search
+from hanzo_engine.engine.search.query import parse_query
+from hanzo_engine.engine.search.types import SearchRequest, SearchResult
+from hanzo_engine.engine.tokenizer import Tokenizer
+
+K1, B = 1.2, 0.75
+STOP = ["the", "of"]
+BM25_FIRST = ["bm25", "words", "typo", "proximity", "attribute", "exactness"]
+
+DOCS: list[dict[str, Any]] = [
+    {"id": 0, "title": "Ocean currents", "body": "The ocean moves heat; currents carry it far."},
+    {"id": 1, "title": "Desert winds", "body": "Winds shape dunes. The desert is dry, the desert is wide."},
+    {"id": 2, "title": "ocean ocean ocean", "body": "A short one."},
+    {"id": 3, "title": "Mountain", "body": "Snow, rock, ocean views and winds on every mountain ridge we climbed."},
+    {"id": 4, "title": "", "body": ["ocean", "winds of the ocean", "dunes"]},
+    {"id": 5, "title": "Rivers", "body": "ocean rivers meet the sea near the dunes"},
+    {"id": 6, "title": "the", "body": "nothing here"},
+    {"id": 7, "title": "Glaciers", "body": "ice sheets and glaciers retreat; meltwater flows to rivers"},
+]
+
+
+def texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from texts(item)
+
+
+def field_words() -> dict[str, dict[int, list[str]]]:
+    """field -> doc id -> its words (normalized, stop words out)."""
+    tok = Tokenizer(stop_words=STOP)
+    words: dict[str, dict[int, list[str]]] = {}
+    for doc in DOCS:
+        for name, value in flatten(doc).items():
+            found = [w for text in texts(value) for w, _ in tok.word_positions(text)]
+            if found:
+                words.setdefault(name, {}).setdefault(doc["id"], []).extend(found)
+    return words
+
+
+def reference(terms: list[tuple[str, ...]]) -> dict[int, float]:
+    """BM25 of every document matching at least one term (a word, or a phrase of consecutive words)."""
+    words = field_words()
+
+    def tf(ws: list[str], term: tuple[str, ...]) -> int:
+        return sum(tuple(ws[i : i + len(term)]) == term for i in range(len(ws) - len(term) + 1))
+
+    n = len(DOCS)
+    containing = {t: {i for per_doc in words.values() for i, ws in per_doc.items() if tf(ws, t)} for t in terms}
+    scores: dict[int, float] = {}
+    for i in set().union(*containing.values()):
+        total = 0.0
+        for t in terms:
+            df = len(containing[t])
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for per_doc in words.values():
+                ws = per_doc.get(i)
+                f = tf(ws, t) if ws else 0
+                if not ws or not f:
+                    continue
+                avgdl = sum(len(v) for v in per_doc.values()) / len(per_doc)
+                total += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * len(ws) / avgdl))
+        scores[i] = total
+    return scores
+
+
+def expected_order(scores: dict[int, float]) -> list[int]:
+    return sorted(scores, key=lambda i: (-scores[i], i))
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[Index]:
+    idx = Index.create(tmp_path / "idx", primary_key="id", created_at=0)
+    with idx.write() as w:
+        w.set_settings({"typoTolerance": {"enabled": False}, "stopWords": STOP, "rankingRules": BM25_FIRST})
+    with idx.write() as w:
+        for doc in DOCS:  # in id order: internal docids equal the ids
+            w.put_document(str(doc["id"]), doc, merge=False)
+    yield idx
+    idx.close()
+
+
+def run(index: Index, q: str, settings: dict[str, Any] | None = None, **params: Any) -> SearchResult:
+    with index.read() as reader:
+        full = complete_settings({**reader.settings(), **(settings or {})})
+        return search(reader, SearchRequest(q=q, limit=params.pop("limit", 100), **params), full)
+
+
+@pytest.mark.parametrize("q", ["ocean winds ", "desert rivers ", "glaciers ocean dunes ", "sea mountain winds ",
+                               "winds "])
+def test_any_word_ordered_by_bm25(index: Index, q: str) -> None:
+    expected = reference([(w,) for w in q.split()])
+    result = run(index, q)
+    assert result.docids == expected_order(expected)
+    assert result.candidates == len(expected)
+    for docid, detail, score in zip(result.docids, result.details, result.scores, strict=True):
+        raw = detail["bm25"]["value"]
+        assert raw == pytest.approx(expected[docid], rel=1e-12)
+        assert score == (1 + round(raw / (raw + 5.0) * 99)) / 100
+
+
+def test_words_rule_first_keeps_only_documents_with_the_words(index: Index) -> None:
+    # the contrast: with Meilisearch's rules, `last` keeps the first word (ocean) mandatory
+    result = run(index, "ocean glaciers ", {"rankingRules": BM25_FIRST[1:]})
+    assert 7 not in result.docids
+    assert 7 in run(index, "ocean glaciers ").docids
+
+
+def test_phrase_term(index: Index) -> None:
+    expected = reference([("ocean", "currents"), ("dunes",)])
+    result = run(index, '"ocean currents" dunes')
+    assert result.docids == expected_order(expected)
+    for docid, detail in zip(result.docids, result.details, strict=True):
+        assert detail["bm25"]["value"] == pytest.approx(expected[docid], rel=1e-12)
+
+
+def test_up_to_32_terms(index: Index) -> None:
+    fillers = " ".join(f"zz{chr(97 + i)}" for i in range(20))  # 20 words found nowhere
+    assert run(index, f"{fillers} glaciers ").docids == [7]
+    # the default pipeline keeps 10 terms: the last word is ignored
+    assert run(index, f"{fillers} glaciers ", {"rankingRules": BM25_FIRST[1:]}).docids == []
+
+
+def test_pagination_filter_negation_threshold(index: Index) -> None:
+    expected = expected_order(reference([("ocean",), ("winds",)]))
+    assert run(index, "ocean winds ", offset=2, limit=3).docids == expected[2:5]
+    universe = BitMap([1, 3, 5])
+    assert run(index, "ocean winds ", filter_universe=universe).docids == [i for i in expected if i in universe]
+    assert run(index, "ocean winds -desert").docids == [i for i in expected if i != 1]
+    result = run(index, "ocean winds ")
+    cut = result.scores[2]
+    kept = run(index, "ocean winds ", ranking_score_threshold=cut)
+    assert kept.docids == [d for d, s in zip(result.docids, result.scores, strict=True) if s >= cut]
+    assert kept.candidates == len(kept.docids)
+
+
+def test_typo_derivations_count(tmp_path: Path) -> None:
+    idx = Index.create(tmp_path / "typo", primary_key="id", created_at=0)
+    try:
+        with idx.write() as w:
+            w.set_settings({"stopWords": STOP, "rankingRules": BM25_FIRST})
+        with idx.write() as w:
+            for doc in DOCS:
+                w.put_document(str(doc["id"]), doc, merge=False)
+        # `glacier` (prefix) and `oceen` (one typo) stand for glaciers and ocean
+        expected = reference([("ocean",), ("glaciers",)])
+        result = run(idx, "oceen glacier")
+        assert sorted(result.docids) == sorted(expected)
+        assert result.docids == expected_order(expected)
+    finally:
+        idx.close()
+
+
+@pytest.mark.parametrize("q", ["ocean winds dunes glaciers ", "the ocean rivers sea ", "winds desert mountain "])
+def test_maxscore_pruning_keeps_the_exact_top(tmp_path: Path, q: str) -> None:
+    # no stop words: `the` and `ocean` match most documents, which MaxScore may skip
+    idx = Index.create(tmp_path / "prune", primary_key="id", created_at=0)
+    try:
+        with idx.write() as w:
+            w.set_settings({"typoTolerance": {"enabled": False}, "rankingRules": BM25_FIRST})
+        with idx.write() as w:
+            for doc in DOCS:
+                w.put_document(str(doc["id"]), doc, merge=False)
+        with idx.read() as reader:
+            settings = complete_settings(reader.settings())
+            s = Searcher(reader, settings, SearchRequest(q=q))
+            nodes = s.build_nodes(parse_query(q, s.tokenizer).terms)
+            candidates = bm25_candidates(s, nodes, s.all_docids)
+            docids, scores = bm25_scores_of(s, nodes, candidates)
+            full = sorted(zip(docids.tolist(), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))
+            for want in range(1, len(full) + 2):
+                assert bm25_rank(s, nodes, candidates, want) == full[:want]
+    finally:
+        idx.close()
