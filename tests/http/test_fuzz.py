@@ -417,7 +417,8 @@ def run_campaign(client: httpx.Client, strategy: st.SearchStrategy[FuzzRequest],
         if time.monotonic() >= deadline and not failing[0]:
             return
         try:
-            r = client.request(req.method, req.path, params=req.query, headers=req.headers, content=req.body)
+            r = client.request(req.method, req.path, params=tuple(req.query), headers=req.headers,
+                               content=req.body)
         except (httpx.InvalidURL, httpx.LocalProtocolError):
             stats.unsendable += 1  # a URL or header the client refuses to send (h11's own checks)
             return

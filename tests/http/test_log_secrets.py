@@ -69,10 +69,7 @@ def exercise(url: str) -> set[str]:
 @pytest.mark.parametrize("level", [
     "INFO",
     "DEBUG",
-    pytest.param("TRACE", marks=pytest.mark.xfail(
-        strict=True, reason="at TRACE, uvicorn's message logger (cli/__init__.py runs uvicorn with "
-                            "log_level=trace) prints each request's ASGI scope: the path of `/keys/{key}` "
-                            "shows the key value")),
+    "TRACE",
 ])
 @pytest.mark.parametrize("log_format", ["human", "json"])
 def test_logs_contain_no_key_nor_token(tmp_path: Path, level: str, log_format: str) -> None:

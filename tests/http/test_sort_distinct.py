@@ -183,8 +183,9 @@ def test_sort_with_filter_and_details(client: httpx.Client, movies: str) -> None
 
 
 def test_sort_rule_position(client: httpx.Client, index_uid: str) -> None:
-    docs = [{"id": d["id"], "title": d["title"], "vote_average": d["vote_average"]} for d in MOVIES[:600]]
-    load(client, index_uid, docs, {"sortableAttributes": ["vote_average"],
+    docs = [{"id": d["id"], "title": d["title"], "vote_average": d["vote_average"], "genres": d["genres"]}
+            for d in MOVIES[:600]]
+    load(client, index_uid, docs, {"sortableAttributes": ["vote_average", "genres"],
                                    "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"]})
     matched = search(client, index_uid, {"q": "the", "limit": 1000, "attributesToRetrieve": ["id"]})
     ratings = {d["id"]: d["vote_average"] for d in docs}
@@ -193,6 +194,12 @@ def test_sort_rule_position(client: httpx.Client, index_uid: str) -> None:
     got = [h["id"] for h in body["hits"]]
     assert sorted(got) == sorted(h["id"] for h in matched["hits"])
     assert [ratings[i] for i in got] == sorted((ratings[i] for i in got), reverse=True)
+    # strings, several per document: the largest one sorts descending, documents without last
+    by_id = {d["id"]: d for d in docs}
+    body = search(client, index_uid, {"q": "the", "sort": ["genres:desc"], "limit": 1000,
+                                      "attributesToRetrieve": ["id"]})
+    keys = [key(by_id[h["id"]], "genres", False) for h in body["hits"]]
+    assert keys == sorted(keys) and len(keys) == len(got)
     # `sort` after the relevancy rules only breaks their ties: the words rule still comes first
     ok(client, client.patch(f"/indexes/{index_uid}/settings",
                             json={"rankingRules": ["words", "sort", "typo", "proximity", "attribute", "exactness"]}))

@@ -63,6 +63,8 @@ def populate(http: httpx.Client) -> dict[str, Any]:
         "filterableAttributes": ["genre"], "sortableAttributes": ["nested.year"], "stopWords": ["the"],
         "synonyms": {"film": ["movie"]}, "rankingRules": ["words", "typo", "sort", "proximity", "exactness"],
         "typoTolerance": {"minWordSizeForTypos": {"oneTypo": 4}}, "pagination": {"maxTotalHits": 50},
+        # a loaded CI machine must not hit the search cutoff, which would make the compared pages differ
+        "searchCutoffMs": 60000,
     }, method="PATCH")
     post(http, "/indexes/movies/documents", movies)
     post(http, "/indexes/movies/documents/delete-batch", [0, 1, 2])
@@ -95,6 +97,7 @@ def snapshot_state(http: httpx.Client) -> dict[str, Any]:
     state["search"] = http.post("/indexes/movies/search", json={"q": "film quick", "filter": "genre = drama",
                                                                  "sort": ["nested.year:desc"], "limit": 20}).json()
     state["search"].pop("processingTimeMs", None)
+    state["search"].pop("requestUid", None)  # a fresh UUIDv7 per request
     return state
 
 

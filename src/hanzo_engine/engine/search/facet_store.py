@@ -4,14 +4,15 @@
 exists / null / empty bitmaps, a document's forward entry). Everything that walks the values of a
 field in order — ranges, prefix and substring matches, sort, facet distribution, facet search — goes
 through a `Column`: the field's values of one kind (numbers or strings) in key order with their
-bitmaps, plus milli's facet *levels* (groups of 4 consecutive entries, a level kept while it has at
-least 5 groups, as milli's bulk builder makes them). The levels let a walk skip, with one bitmap
+documents, plus milli's facet *levels* (groups of 4 consecutive entries, a level kept while it has
+at least 5 groups, as milli's bulk builder makes them). The levels let a walk skip, with one bitmap
 intersection, every value a set of candidates does not touch, and give facet counts the order of
-milli's level-by-level heap.
+milli's level-by-level heap. `SortValues` (each document's smallest and largest value as ranks in
+key order) gives the ranker of a keyword search one array lookup per document and sort rule.
 
-Columns are built from one cursor scan of the field's keys and cached on the `Index` per committed
-version (`updated_at`, written by every batch), so a search reads each field's database once per
-write, never the documents.
+Columns, sort values and the `_geo` points are built from one cursor scan of the field's keys and
+cached on the `Index` per committed version (`updated_at`, written by every batch), so a search
+reads each field's database once per write, never the documents.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from hanzo_engine.engine.update.facets import (
 )
 
 GROUP_SIZE: Final = 4
+CACHED_ENTRY_SIZE: Final = 64
 MIN_LEVEL_SIZE: Final = 5
 NUMBERS: Final = "n"
 STRINGS: Final = "s"
@@ -99,8 +101,15 @@ class Column:
         return self.postings[self.offsets[lo] : self.offsets[hi]]
 
     def bitmap(self, i: int) -> BitMap:
-        """The documents of entry `i`."""
-        return _bitmap_of(self.docids(i, i + 1))
+        """The documents of entry `i` (kept when it has many: few entries can, and each walk needs
+        them again, while the many small entries of a high-cardinality field build in no time)."""
+        lo, hi = self.offsets[i], self.offsets[i + 1]
+        if hi - lo < CACHED_ENTRY_SIZE:
+            return _bitmap_of(self.postings[lo:hi])
+        found = self._groups.get((0, i))
+        if found is None:
+            found = self._groups[(0, i)] = _bitmap_of(self.postings[lo:hi])
+        return found
 
     def group(self, level: int, j: int) -> BitMap:
         """The documents of group `j` of `level` (level 0: entry `j`)."""
@@ -135,7 +144,8 @@ class Column:
                     break
             parts.append(self.group(level, i // span) if level else _bitmap_of(self.docids(i, end)))
             i = end if level == 0 else i + span
-        return BitMap.union(*parts) if len(parts) > 1 else parts[0]
+        # a fresh bitmap: the group bitmaps are cached and callers may change what they get
+        return BitMap.union(*parts) if len(parts) > 1 else parts[0].copy()
 
     def bounds(self, lo: bytes | None, lo_inclusive: bool, hi: bytes | None, hi_inclusive: bool) -> tuple[int, int]:
         """Entry range of the keys between `lo` and `hi` (None: unbounded)."""
@@ -281,6 +291,23 @@ class FacetStore:
         postings = np.frombuffer(b"".join(chunks), dtype=np.uint32)
         return Column(kind, keys, offsets, postings)
 
+    def sort_values(self, fid: int) -> SortValues:
+        """Every document's smallest and largest value of a field (cached like columns)."""
+        if not self.cached:
+            return SortValues(self, fid)
+        index = self.reader.index
+        key = ("sort", fid)
+        with _CACHE_LOCK:
+            cache: dict[tuple[str, int], tuple[Any, Any]] = index.__dict__.setdefault("_facet_columns", {})
+            found = cache.get(key)
+        if found is not None and found[0] == self._version:
+            values: SortValues = found[1]
+            return values
+        values = SortValues(self, fid)
+        with _CACHE_LOCK:
+            cache[key] = (self._version, values)
+        return values
+
     def geo_points(self) -> GeoPoints:
         """Every document's `_geo` point, as dense arrays indexed by docid (cached like columns)."""
         if not self.cached:
@@ -295,6 +322,36 @@ class FacetStore:
         with _CACHE_LOCK:
             index.__dict__["_facet_geo"] = (self._version, points)
         return points
+
+
+def _first_entries(column: Column, size: int, last: bool) -> np.ndarray:
+    """For each docid, the entry of its first (or last) posting in key order; -1 without any."""
+    out = np.full(size, -1, dtype=np.int64)
+    if not len(column.postings):
+        return out
+    entry_of = np.repeat(np.arange(len(column), dtype=np.int64), np.diff(column.offsets))
+    postings = column.postings[::-1] if last else column.postings
+    docids, first = np.unique(postings, return_index=True)
+    out[docids] = (entry_of[::-1] if last else entry_of)[first]
+    return out
+
+
+class SortValues:
+    """A field's per-document sort values: the entries (ranks in key order) of each document's
+    smallest and largest number and string, -1 when it has none. Sorting compares ranks."""
+
+    def __init__(self, store: FacetStore, fid: int) -> None:
+        self.numbers = store.column(fid, NUMBERS)
+        self.strings = store.column(fid, STRINGS)
+        size = 0
+        for column in (self.numbers, self.strings):
+            if len(column.postings):
+                size = max(size, int(column.postings.max()) + 1)
+        self.size = size
+        self.number_min = _first_entries(self.numbers, size, last=False)
+        self.number_max = _first_entries(self.numbers, size, last=True)
+        self.string_min = _first_entries(self.strings, size, last=False)
+        self.string_max = _first_entries(self.strings, size, last=True)
 
 
 class GeoPoints:

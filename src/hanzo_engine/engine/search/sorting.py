@@ -157,19 +157,19 @@ class Ordering:
             return geo_key, self._geo_detail(rule, order, point)
         assert rule.field is not None
         fid = self.store.fid(rule.field)
-        numbers, strings = self.store.doc_values(docid, fid) if fid is not None else ([], [])
-        value: Any = None
-        if numbers:
-            value = min(numbers) if rule.ascending else max(numbers)
-            key: tuple[Any, ...] = (0, value if rule.ascending else -value)
-        elif strings:
-            texts = [s for s, _ in strings]
-            value = min(texts) if rule.ascending else max(texts)
-            raw = value.encode()
-            key = (1, raw) if rule.ascending else (1, (*(-b for b in raw), 1))
-        else:
-            key = (2,)
-        return key, self._field_detail(rule, order, value)
+        if fid is None:
+            return (2,), self._field_detail(rule, order, None)
+        values = self.store.sort_values(fid)
+        if docid >= values.size:
+            return (2,), self._field_detail(rule, order, None)
+        # ranks in key order stand for the values: the columns are sorted as the sort compares
+        rank = int((values.number_min if rule.ascending else values.number_max)[docid])
+        if rank >= 0:
+            return (0, rank if rule.ascending else -rank), self._field_detail(rule, order, values.numbers.value(rank))
+        rank = int((values.string_min if rule.ascending else values.string_max)[docid])
+        if rank >= 0:
+            return (1, rank if rule.ascending else -rank), self._field_detail(rule, order, values.strings.value(rank))
+        return (2,), self._field_detail(rule, order, None)
 
     def _field_detail(self, rule: SortRule, order: int, value: Any) -> dict[str, Any]:
         assert rule.field is not None
