@@ -21,8 +21,9 @@ import re
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Final, Literal
+
+from hanzo_engine.filter_parser.errors import rust_f64_display
 
 from .deserr import (
     Field,
@@ -473,18 +474,6 @@ class SortCriterion:
 
 
 _RESERVED_KEYWORDS: Final = ("_geo", "_geoDistance", "_geoPoint", "_geoRadius", "_geoBoundingBox")
-
-
-def rust_f64_display(value: float) -> str:
-    """`f64` as Rust's `Display` prints it: shortest round-trip digits, never an exponent, no `.0`."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    text = format(Decimal(repr(value)), "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def _bad_geo(kind: str, value: float) -> MeiliError:
