@@ -84,8 +84,9 @@ def test_snapshot_under_search_load_restores_an_equal_instance(tmp_path: Path) -
             more = post(http, "/indexes/articles/documents", docs(10_000, 10_000))
             late = post(http, "/indexes/articles/documents", [{"id": 99_999, "title": "late snapshot words"}])
             snapshot_task = post(http, "/snapshots", None)
-            done = wait_task(http, snapshot_task, timeout=60)
-            wait_task(http, late)
+            # generous: on a loaded 2-core machine indexing `more` and the copy under search load are slow
+            done = wait_task(http, snapshot_task, timeout=240)
+            wait_task(http, late, timeout=240)
             stop.set()
             worker.join()
             assert done["status"] == "succeeded", done
