@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pyroaring import BitMap
@@ -32,6 +32,15 @@ from hanzo_engine.engine.update.indexer import DB_DOCID_WORDS, read_forward
 from .engine import K1, B, Node, Searcher
 
 _U32 = struct.Struct(">I")
+
+
+def forward_entries(s: Searcher, docs: BitMap) -> list[bytes | None]:
+    """The raw forward entries of `docs`, in docid order (one LMDB get each; the read transactions
+    are not opened with `buffers=True`, so values are `bytes`)."""
+    get = s.reader.txn.get
+    db = s.reader.index.db(DB_DOCID_WORDS)
+    pack = _U32.pack
+    return cast(list[bytes | None], [get(pack(d), db=db) for d in docs])
 
 
 def _terms(nodes: list[Node]) -> list[Node]:
@@ -106,16 +115,18 @@ class _Scorer:
         docids = np.fromiter(docs, dtype=np.int64, count=len(docs))
         if not self.terms or not len(docids):
             return docids, np.zeros(len(docids), dtype=np.float64)
-        get = self.s.reader.txn.get
-        db = self.s.reader.index.db(DB_DOCID_WORDS)
-        pack = _U32.pack
-        entries = [get(pack(d), db=db) for d in docs]
+        return docids, self.score_entries(docs, forward_entries(self.s, docs))
+
+    def score_entries(self, docs: BitMap, entries: list[bytes | None]) -> np.ndarray:
+        """Raw BM25 of `docs` (docid order) from their forward entries, as `forward_entries` reads them."""
+        if not self.terms:
+            return np.zeros(len(entries), dtype=np.float64)
         scores = bm25_scores(entries, self.table, self.idf, self.allowed, self.allowed_tol, self.avgdl, K1, B)
         for d in self.multi & docs:
             fwd = read_forward(self.s.reader, d)
             if fwd is not None:
                 scores[docs.rank(d) - 1] = self.s.bm25(fwd[0], fwd[1], self.terms)
-        return docids, scores
+        return scores
 
     def pruned(self, candidates: BitMap, want: int) -> tuple[np.ndarray, np.ndarray]:
         """(docids, raw BM25) of a subset of `candidates` holding their top `want` (MaxScore).

@@ -45,6 +45,8 @@ from .engine import (
     sort_detail,
     sort_value,
 )
+from .fast_bucket import MIN_DOCS as FAST_MIN_DOCS
+from .fast_bucket import FastBuckets
 from .query import MAX_TERMS, MAX_TERMS_BM25, parse_query
 from .types import MatchingWords, SearchRequest, SearchResult
 
@@ -666,6 +668,10 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     distinct = ordering.distinct if ordering is not None else None
     degraded = False
     exhaustive = request.exhaustive_count and threshold is not None  # every hit must be scored to count
+    # large single-path buckets are keyed natively; only their best documents are scored here
+    fast = (FastBuckets(s, g.nodes, pipeline[2:], BM25_LEVELS, BM25_HALF)
+            if bitmap_words and bitmap_typo and threshold is None and distinct is None
+            and FastBuckets.applicable(pipeline[2:]) else None)
     for bucket in _buckets(g, steps, bitmap_words, bitmap_typo):
         if len(ranked) >= want and not exhaustive:
             break
@@ -679,9 +685,18 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
             _skip(bucket, ranked, want, pipeline, prefix_ranks)
             continue
         merged = isinstance(bucket, _MergedBucket)
-        # every document of the bucket is scored on all the rules, one at a time (keeping only its
-        # key and details: holding decoded forward entries for a large bucket costs more than it saves)
-        scored, rest = _score_until(ranker, bucket, merged, started + cutoff_ms / 1000)
+        deadline = started + cutoff_ms / 1000
+        bq = None
+        if fast is not None and bucket.typo is not None and len(bucket.paths) == 1 and len(bucket.docids) >= FAST_MIN_DOCS:
+            bm25_terms = tuple(i for i, n in enumerate(g.nodes) if n.length == 1 and i not in bucket.step.removed)
+            bq = fast.query(bucket.paths[0], bm25_terms)
+        if fast is not None and bq is not None:
+            best, rest = fast.best(bq, bm25_terms, bucket.docids, want - len(ranked), deadline)
+            scored = sorted((ranker.score(d, bucket) for d in best), key=lambda x: x[0])
+        else:
+            # every document of the bucket is scored on all the rules, one at a time (keeping only its
+            # key and details: holding decoded forward entries for a large bucket costs more than it saves)
+            scored, rest = _score_until(ranker, bucket, merged, deadline)
         for key, score, details in scored:
             if threshold is not None and score < threshold:
                 total -= 1

@@ -1,0 +1,107 @@
+"""The bucket sort's native fast path (`engine/search/fast_bucket.py`) ranks exactly as the Python ranker.
+
+Random documents over a small vocabulary built for collisions (typo neighbours, words that split into
+two indexed words, repeated words, several fields), random settings (searchable attribute order,
+ranking rule order with the old and new rule names and `bm25`, `proximityPrecision`, synonyms,
+typo tolerance off on a field) and random queries: the search with the fast path forced on every
+bucket (no minimum size) must return the same hits, ranking scores, score details and totals as the
+search with the fast path off.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hanzo_engine.apitypes.settings import complete_settings
+from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.search import ranking
+from hanzo_engine.engine.search.engine import search
+from hanzo_engine.engine.search.types import SearchRequest
+from hanzo_engine.engine.update.settings_hook import reindex_for_settings
+
+VOCAB = ["sun", "flower", "sunflower", "flowers", "sunn", "new", "news", "york", "newyork", "s",
+         "light", "lights", "night", "knight", "dark", "darkness", "the", "he", "t", "here", "her",
+         "house", "houses", "mouse", "ocean", "oceans", "blue", "glue", "red", "bed"]
+FIELDS = ["title", "body", "tags"]
+RULE_SETS = [
+    ["words", "typo", "proximity", "attributeRank", "sort", "wordPosition", "exactness"],
+    ["words", "typo", "proximity", "attribute", "sort", "exactness"],
+    ["words", "typo", "exactness", "proximity", "wordPosition", "attributeRank"],
+    ["words", "typo", "bm25", "proximity", "exactness"],
+    ["typo", "words", "wordPosition", "exactness", "proximity"],
+]
+
+text = st.lists(st.sampled_from(VOCAB), min_size=0, max_size=9).map(" ".join)
+document = st.fixed_dictionaries({"title": text, "body": text, "tags": st.lists(text, max_size=2)})
+query = st.lists(st.sampled_from([*VOCAB, "sunfl", "flowe", "ne", "houze", "lihgt"]),
+                 min_size=1, max_size=4).map(" ".join)
+config = st.fixed_dictionaries({
+    "rankingRules": st.sampled_from(RULE_SETS),
+    "searchableAttributes": st.sampled_from([["*"], ["title", "body", "tags"], ["body", "title"],
+                                             ["tags", "title", "body"]]),
+    "proximityPrecision": st.sampled_from(["byWord", "byAttribute"]),
+    "synonyms": st.sampled_from([{}, {"sun": ["light", "blue ocean"], "night": ["dark"]},
+                                 {"new york": ["newyork"], "newyork": ["new york"]}]),
+    "typoTolerance": st.sampled_from([{}, {"disableOnAttributes": ["title"]},
+                                      {"minWordSizeForTypos": {"oneTypo": 3, "twoTypos": 5}}]),
+})
+
+
+def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    with monkeypatch.context() as m:
+        if fast:
+            m.setattr(ranking, "FAST_MIN_DOCS", 0)
+        else:
+            m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules: False))
+        with index.read() as r:
+            settings_view = complete_settings(r.settings())
+            res = search(r, SearchRequest(q=q, limit=7, offset=1, matching_strategy=strategy), settings_view)
+    return [res.docids, res.scores, res.details, res.candidates]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(document, min_size=1, max_size=40), cfg=config,
+       queries=st.lists(query, min_size=1, max_size=4),
+       strategy=st.sampled_from(["last", "all", "frequency"]))
+def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, Any], queries: list[str],
+                                   strategy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
+        new = complete_settings(cfg)
+        with index.write() as w:
+            reindex_for_settings(w, complete_settings({}), new)
+            w.set_settings(new)
+            for i, doc in enumerate(docs):
+                w.put_document(str(i), {"id": i, **doc}, merge=False)
+            w.touch()
+        for q in queries:
+            assert run(index, q, strategy, True, monkeypatch) == run(index, q, strategy, False, monkeypatch), q
+        index.close()
+
+
+def test_fast_path_is_taken_for_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # guards the property above: the buckets of a common word do go through the native keyer
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    with index.write() as w:
+        for i in range(300):
+            words = [VOCAB[(i * 7 + k * 3) % len(VOCAB)] for k in range(i % 9 + 1)]
+            w.put_document(str(i), {"id": i, "title": " ".join(words[:3]), "body": " ".join(words)}, merge=False)
+        w.touch()
+    calls: list[int] = []
+    best = ranking.FastBuckets.best
+
+    def counted(self: ranking.FastBuckets, *args: Any) -> Any:
+        calls.append(len(args[2]))
+        return best(self, *args)
+
+    monkeypatch.setattr(ranking.FastBuckets, "best", counted)
+    for q in ("sun", "flower light", "news", "the dark"):
+        assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
+    assert calls and max(calls) >= ranking.FAST_MIN_DOCS
+    index.close()
