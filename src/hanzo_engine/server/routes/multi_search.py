@@ -16,16 +16,18 @@ With `federation` (contract §3.10, Meilisearch's `perform_federated_search`):
    checks, and the search itself for `offset + limit` hits (page mode: `page ×
    hitsPerPage`, exhaustive count) capped by the index's `maxTotalHits`. The index's lists are merged
    by weighted score (each query's order kept), a document found by several queries keeping its first
-   place; each hit gets `_federation` (after the document's fields, before `_formatted`);
-3. `facetsByIndex` of indexes no query names are still checked; the indexes' lists are merged the same
-   way and `offset`/`limit` (or the page) cut from the merged list.
+   place; each hit gets `_federation` (after the document's fields, before `_formatted`). Last, the
+   index's `facetsByIndex` facets, counted over the union of its queries' candidates;
+3. `facetsByIndex` of indexes no query names are still checked (not counted: Meilisearch leaves them
+   out of the response); the indexes' lists are merged the same way and `offset`/`limit` (or the page)
+   cut from the merged list; the facets are given per index or merged (`federated_facets.py`).
 
 Hits are compared by weighted score as `search_exec.compare` documents (Meilisearch's
 `WeightedScoreValue`); ranking-rule compatibility is `search_exec.RankingRules`.
 
-`estimatedTotalHits` sums the indexes' candidates: exact with one query per index; with several, the
-union of the queries' candidates, exact while each query matches at most 1000 documents (the query is run
-again for their ids), an upper bound past that.
+`estimatedTotalHits` sums, over the indexes, the number of documents any of the index's queries
+matched (the union of their candidates, the set the facets are counted on), not capped by
+`maxTotalHits`, as Meilisearch.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pyroaring import BitMap
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -52,6 +55,7 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 
 from ..app_state import route, state
 from ..auth import auth_filter
+from ..federated_facets import ComputedFacets, FederatedFacets
 from ..http import JSONResponse, read_body, read_index
 from ..search_exec import (
     Ranked,
@@ -276,9 +280,6 @@ def multi(scheduler: Scheduler, queries: list[MultiQuery], features: Experimenta
 # Federated search
 # -------------------------------------------------------------------------------------------------
 
-# How many candidates of one query are listed to count an index's union exactly (module doc).
-UNION_CAP: Final = 1000
-_ORDER_TEXT: Final = {"alpha": "alphabetically", "count": "by count"}
 _AFTER_FEDERATION: Final = ("_formatted", "_matchesPosition", "_rankingScore", "_rankingScoreDetails")
 
 
@@ -295,7 +296,6 @@ class IndexResult:
     primary_key: str | None
     hits: list[tuple[Ranked, dict[str, Any]]]
     total: int
-    facets: tuple[dict[str, Any], dict[str, Any]] | None
 
 
 def _with_federation(hit: dict[str, Any], federation: dict[str, Any]) -> dict[str, Any]:
@@ -317,10 +317,9 @@ class Federated:
         self.features = features
         self.federation = federation
         self.facets_by_index: dict[str, list[str] | None] = dict(federation["facetsByIndex"])
-        self.merge: dict[str, Any] | None = federation["mergeFacets"]
+        self.facets = FederatedFacets(federation["mergeFacets"])
         self.distinct: str | None = federation["distinct"]
         self.previous: tuple[RankingRules, int, str] | None = None
-        self.facet_orders: dict[str, tuple[str, str]] = {}
         page, per_page, limit, offset = (federation["page"], federation["hitsPerPage"], federation["limit"],
                                          federation["offset"])
         self.paginated = page is not None or per_page is not None
@@ -398,32 +397,30 @@ class Federated:
     # -- 2. one index --------------------------------------------------------------------------------
 
     def _check_facet_order(self, uid: str, facets: list[str] | None, settings: dict[str, Any], note: str) -> None:
-        if self.merge is None or facets is None:
+        if facets is None:
             return
-        for facet in facets:
-            order = facet_sort_order(facet, settings)
-            first_uid, first_order = self.facet_orders.setdefault(facet, (uid, order))
-            if first_order != order:
-                raise MultiSearchError(
-                    "invalid_multi_search_facet_order",
-                    f"Inside `.federation.facetsByIndex.{uid}`: Inconsistent order for values in facet `{facet}`: "
-                    f"index `{first_uid}` orders {_ORDER_TEXT[first_order]}, but index `{uid}` orders "
-                    f"{_ORDER_TEXT[order]}.\n - Hint: Remove `federation.mergeFacets` or change "
-                    f"`faceting.sortFacetValuesBy` to be consistent in settings.{note}", 400)
+        try:
+            self.facets.check_order(uid, ((facet, facet_sort_order(facet, settings)) for facet in facets))
+        except MeiliError as err:
+            raise inside(err, f".federation.facetsByIndex.{uid}", note) from None
 
-    def _facets(self, uid: str, facets: list[str] | None, settings: dict[str, Any], note: str,
-                ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    @staticmethod
+    def _facets(reader: IndexReader, uid: str, facets: list[str] | None, settings: dict[str, Any],
+                candidates: BitMap, note: str) -> ComputedFacets | None:
+        """The index's facets over `candidates`; a facet that is not filterable answers
+        `invalid_multi_search_facets` (Meilisearch's `Route::MultiSearch`)."""
         if facets is None:
             return None
         try:
-            return facet_distribution(facets, settings, uid)
+            return facet_distribution(facets, settings, uid, reader, candidates)
         except MeiliError as err:
-            raise inside(err, f".federation.facetsByIndex.{uid}", note, code="invalid_multi_search_facets") from None
+            code = "invalid_multi_search_facets" if err.code == "invalid_search_facets" else None
+            raise inside(err, f".federation.facetsByIndex.{uid}", note, code=code) from None
 
     def _query_entries(self, reader: IndexReader, uid: str, item: IndexQuery, settings: dict[str, Any],
-                       limit: int) -> tuple[list[tuple[Ranked, Any]], int, PreparedQuery]:
-        """Run one query for `limit` hits: its entries (ranking, hit material) in rank order, its candidates
-        and the prepared query (its filter, the tenant token's included, and its sort)."""
+                       limit: int) -> tuple[list[tuple[Ranked, Any]], BitMap]:
+        """Run one query for `limit` hits: its entries (ranking, hit material) in rank order and every
+        document it matched (its filter, the tenant token's included, applied)."""
         query = item.query
         check_search_kind(query, settings, uid)
         sort = None if query.sort is None else parse_sort(query.sort)
@@ -449,7 +446,9 @@ class Federated:
             if document is not None:
                 rank = ranked(rules, document, score, details, item.weight, item.query_index)
                 entries.append((rank, (docid, document, maker, score, details)))
-        return entries, result.candidates, prepared
+        # every engine path fills `all_candidates`; the page's ids are the floor should one not
+        candidates = result.all_candidates if result.all_candidates is not None else BitMap(result.docids)
+        return entries, candidates
 
     def _request(self, query: SearchQuery, limit: int, prepared: PreparedQuery) -> SearchRequest:
         # the filter's documents and the sort come from `prepared`: without them a tenant token's
@@ -464,23 +463,6 @@ class Federated:
             ordering=prepared.ordering,
         )
 
-    def _index_total(self, reader: IndexReader, settings: dict[str, Any], group: list[IndexQuery],
-                     totals: list[tuple[int, set[int], PreparedQuery]]) -> int:
-        """Documents matched by any query of the index: the union of their candidates, counted exactly
-        while each query matches at most `UNION_CAP` documents (the search is re-run for its ids); past
-        that, the documents a query matched beyond its ids are added (an upper bound)."""
-        if len(totals) == 1:
-            return totals[0][0]
-        union: set[int] = set()
-        beyond = 0
-        for item, (candidates, docids, prepared) in zip(group, totals, strict=True):
-            if candidates > len(docids):
-                request = self._request(item.query, min(candidates, UNION_CAP), prepared)
-                docids = set(run_engine_search(reader, request, settings).docids)
-            union |= docids
-            beyond += max(0, candidates - len(docids))
-        return len(union) + beyond
-
     def search_index(self, uid: str, group: list[IndexQuery], facets: list[str] | None,
                      reader: IndexReader) -> IndexResult:
         note = f"\n - Note: index `{uid}` used in `.queries[{group[0].query_index}]`"
@@ -488,14 +470,15 @@ class Federated:
         self._check_facet_order(uid, facets, settings, note)
         max_total_hits = (settings.get("pagination") or {}).get("maxTotalHits") or DEFAULT_MAX_TOTAL_HITS
         limit = min(self.required, max_total_hits)
-        lists, totals = [], []
+        lists = []
+        candidates = BitMap()
         for item in group:
             try:
-                entries, candidates, prepared = self._query_entries(reader, uid, item, settings, limit)
+                entries, matched = self._query_entries(reader, uid, item, settings, limit)
             except MeiliError as err:
                 raise inside(err, _query(item.query_index)) from None
             lists.append(entries)
-            totals.append((candidates, {entry[1][0] for entry in entries}, prepared))
+            candidates |= matched
         hits: list[tuple[Ranked, dict[str, Any]]] = []
         seen: set[int] = set()
         for rank, (docid, document, maker, score, details) in merge_ranked(lists):
@@ -506,10 +489,14 @@ class Federated:
             seen.add(docid)
             federation = {"indexUid": uid, "queriesPosition": rank.query_index, "weightedRankingScore": rank.weighted}
             hits.append((rank, _with_federation(maker.make(document, score, details), federation)))
-        total = self._index_total(reader, settings, group, totals)
-        return IndexResult(uid, reader.primary_key, hits, total, self._facets(uid, facets, settings, note))
+        computed = self._facets(reader, uid, facets, settings, candidates, note)
+        if computed is not None:
+            self.facets.add(uid, computed)
+        return IndexResult(uid, reader.primary_key, hits, len(candidates))
 
     def _check_unused_facets(self) -> None:
+        """The indexes `facetsByIndex` names and no query uses: they must exist and their facets be
+        valid; counted over no document, they are left out of the response (as Meilisearch)."""
         for uid in sorted(self.facets_by_index):
             facets = self.facets_by_index[uid]
             note = f"\n - Note: index `{uid}` is not used in queries"
@@ -518,7 +505,7 @@ class Federated:
                       note: str = note) -> None:
                 settings = complete_settings(reader.settings())
                 self._check_facet_order(uid, facets, settings, note)
-                self._facets(uid, facets, settings, note)
+                self._facets(reader, uid, facets, settings, BitMap(), note)
 
             try:
                 read_index(self.scheduler, uid, check)
@@ -528,30 +515,6 @@ class Federated:
                 raise inside(err, f".federation.facetsByIndex.{uid}", note) from None
 
     # -- 3. merge ------------------------------------------------------------------------------------
-
-    def _merged_facets(self, results: list[IndexResult]) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        computed = [r.facets for r in sorted(results, key=lambda r: r.uid) if r.facets is not None]
-        if not computed or self.merge is None:
-            return None
-        distribution: dict[str, dict[str, int]] = {}
-        stats: dict[str, dict[str, float]] = {}
-        for index_distribution, index_stats in computed:
-            for facet, values in index_distribution.items():
-                merged = distribution.setdefault(facet, {})
-                for value, count in values.items():
-                    merged[value] = merged.get(value, 0) + count
-            for facet, bounds in index_stats.items():
-                if facet in stats:
-                    stats[facet] = {"min": min(stats[facet]["min"], bounds["min"]),
-                                    "max": max(stats[facet]["max"], bounds["max"])}
-                else:
-                    stats[facet] = dict(bounds)
-        max_values = self.merge.get("maxValuesPerFacet")
-        for facet, values in distribution.items():
-            by_count = self.facet_orders.get(facet, ("", "alpha"))[1] == "count"
-            items = sorted(values.items(), key=lambda kv: -kv[1]) if by_count else sorted(values.items())
-            distribution[facet] = dict(items if max_values is None else items[:max_values])
-        return dict(sorted(distribution.items())), dict(sorted(stats.items()))
 
     def run(self, queries: list[MultiQuery], request_uid: str, with_metadata: bool) -> dict[str, Any]:
         started = time.perf_counter()
@@ -575,14 +538,7 @@ class Federated:
                         totalPages=-(-total // self.per_page) if self.per_page else 0, totalHits=total)
         else:
             body.update(limit=self.federation["limit"], offset=self.federation["offset"], estimatedTotalHits=total)
-        merged = self._merged_facets(results)
-        if merged is not None:
-            body["facetDistribution"], body["facetStats"] = merged
-        elif self.merge is None:
-            by_index = {r.uid: {"distribution": r.facets[0], "stats": r.facets[1]}
-                        for r in sorted(results, key=lambda r: r.uid) if r.facets is not None}
-            if by_index:
-                body["facetsByIndex"] = by_index
+        body.update(self.facets.fields())
         body["requestUid"] = request_uid
         if with_metadata:
             keys = {r.uid: r.primary_key for r in results}
