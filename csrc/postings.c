@@ -216,6 +216,13 @@ static int doc_occurrence(hz_doc *d, const char *w, size_t len, uint32_t packed)
         d->pairs[d->n_pairs++] = (doc_pair){(uint32_t)i, fid};
         e->last_fid = fid;
     }
+    if ((packed & 0xFFFF) == 0 && fid < HZ_FIRST_WORD_FID) {
+        /* The first word of a field also goes under the pseudo field fid | HZ_FIRST_WORD_FID. */
+        if (grow((void **)&d->pairs, &d->cap_pairs, d->n_pairs + 1, sizeof(doc_pair), 64) < 0) {
+            return -1;
+        }
+        d->pairs[d->n_pairs++] = (doc_pair){(uint32_t)i, fid | HZ_FIRST_WORD_FID};
+    }
     if (e->n_pos == UINT32_MAX || d->n_occ >= UINT32_MAX
         || grow((void **)&d->occ, &d->cap_occ, d->n_occ + 1, sizeof(doc_occ), 256) < 0) {
         return -1;

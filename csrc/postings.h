@@ -39,6 +39,9 @@ extern "C" {
 #endif
 
 #define HZ_MAX_POSITION 0xFFFFu   /* packed positions keep 16 bits for the position */
+/* word-fid-docids keys with fid | HZ_FIRST_WORD_FID hold the documents whose field fid starts with
+ * the word (position 0): the search's first word-position bucket, without reading forward entries. */
+#define HZ_FIRST_WORD_FID 0x8000u
 #define HZ_ARRAY_GAP 8u           /* distance between two elements of an array field */
 
 typedef struct {

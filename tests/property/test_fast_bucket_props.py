@@ -5,7 +5,7 @@ two indexed words, repeated words, several fields), random settings (searchable 
 ranking rule order with the old and new rule names and `bm25`, `proximityPrecision`, synonyms,
 typo tolerance off on a field) and random queries: the search with the fast path forced on every
 bucket (no minimum size) must return the same hits, ranking scores, score details and totals as the
-search with the fast path off.
+search with the fast path off. The first-words narrowing of large one-node buckets is forced too.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search import ranking
+from hanzo_engine.engine.search import fast_bucket, ranking
 from hanzo_engine.engine.search.engine import search
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
@@ -57,6 +57,7 @@ def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.Mon
     with monkeypatch.context() as m:
         if fast:
             m.setattr(ranking, "FAST_MIN_DOCS", 0)
+            m.setattr(fast_bucket, "PREFILTER_MIN", 0)
         else:
             m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules: False))
         with index.read() as r:
@@ -97,11 +98,36 @@ def test_fast_path_is_taken_for_a_large_bucket(tmp_path: Path, monkeypatch: pyte
     best = ranking.FastBuckets.best
 
     def counted(self: ranking.FastBuckets, *args: Any) -> Any:
-        calls.append(len(args[2]))
+        calls.append(len(args[4]))
         return best(self, *args)
 
     monkeypatch.setattr(ranking.FastBuckets, "best", counted)
     for q in ("sun", "flower light", "news", "the dark"):
         assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
     assert calls and max(calls) >= ranking.FAST_MIN_DOCS
+    index.close()
+
+
+def test_first_words_narrow_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a third of the documents start a field with `sun` (the best word-position bucket): only those
+    # are keyed, and the page is still the Python ranker's
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    with index.write() as w:
+        for i in range(600):
+            words = [VOCAB[(i * 5 + k * 7) % len(VOCAB)] for k in range(i % 7 + 2)]
+            title = " ".join(["sun", *words[:2]] if i % 3 == 0 else [*words[:2], "sun", "sunn"])
+            w.put_document(str(i), {"id": i, "title": title, "body": " ".join(words)}, merge=False)
+        w.touch()
+    keyed: list[int] = []
+    key = fast_bucket.FastBuckets._key
+
+    def counted(self: fast_bucket.FastBuckets, *args: Any) -> Any:
+        keyed.append(len(args[2]))
+        return key(self, *args)
+
+    monkeypatch.setattr(fast_bucket.FastBuckets, "_key", counted)
+    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    for q in ("sun", "sunn", "sun blue"):
+        assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
+    assert 200 in keyed  # the documents starting with `sun`, not the whole bucket
     index.close()

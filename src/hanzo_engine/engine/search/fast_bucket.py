@@ -23,14 +23,16 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
+from hanzo_engine.engine.update.indexer import DB_WORD_FID_DOCIDS, FIRST_WORD_FID, has_first_words
 
 from .disjunctive import _field_arrays, _Scorer, forward_entries
-from .engine import Node, Path, Searcher
+from .engine import _FID, Node, Path, Searcher
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
 MIN_DOCS = 48  # smaller buckets are scored in Python directly
 MARGIN = 8  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
+PREFILTER_MIN = 2_048  # from this size, a one-node bucket is first narrowed by its first words
 S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
@@ -56,6 +58,7 @@ class FastBuckets:
         self._scorers: dict[tuple[int, ...], _Scorer] = {}
         self._queries: dict[Path, BucketQuery | None] = {}
         self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._has_first_words: bool | None = None
 
     @staticmethod
     def applicable(rules: list[str]) -> bool:
@@ -111,10 +114,98 @@ class FastBuckets:
         return BucketQuery(words, [sorted(entries[w]) for w in words], phrases, spec, self.codes, allowed,
                            allowed_tol, weight, s.max_weight, s.by_attribute)
 
-    def best(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, need: int, deadline: float,
-             ) -> tuple[list[int], BitMap]:
-        """The docids of `docs` to score in Python (the best `need + MARGIN` by the native keys,
-        best first) and the documents left unkeyed when `deadline` (time.monotonic) passed."""
+    def best(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, level: int, docs: BitMap,
+             need: int, deadline: float) -> tuple[list[int], BitMap]:
+        """The docids of `docs` (a bucket of `path` whose node(s) matched at typo `level`) to score in
+        Python, the best `need + MARGIN` by the native keys, best first; and the documents left unkeyed
+        when `deadline` (time.monotonic) passed.
+
+        A large bucket of a one-node path is first narrowed to the documents that may reach the best
+        keys of the rules before exactness (`_first_words`); when enough of those do reach them, no
+        document outside can rank before them and the rest of the bucket is never read.
+        """
+        want = need + MARGIN
+        if len(docs) >= PREFILTER_MIN:
+            first = self._first_words(path, level, docs)
+            if first is not None and len(first[0]) >= want:
+                subset, best_prefix = first
+                keyed = self._key(bq, bm25_terms, subset, deadline)
+                if not keyed[3]:
+                    prefix = keyed[0][:, : len(best_prefix)]
+                    if int(np.all(prefix == np.array(best_prefix, dtype=np.int32), axis=1).sum()) >= want:
+                        return self._select(keyed, want), BitMap()
+        keyed = self._key(bq, bm25_terms, docs, deadline)
+        return self._select(keyed, want), keyed[3]
+
+    def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
+        """(a subset of `docs` holding every document whose keys on the leading proximity, attribute
+        and word-position rules are the best possible; those best keys), or None when the rules or the
+        index do not allow it.
+
+        The best keys of a one-node path starting the query: proximity is constant, attribute rank is
+        the smallest searched weight, word position 0 (a derivation of the bucket's level starting a
+        field: the FIRST_WORD_FID bitmaps). Documents reaching them start a field with a derivation,
+        and (if the weights differ) have one in a field of the smallest weight."""
+        if len(path) != 1 or not self._first_words_complete:
+            return None
+        node = self.nodes[path[0]]
+        if node.qstart != 0 or not 0 <= level < len(node.alts):
+            return None
+        best: list[int] = []
+        positional = weighted = False
+        s = self.s
+        wmin = min((s.weight[f] for f in s.searched), default=0)
+        for code in self.codes:
+            if code == RULE_CODES["proximity"]:
+                best.append(node.length - 1)
+            elif code == RULE_CODES["attributeRank"]:
+                best.append(wmin * node.length)
+                weighted = True
+            elif code == RULE_CODES["attribute"]:
+                best.extend((wmin * node.length, 0))
+                weighted = positional = True
+            elif code == RULE_CODES["wordPosition"]:
+                best.append(0)
+                positional = True
+            else:
+                break
+        if not positional:
+            return None
+        if len({s.weight[f] for f in s.searched}) <= 1:
+            weighted = False  # every searched field has the smallest weight
+        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
+        get = s.reader.txn.get
+        starts: list[BitMap] = []
+        in_best: list[BitMap] = []
+        for alt in node.alts[level]:
+            word = alt.words[0]
+            if word is None:
+                return None
+            base = word.encode() + b"\x00"
+            for fid in s.searched:
+                if not s.allowed(fid, alt.tolerant):
+                    continue
+                raw = get(base + _FID.pack(fid | FIRST_WORD_FID), db=db)
+                if raw is not None:
+                    starts.append(BitMap.deserialize(bytes(raw)))
+                if weighted and s.weight[fid] == wmin:
+                    raw = get(base + _FID.pack(fid), db=db)
+                    if raw is not None:
+                        in_best.append(BitMap.deserialize(bytes(raw)))
+        subset = BitMap.union(*starts) & docs if starts else BitMap()
+        if weighted:
+            subset &= BitMap.union(*in_best) if in_best else BitMap()
+        return subset, best
+
+    @property
+    def _first_words_complete(self) -> bool:
+        if self._has_first_words is None:
+            self._has_first_words = has_first_words(self.s.reader)
+        return self._has_first_words
+
+    def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BitMap]:
+        """(keys, raw BM25, docids, documents left when the deadline passed) of `docs`."""
         scorer = self._scorers.get(bm25_terms)
         if scorer is None:
             scorer = self._scorers[bm25_terms] = _Scorer(self.s, [self.nodes[i] for i in bm25_terms])
@@ -135,7 +226,11 @@ class FastBuckets:
         key = np.concatenate(keys) if len(keys) > 1 else keys[0]
         raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
         docids = np.concatenate(ids) if len(ids) > 1 else ids[0]
-        columns = [key[:, c] for c in range(bq.n_cols)]
+        return key, raw, docids, rest
+
+    def _select(self, keyed: tuple[np.ndarray, np.ndarray, np.ndarray, BitMap], want: int) -> list[int]:
+        key, raw, docids, _ = keyed
+        columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
         col = 0
         for code in self.codes:
             if code == RULE_CODES["bm25"]:
@@ -143,5 +238,4 @@ class FastBuckets:
                 columns[col] = -(1 + np.rint(norm * (self.levels - 1))).astype(np.int64)
             col += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
         order = np.lexsort((docids, -raw, *reversed(columns)))
-        take = order[: need + MARGIN]
-        return [int(d) for d in docids[take]], rest
+        return [int(d) for d in docids[order[:want]]]

@@ -690,8 +690,10 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
         if fast is not None and bucket.typo is not None and len(bucket.paths) == 1 and len(bucket.docids) >= FAST_MIN_DOCS:
             bm25_terms = tuple(i for i, n in enumerate(g.nodes) if n.length == 1 and i not in bucket.step.removed)
             bq = fast.query(bucket.paths[0], bm25_terms)
-        if fast is not None and bq is not None:
-            best, rest = fast.best(bq, bm25_terms, bucket.docids, want - len(ranked), deadline)
+        if fast is not None and bq is not None and bucket.typo is not None:
+            level = bucket.typo - sum(g.nodes[i].typo_base for i in bucket.paths[0])
+            best, rest = fast.best(bq, bm25_terms, bucket.paths[0], level, bucket.docids, want - len(ranked),
+                                   deadline)
             scored = sorted((ranker.score(d, bucket) for d in best), key=lambda x: x[0])
         else:
             # every document of the bucket is scored on all the rules, one at a time (keeping only its

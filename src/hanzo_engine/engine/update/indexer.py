@@ -6,6 +6,9 @@ Structures (databases of the index env, all written in the batch's write transac
 - `word-fid-docids`  word + 0x00 + fid (u16 BE) -> bitmap of docids containing the word in that field.
                      Gives attribute restriction (`attributesToSearchOn`, searchable attributes) and the
                      attribute-rank rule as bitmap operations.
+                     Under fid | FIRST_WORD_FID (0x8000): the docids whose field fid starts with the
+                     word (position 0), the best word-position bucket of a one-word query as a bitmap
+                     (`search/fast_bucket.py`); complete when `first-words` is set in the main db.
 - `docid-words`      docid (u32 BE) -> msgpack `[lengths, postings]` — the forward index: `lengths` maps
                      fid -> number of words of that field, `postings` maps word -> packed positions
                      (`fid << 16 | position`). Proximity, word position, exactness, phrases and BM25
@@ -50,6 +53,10 @@ DB_WORD_FID_DOCIDS: Final = b"word-fid-docids"
 DB_DOCID_WORDS: Final = b"docid-words"
 KEY_SEARCH_FIELDS: Final = b"search-fields"
 KEY_FIELD_STATS: Final = b"field-stats"
+# Set once every document's first words are under FIRST_WORD_FID keys: indexes made before those keys
+# existed lack them until they are reindexed, and search must not trust a partial set.
+KEY_FIRST_WORDS: Final = b"first-words"
+FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
 
 MAX_POSITION: Final = 0xFFFF
 # Accumulated bitmap changes (about 12 bytes per word and field of each document) are flushed past this.
@@ -96,6 +103,11 @@ def read_forward(reader: IndexReader, docid: int) -> Forward | None:
     return lengths, postings
 
 
+def has_first_words(reader: IndexReader) -> bool:
+    """Whether the FIRST_WORD_FID keys are complete (`KEY_FIRST_WORDS`)."""
+    return reader._main(KEY_FIRST_WORDS) is not None
+
+
 def search_fields(reader: IndexReader) -> list[str]:
     raw = reader._main(KEY_SEARCH_FIELDS)
     return list(_json_decode(raw)) if raw else []
@@ -130,6 +142,9 @@ class SearchIndexer:
         self.max_memory = MAX_PENDING_BYTES
         self.pending: set[int] = set()
         self.dirty = False
+        db_main = writer.index.db_main
+        self.first_words = (self.txn.get(KEY_FIRST_WORDS, db=db_main) is not None
+                            or self.txn.stat(self.db_forward)["entries"] == 0)
 
     def analyze(self, document: dict[str, Any]) -> Forward:
         """(field lengths, word -> packed positions) of `document`, as its forward entry stores them."""
@@ -162,6 +177,7 @@ class SearchIndexer:
         self.changes.clear()
         self.pending.clear()
         self.stats = {}
+        self.first_words = True
         self.dirty = True
 
     def flush(self) -> None:
@@ -180,6 +196,8 @@ class SearchIndexer:
         db_main = self.writer.index.db_main
         txn.put(KEY_SEARCH_FIELDS, _json_encode(self.fields), db=db_main)
         txn.put(KEY_FIELD_STATS, _json_encode({str(k): v for k, v in self.stats.items()}), db=db_main)
+        if self.first_words:
+            txn.put(KEY_FIRST_WORDS, b"1", db=db_main)
         self.pending.clear()
         self.dirty = False
 
