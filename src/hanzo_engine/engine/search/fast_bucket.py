@@ -5,10 +5,11 @@ bucket of a common word holds tens of thousands of documents. When every rule le
 keyer implements (proximity, attribute rank, word position, exactness, bm25) and the bucket has one
 path of word nodes (derivations: words, split words, synonyms), `_native.bucket.BucketQuery` computes the same
 sort keys for every document from the raw forward entries (one LMDB get and one in-place parse each),
-and `_native.bm25` the BM25 tie-break. The best `need + MARGIN` documents by those keys are then
-scored by the `Ranker` itself, which gives the details and the final order: the page is exactly the
-Python ranker's as long as the native keys agree with it (tests/unit/test_fast_bucket.py compares
-both on random corpora), and the margin absorbs float rounding differences of BM25 at the cut.
+and `_native.bm25` the BM25 tie-break. For the best `need + MARGIN` documents by those keys, the
+score details are rebuilt from the native keys as `Ranker.apply` builds them and BM25 is recomputed
+by `Searcher.bm25`, which gives the final order: the page is exactly the Python ranker's as long as
+the native keys agree with it (tests/property/test_fast_bucket_props.py compares both on random
+corpora), and the margin absorbs float rounding differences of the native BM25 at the cut.
 
 Not taken (the caller scores per document): a bucket without a typo split, several paths (ngrams),
 quoted phrases, sort rules, `distinct`, a ranking score threshold.
@@ -23,7 +24,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
-from hanzo_engine.engine.update.indexer import DB_WORD_FID_DOCIDS, FIRST_WORD_FID, has_first_words
+from hanzo_engine.engine.update.indexer import DB_WORD_FID_DOCIDS, FIRST_WORD_FID, has_first_words, read_forward
 
 from .disjunctive import _field_arrays, _Scorer, forward_entries
 from .engine import _FID, Node, Path, Searcher
@@ -37,6 +38,7 @@ S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
 Scored = tuple[tuple[Any, ...], float, dict[str, Any]]
+MATCH_TYPES = {3: "exactMatch", 2: "matchesStart", 1: "noExactMatch"}
 
 
 def _supported(node: Node) -> bool:
@@ -115,10 +117,10 @@ class FastBuckets:
                            allowed_tol, weight, s.max_weight, s.by_attribute)
 
     def best(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, level: int, docs: BitMap,
-             need: int, deadline: float) -> tuple[list[int], BitMap]:
-        """The docids of `docs` (a bucket of `path` whose node(s) matched at typo `level`) to score in
-        Python, the best `need + MARGIN` by the native keys, best first; and the documents left unkeyed
-        when `deadline` (time.monotonic) passed.
+             need: int, deadline: float) -> tuple[list[tuple[int, list[int]]], BitMap]:
+        """(docid, native keys) of the best `need + MARGIN` documents of `docs` (a bucket of `path`
+        whose node(s) matched at typo `level`) by the native keys, best first; and the documents left
+        unkeyed when `deadline` (time.monotonic) passed.
 
         A large bucket of a one-node path is first narrowed to the documents that may reach the best
         keys of the rules before exactness (`_first_words`); when enough of those do reach them, no
@@ -228,7 +230,8 @@ class FastBuckets:
         docids = np.concatenate(ids) if len(ids) > 1 else ids[0]
         return key, raw, docids, rest
 
-    def _select(self, keyed: tuple[np.ndarray, np.ndarray, np.ndarray, BitMap], want: int) -> list[int]:
+    def _select(self, keyed: tuple[np.ndarray, np.ndarray, np.ndarray, BitMap], want: int,
+                ) -> list[tuple[int, list[int]]]:
         key, raw, docids, _ = keyed
         columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
         col = 0
@@ -237,5 +240,96 @@ class FastBuckets:
                 norm = raw / (raw + self.half)
                 columns[col] = -(1 + np.rint(norm * (self.levels - 1))).astype(np.int64)
             col += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
-        order = np.lexsort((docids, -raw, *reversed(columns)))
-        return [int(d) for d in docids[order[:want]]]
+        order = np.lexsort((docids, -raw, *reversed(columns)))[:want]
+        return [(int(d), row) for d, row in zip(docids[order].tolist(), key[order].tolist(), strict=True)]
+
+    def scored(self, ranker: Any, bucket: Any, picks: list[tuple[int, list[int]]]) -> list[Scored]:
+        """What `ranker.score` gives the picked documents of `bucket` (`ranking.Ranker`, `Bucket`),
+        sorted: the rule details and ranks rebuilt from the native keys as `Ranker.apply` builds them,
+        BM25 recomputed by `Searcher.bm25` so ties and rounding are exactly the Python ranker's."""
+        s = self.s
+        g = ranker.g
+        step = bucket.step
+        path = bucket.paths[0]
+        covered = g.covered(path)
+        bm25_nodes = ranker._bm25_nodes(step)
+        max_proximity = g.max_proximity(path) + 1
+        fid_max = s.max_weight * covered + 1
+        pos_max = 10 * covered + 1
+        out: list[Scored] = []
+        for docid, row in picks:
+            fwd = read_forward(s.reader, docid)
+            raw = s.bm25(fwd[0], fwd[1], bm25_nodes) if fwd is not None else 0.0
+            details: dict[str, Any] = {}
+            ranks: list[tuple[int, int]] = []
+            key: list[Any] = []
+            col = 0
+            for order, rule in enumerate(ranker.rules):
+                if rule == "words":
+                    r, m = ranker.words_max - step.k, ranker.words_max
+                    details[rule] = {"order": order, "matchingWords": r, "maxMatchingWords": m, "score": r / m}
+                    ranks.append((r, m))
+                    key.append(-r)
+                    continue
+                if rule == "typo":
+                    m = step.max_typo + 1
+                    r = max(m - bucket.typo, 0)
+                    details[rule] = {"order": order, "typoCount": bucket.typo, "maxTypoCount": step.max_typo,
+                                     "score": r / m}
+                    ranks.append((r, m))
+                    key.append(bucket.typo)
+                    continue
+                value = row[col]
+                col += 1
+                if rule == "proximity":
+                    r = max(max_proximity - value, 1)
+                    details[rule] = {"order": order, "score": r / max_proximity}
+                    ranks.append((r, max_proximity))
+                    key.append(value)
+                elif rule in ("attributeRank", "wordPosition"):
+                    top = fid_max if rule == "attributeRank" else pos_max
+                    r = max(top - value, 1)
+                    details[rule] = {"order": order, "score": r / top}
+                    ranks.append((r, top))
+                    key.append(value)
+                elif rule == "attribute":
+                    pos_cost = row[col]
+                    col += 1
+                    fr, pr = max(fid_max - value, 1), max(pos_max - pos_cost, 1)
+                    ranks.extend(((fr, fid_max), (pr, pos_max)))
+                    details[rule] = {"order": order, "attributeRankingOrderScore": fr / fid_max,
+                                     "queryWordDistanceScore": pr / pos_max,
+                                     "score": _fold([(fr, fid_max), (pr, pos_max)])}
+                    key.extend((value, pos_cost))
+                elif rule == "exactness":
+                    er, matching = -value, -row[col]
+                    col += 1
+                    detail: dict[str, Any] = {"order": order, "matchType": MATCH_TYPES[er]}
+                    if er == 1:
+                        detail.update(matchingWords=matching, maxMatchingWords=covered,
+                                      score=_fold([(1, 3), (matching + 1, covered + 1)]))
+                    else:
+                        detail["score"] = er / 3
+                    details[rule] = detail
+                    ranks.extend(((er, 3), (matching + 1, covered + 1)))
+                    key.extend((-er, -matching))
+                else:  # bm25
+                    norm = raw / (raw + self.half)
+                    r = 1 + round(norm * (self.levels - 1))
+                    details[rule] = {"order": order, "value": raw, "score": norm}
+                    ranks.append((r, self.levels))
+                    key.append(-r)
+            if "bm25" not in details:
+                details["bm25"] = {"order": len(ranker.rules), "value": raw, "score": raw / (raw + self.half)}
+            out.append(((*key, -raw, docid), _fold(ranks), details))
+        out.sort(key=lambda x: x[0])
+        return out
+
+
+def _fold(ranks: list[tuple[int, int]]) -> float:
+    """`ranking.fold` (milli's `Rank::global_score`)."""
+    rank, maximum = 1, 1
+    for r, m in ranks:
+        rank = max(rank - 1, 0) * m + r
+        maximum *= m
+    return rank / maximum if maximum else 1.0

@@ -694,7 +694,7 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
             level = bucket.typo - sum(g.nodes[i].typo_base for i in bucket.paths[0])
             best, rest = fast.best(bq, bm25_terms, bucket.paths[0], level, bucket.docids, want - len(ranked),
                                    deadline)
-            scored = sorted((ranker.score(d, bucket) for d in best), key=lambda x: x[0])
+            scored = fast.scored(ranker, bucket, best)
         else:
             # every document of the bucket is scored on all the rules, one at a time (keeping only its
             # key and details: holding decoded forward entries for a large bucket costs more than it saves)
