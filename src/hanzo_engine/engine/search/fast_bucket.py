@@ -24,7 +24,12 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
-from hanzo_engine.engine.update.indexer import DB_WORD_FID_DOCIDS, FIRST_WORD_FID, has_first_words, read_forward
+from hanzo_engine.engine.update.indexer import (
+    DB_WORD_FID_DOCIDS,
+    FIRST_WORD_FID,
+    has_first_words,
+    read_forward,
+)
 
 from .disjunctive import _field_arrays, _Scorer, forward_entries
 from .engine import _FID, Node, Path, Searcher
