@@ -38,7 +38,7 @@ RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition"
 MIN_DOCS = 48  # smaller buckets are scored in Python directly
 MARGIN = 8  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
-PREFILTER_MIN = 2_048  # from this size, a one-node bucket is first narrowed by its first words
+PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
 S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
