@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyroaring import BitMap
 
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search import fast_bucket, ranking
-from hanzo_engine.engine.search.engine import search
+from hanzo_engine.engine.search.engine import Searcher, search
 from hanzo_engine.engine.search.types import SearchRequest
+from hanzo_engine.engine.update.indexer import read_forward
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
 VOCAB = ["sun", "flower", "sunflower", "flowers", "sunn", "new", "news", "york", "newyork", "s",
@@ -131,3 +133,26 @@ def test_first_words_narrow_a_large_bucket(tmp_path: Path, monkeypatch: pytest.M
         assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
     assert 200 in keyed  # the documents starting with `sun`, not the whole bucket
     index.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(document, min_size=1, max_size=30), left=st.sampled_from(VOCAB), right=st.sampled_from(VOCAB))
+def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], left: str, right: str) -> None:
+    # split words (`sunflower` -> `sun flower`) keep the documents where the halves are adjacent
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
+        with index.write() as w:
+            for i, doc in enumerate(docs):
+                w.put_document(str(i), {"id": i, **doc}, merge=False)
+            w.touch()
+        with index.read() as r:
+            s = Searcher(r, complete_settings({}), SearchRequest(q=""))
+            expected = BitMap()
+            for docid in r.documents_ids():
+                fwd = read_forward(r, docid)
+                assert fwd is not None
+                after = set(fwd[1].get(right, ()))
+                if any(p + 1 in after for p in fwd[1].get(left, ())):
+                    expected.add(docid)
+            assert s._adjacent_docs(r.documents_ids(), left, right) == expected
+        index.close()

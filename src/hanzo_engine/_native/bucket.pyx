@@ -559,6 +559,32 @@ cdef class BucketQuery:
                 starts = True
         return 2 if starts else 1
 
+    def matched(self, list entries):
+        """uint8 per forward entry: 1 when every node has a derivation in it (at some level)."""
+        cdef Py_ssize_t n_docs = len(entries), d
+        cdef cnp.ndarray[cnp.uint8_t, ndim=1] out = np.zeros(n_docs, dtype=np.uint8)
+        cdef int i, l
+        cdef bint ok
+        cdef bytes raw
+        for d in range(n_docs):
+            obj = entries[d]
+            if obj is None:
+                continue
+            raw = <bytes>obj
+            if self.collect(<const uint8_t *><char *>raw, len(raw)) < 0:
+                continue
+            ok = True
+            for i in range(self.n_nodes):
+                ok = False
+                for l in range(3):
+                    if self.bufs[i * NBUF + l * KINDS + K_OCC].n:
+                        ok = True
+                        break
+                if not ok:
+                    break
+            out[d] = ok
+        return out
+
     def keys(self, list entries):
         """int32 keys (documents x `n_cols`) of the forward entries (`bytes`, or None)."""
         cdef Py_ssize_t n_docs = len(entries), d

@@ -30,12 +30,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from pyroaring import BitMap
 
+from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine._native.scoring import SortedWords
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.tokenizer import Tokenizer
 from hanzo_engine.engine.update.indexer import (
+    DB_DOCID_WORDS,
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
     field_stats,
@@ -58,6 +61,7 @@ SPLIT_SCAN_LIMIT = 256  # most documents checked for a candidate split of a word
 EXACT = -2  # pseudo typo level: only the node's exact word (after the exactness rule)
 DIRECT_DERIVATIONS = 8  # up to this many derivations, each is looked up in the document
 _FID = struct.Struct(">H")
+_U32 = struct.Struct(">I")
 
 
 @dataclass(frozen=True)
@@ -367,11 +371,7 @@ class Searcher:
                 both = self._unrestricted(left) & self._unrestricted(right)
                 if len(both) > SPLIT_SCAN_LIMIT:
                     continue
-                adjacent = BitMap()
-                for docid in both:
-                    fwd = read_forward(self.reader, docid)
-                    if fwd is not None and _adjacent(fwd[1], left, right):
-                        adjacent.add(docid)
+                adjacent = self._adjacent_docs(both, left, right)
                 if adjacent and (best is None or len(adjacent) > best[0]):
                     best = (len(adjacent), left, right, adjacent)
             splits[word] = None if best is None else best[1:]
@@ -383,6 +383,22 @@ class Searcher:
             # the phrase `left right` in any field: exactly the documents found adjacent above
             self._phrase_cache[((left, right), False)] = adjacent
         return left, right
+
+    def _adjacent_docs(self, docs: BitMap, left: str, right: str) -> BitMap:
+        """The documents of `docs` where `left` is immediately followed by `right` in one field (any
+        field: milli's word pair at proximity 1), read natively from their forward entries."""
+        n_fields = max(len(self.fields), 1)
+        every = np.ones(n_fields, dtype=np.uint8)
+        slots: dict[bytes, list[tuple[int, int, bool, bool, int, int]]] = {}
+        for slot, word in enumerate((left, right)):
+            slots.setdefault(word.encode(), []).append((0, 0, False, True, 0, slot))
+        words = sorted(slots)
+        query = BucketQuery(words, [slots[w] for w in words], [(0, 0, 2)], [(0, 1, 0, 1, False, False)], [],
+                            every, every, np.zeros(n_fields, dtype=np.int32), 0, False)
+        get = self.reader.txn.get
+        db = self.reader.index.db(DB_DOCID_WORDS)
+        found = query.matched([get(_U32.pack(d), db=db) for d in docs])
+        return BitMap(d for d, hit in zip(docs, found.tolist(), strict=True) if hit)
 
     def _unrestricted(self, word: str) -> BitMap:
         raw = self.reader.txn.get(word.encode(), db=self.reader.index.db(DB_WORD_DOCIDS))
@@ -625,12 +641,6 @@ def sort_detail(rule: str, order: int, value: Any, displayed: set[str] | None) -
     if displayed is not None and rule.rpartition(":")[0] not in displayed:
         return {f"<hidden-rule-{order}>": {"order": order, "value": "<hidden>"}}
     return {rule: {"order": order, "value": value}}
-
-
-def _adjacent(postings: dict[str, list[int]], left: str, right: str) -> bool:
-    """`left` immediately followed by `right` somewhere in one field (milli's word pair at proximity 1)."""
-    after = set(postings.get(right, ()))
-    return any(p + 1 in after for p in postings.get(left, ()))
 
 
 def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]) -> SearchResult:
