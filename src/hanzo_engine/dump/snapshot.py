@@ -4,10 +4,16 @@ A snapshot holds, relative to the data directory: `VERSION`, `instance-uid`, `ta
 `auth/data.mdb`, `indexes/<uuid>/data.mdb` and the `update_files/` payloads of enqueued tasks.
 Restoring it (`--import-snapshot`) unpacks it as the new data directory.
 
-Consistency: each LMDB environment is copied with `mdb_env_copy2(MDB_CP_COMPACT)`, which reads one
-read transaction, so readers (searches) and writers keep going while it runs; the copy is also
-compacted (free pages dropped). Environments are copied one after the other: the caller (the
-scheduler's writer thread) guarantees no index changes in between, so the set is consistent too.
+Consistency: each LMDB environment is copied by `compaction.compact_env_file` (the dense rebuild that
+index compaction uses), which reads one read transaction, so readers (searches) and writers keep going
+while it runs. Environments are copied one after the other: the caller (the scheduler's writer thread)
+guarantees no index changes in between, so the set is consistent too.
+
+Why the rebuild rather than LMDB's faster `mdb_env_copy2(MDB_CP_COMPACT)`: the copy is a small part of
+a snapshot, compression is most of it, and a denser file compresses sooner and smaller. Measured on a
+100k-document index (186 MB), copy + tar.gz: 8.0-8.3 s and 46 MB with the rebuild vs 8.7-8.8 s and
+52 MB with LMDB's copy (its copy step alone: 0.2 s vs 0.7-0.9 s); after 90% of the documents were
+deleted: 0.67 s and 5.2 MB vs 1.2-1.4 s and 10.5 MB. A restored snapshot is compact too.
 
 The archive is staged under `<snapshot_dir>/.tmp-*`, compressed to `<name>.snapshot.tmp`, made
 read-only (0o444, as Meilisearch) and renamed into place, so a reader never sees a partial snapshot.
@@ -23,6 +29,9 @@ from pathlib import Path
 from typing import Final
 
 import lmdb
+
+# The dense rebuild (index compaction's, and the snapshots' copy); re-exported for `admin index-compaction`.
+from .compaction import compact_env_file as compact_env_file
 
 SNAPSHOT_SUFFIX: Final = ".snapshot"
 COMPRESS_LEVEL: Final = 6
@@ -41,17 +50,7 @@ def staging_dir(snapshot_dir: Path) -> Path:
 def copy_env(env: lmdb.Environment, dest_dir: Path) -> int:
     """Copy `env` compacted into `dest_dir/data.mdb` (one read transaction); returns the copy's size."""
     dest_dir.mkdir(parents=True, exist_ok=True)
-    env.copy(str(dest_dir), compact=True)
-    return (dest_dir / "data.mdb").stat().st_size
-
-
-def compact_env_file(env: lmdb.Environment, target: Path) -> int:
-    """Write a compacted copy of `env` to the file `target`; returns its size."""
-    with open(target, "wb") as out:
-        env.copyfd(out.fileno(), compact=True)
-        out.flush()
-        os.fsync(out.fileno())
-    return target.stat().st_size
+    return compact_env_file(env, dest_dir / "data.mdb")
 
 
 def archive_directory(staging: Path, target: Path) -> Path:

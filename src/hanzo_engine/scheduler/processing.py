@@ -386,16 +386,18 @@ def _byte_size(size: int) -> str:
 
 
 def _compact_index(sched: Scheduler, batch: Batch, task: Task) -> BatchOutcome:
-    """Copy the index's LMDB environment compacted (free pages dropped, B-trees rewritten) into a new
-    directory and point the index uid at it; the old directory is dropped once the mapping is committed.
+    """Rebuild the index's LMDB environment densely (`dump.compaction`: every database appended in key
+    order into a new file) in a new directory and point the index uid at it; the old directory is dropped
+    once the mapping is committed.
 
     The copy runs on the writer thread, so no write happens meanwhile; searches read the old environment
     until the mapping changes, then retry on the new one (`read_index`). The new directory is the batch's
     `pendingIndexUuid`: a re-run after a crash overwrites its own partial copy, and `sweep_orphans`
     removes whichever directory the committed mapping does not name.
     """
-    import os
     import shutil
+
+    from hanzo_engine.dump.compaction import compact_env_file
 
     uid: str = task["indexUid"]
     uuid = sched.mapper.uuid_of(uid)
@@ -406,8 +408,7 @@ def _compact_index(sched: Scheduler, batch: Batch, task: Task) -> BatchOutcome:
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     before = index.file_size()
-    index.env.copy(str(target), compact=True)
-    after = os.path.getsize(target / "data.mdb")
+    after = compact_env_file(index.env, target / "data.mdb")
     details = dict(task.get("details") or {}, preCompactionSize=_byte_size(before),
                    postCompactionSize=_byte_size(after))
     return BatchOutcome({task["uid"]: succeeded(details)}, mapping_changes={uid: batch["pendingIndexUuid"]},
