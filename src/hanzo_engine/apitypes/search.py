@@ -12,6 +12,11 @@ when it parses as JSON and as a string otherwise; `hybrid` is spread over `hybri
 
 `parse_sort` is milli's `AscDesc::from_str` with the search-time `SortError` messages; it is
 syntax only (whether the attribute is sortable needs the index).
+
+Beyond Meilisearch: the POST body's `hybrid` object also takes `fusion` (`"convex"` or `"rrf"`, the opt-in
+rank fusions of `engine/vector/hybrid.py`). It is taken out of the object before deserr's checks
+(`pop_hybrid_fusion`), so every Meilisearch request, and every Meilisearch error message (the "expected
+one of" list of `hybrid`'s fields included), is unchanged; it is validated once the rest of the body is.
 """
 
 from __future__ import annotations
@@ -46,13 +51,16 @@ __all__ = [
     "DEFAULT_HIGHLIGHT_PRE_TAG",
     "DEFAULT_SEARCH_LIMIT",
     "DEFAULT_SEMANTIC_RATIO",
+    "HYBRID_FUSIONS",
     "HybridQuery",
     "SearchQuery",
     "SortCriterion",
+    "check_hybrid_fusion",
     "fix_sort_query_parameters",
     "parse_search_body",
     "parse_search_params",
     "parse_sort",
+    "pop_hybrid_fusion",
     "rust_f64_display",
     "search_query_from_params",
     "search_query_params",
@@ -66,6 +74,7 @@ DEFAULT_HIGHLIGHT_PRE_TAG: Final = "<em>"
 DEFAULT_HIGHLIGHT_POST_TAG: Final = "</em>"
 DEFAULT_SEMANTIC_RATIO: Final = 0.5
 MATCHING_STRATEGIES: Final = ("last", "all", "frequency")
+HYBRID_FUSIONS: Final = ("convex", "rrf")  # = engine.vector.hybrid.FUSIONS
 
 MatchingStrategyName = Literal["last", "all", "frequency"]
 
@@ -74,6 +83,7 @@ MatchingStrategyName = Literal["last", "all", "frequency"]
 class HybridQuery:
     embedder: str
     semantic_ratio: float = DEFAULT_SEMANTIC_RATIO
+    fusion: str | None = None  # beyond Meilisearch: None (its score merge), "convex" or "rrf"
 
 
 @dataclass
@@ -245,10 +255,37 @@ SEARCH_BODY: Final = (
 )
 
 
+_FUSION_FIELD: Final = (Field("fusion", "string", "invalid_search_hybrid_query", nullable=True, default=None,
+                               choices=HYBRID_FUSIONS),)
+_NO_FUSION: Final = object()
+
+
+def pop_hybrid_fusion(value: Any) -> tuple[Any, Any]:
+    """`(body without hybrid.fusion, its raw value)`, for `check_hybrid_fusion` once the rest of the body
+    is valid. The body is copied only when its `hybrid` object has a `fusion` key."""
+    if isinstance(value, dict):
+        hybrid = value.get("hybrid")
+        if isinstance(hybrid, dict) and "fusion" in hybrid:
+            rest = {k: v for k, v in hybrid.items() if k != "fusion"}
+            return {**value, "hybrid": rest}, hybrid["fusion"]
+    return value, _NO_FUSION
+
+
+def check_hybrid_fusion(raw: Any, path: str = ".hybrid") -> str | None:
+    """The validated `hybrid.fusion` (None when absent or null), with deserr's messages at `path`."""
+    if raw is _NO_FUSION:
+        return None
+    fusion: str | None = deserialize_object({"fusion": raw}, _FUSION_FIELD, path=path)["fusion"]
+    return fusion
+
+
 def parse_search_body(value: Any) -> SearchQuery:
-    """Validate a decoded JSON search body (first problem in key order wins, as deserr)."""
+    """Validate a decoded JSON search body (first problem in key order wins, as deserr; `hybrid.fusion`
+    after everything else, see the module docstring)."""
+    value, raw_fusion = pop_hybrid_fusion(value)
     p = deserialize_object(value, SEARCH_BODY)
     hybrid = p["hybrid"]
+    fusion = check_hybrid_fusion(raw_fusion) if hybrid is not None else None
     personalize = p["personalize"]
     return SearchQuery(
         q=p["q"],
@@ -272,7 +309,7 @@ def parse_search_body(value: Any) -> SearchQuery:
         attributes_to_search_on=p["attributesToSearchOn"],
         ranking_score_threshold=p["rankingScoreThreshold"],
         locales=p["locales"],
-        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"]),
+        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"], fusion),
         vector=p["vector"],
         retrieve_vectors=p["retrieveVectors"],
         media=p["media"],

@@ -15,16 +15,32 @@ are merged by weighted score, a document keeps its first (best) appearance, and 
 the merged list. `semanticHitCount` counts the page's hits that came from the semantic list. Hits keep
 their own unweighted `_rankingScore` and details.
 
-Besides that merge, `fuse_rrf` and `fuse_convex` offer reciprocal-rank and convex (min-max normalized)
-fusion of any two ranked lists (the relevance benchmark compares them with BM25 as the keyword side).
+Hits carry no `_semanticScore`: Meilisearch removed it in v1.8 (the semantic similarity is the hit's
+`_rankingScore`, its `vectorSort` detail holds no vectors).
+
+Beyond Meilisearch, `fusion` (`hybrid.fusion`, opt-in; absent = the score merge above) fuses the two
+lists over a deeper window instead: each list is `max(offset + limit, FUSION_WINDOW)` long (a fused
+top 10 drawn from two top-10 lists misses what only ranks 11-100 on each side; measured in
+`benchmarks/test_hybrid_relevance.py`), and with `r` = semanticRatio:
+
+- `convex`: `(1 - r) * k + r * s`, where `k` and `s` are the sides' scores min-max normalized over their
+  own list (1 for a list whose scores are all equal, 0 for a document absent from a list). The keyword
+  score is the raw BM25 when the keyword list is ranked by it (rankingRules starting with `bm25`: its
+  details lead with `bm25`), else the ranking score; the semantic score is the vector's ranking score.
+- `rrf`: reciprocal-rank fusion, `(1 - r) / (RRF_K + rank_k) + r / (RRF_K + rank_s)` (ranks from 1, an
+  absent side adds 0), divided by its maximum `1 / (RRF_K + 1)` so it lies in (0, 1].
+
+The fused value is the hit's `_rankingScore`, and `rankingScoreThreshold` applies to it (the lists
+themselves are fetched without a threshold). Ties go to the better single rank, then to the keyword
+side. A hit counts in `semanticHitCount`, and shows the `_rankingScoreDetails` of that side, when its
+semantic term outweighs its keyword term.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from pyroaring import BitMap
 
@@ -32,6 +48,10 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import MatchingWords, SearchRequest, SearchResult
 from hanzo_engine.engine.vector.store import VectorStore
+
+FUSIONS: Final = ("convex", "rrf")
+FUSION_WINDOW: Final = 100  # each list's depth for `fusion` (at least offset + limit)
+RRF_K: Final = 60  # the usual reciprocal-rank constant (Cormack et al.)
 
 
 @dataclass
@@ -121,8 +141,9 @@ def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q
 
 
 def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any], embedder: str | None,
-              ratio: float | None, vector: Sequence[float] | None) -> AiOutcome | None:
-    """A semantic or hybrid search; None when the query is a keyword search."""
+              ratio: float | None, vector: Sequence[float] | None, fusion: str | None = None) -> AiOutcome | None:
+    """A semantic or hybrid search; None when the query is a keyword search. `fusion` (None, `convex`
+    or `rrf`) chooses how a hybrid search combines its two lists (see the module docstring)."""
     if embedder is None:
         return None
     kind = search_kind(request.q, vector, ratio)
@@ -132,6 +153,8 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
     query_vector = check_vector(reader, settings, embedder, request.q, vector)
     threshold = request.ranking_score_threshold
     want = request.offset + request.limit
+    if kind == "hybrid" and fusion is not None:
+        return _fused_search(reader, request, settings, embedder, ratio, query_vector, fusion)
     sem = semantic(reader, settings, embedder, query_vector, 0, want, request.filter_universe, threshold)
     if kind == "semantic":
         page = SearchResult(sem.docids[request.offset:], sem.scores[request.offset:], sem.details[request.offset:],
@@ -179,30 +202,75 @@ def _union(a: Any, b: Any) -> Any:
     return a | b
 
 
-# -- rank fusion over plain ranked lists (benchmarks and callers choosing a fusion) --------------------
+# -- opt-in fusion (`hybrid.fusion`) ------------------------------------------------------------------
 
 
-def fuse_rrf(lists: Sequence[Sequence[Any]], k: int = 60, weights: Sequence[float] | None = None) -> list[Any]:
-    """Reciprocal-rank fusion: each list adds `w / (k + rank)` (rank from 1) to its items."""
-    acc: dict[Any, float] = {}
-    for n, ranked in enumerate(lists):
-        w = 1.0 if weights is None else weights[n]
-        for rank, item in enumerate(ranked, 1):
-            acc[item] = acc.get(item, 0.0) + w / (k + rank)
-    return sorted(acc, key=lambda item: -acc[item])
+def _fused_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any], embedder: str,
+                  ratio: float, query_vector: list[float], fusion: str) -> AiOutcome:
+    from hanzo_engine.engine.search.engine import search
+
+    window = max(request.offset + request.limit, FUSION_WINDOW)
+    kw = search(reader, replace(request, offset=0, limit=window, ranking_score_threshold=None), settings)
+    sem = semantic(reader, settings, embedder, query_vector, 0, window, request.filter_universe, None,
+                   with_rest=False)
+    page, from_semantic = fuse(kw, sem, ratio, fusion, request.offset, request.limit,
+                               request.ranking_score_threshold)
+    return AiOutcome(page, from_semantic, query_vector)
 
 
-def fuse_convex(lists: Sequence[Sequence[tuple[Any, float]]], weights: Sequence[float]) -> list[Any]:
-    """Convex fusion: each list's scores min-max normalized to [0, 1], then summed with `weights`
-    (an item missing from a list gets 0 there)."""
-    acc: dict[Any, float] = {}
-    for ranked, w in zip(lists, weights, strict=True):
-        if not ranked:
-            continue
-        values = [s for _, s in ranked]
-        lo, hi = min(values), max(values)
-        span = hi - lo if hi > lo else 1.0
-        for item, s in ranked:
-            norm = (s - lo) / span if not math.isnan(s) else 0.0
-            acc[item] = acc.get(item, 0.0) + w * norm
-    return sorted(acc, key=lambda item: -acc[item])
+def _keyword_values(keyword: SearchResult) -> list[float]:
+    """The keyword side's fusion values: raw BM25 when the list is ranked by it, else ranking scores."""
+    if keyword.details and next(iter(keyword.details[0]), None) == "bm25":
+        return [float(d["bm25"]["value"]) for d in keyword.details]
+    return list(keyword.scores)
+
+
+def _min_max(values: list[float]) -> list[float]:
+    if not values:
+        return []
+    lo, hi = min(values), max(values)
+    if hi <= lo:
+        return [1.0] * len(values)
+    return [(v - lo) / (hi - lo) for v in values]
+
+
+def fuse(keyword: SearchResult, sem: SearchResult, ratio: float, fusion: str, offset: int, limit: int,
+         threshold: float | None = None) -> tuple[SearchResult, int]:
+    """Convex or reciprocal-rank fusion of a keyword and a semantic list (module docstring): the page
+    `[offset, offset + limit)` of the fused list and how many of its hits the semantic side won."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"unknown fusion {fusion!r}; expected one of {FUSIONS}")
+    # docid -> [keyword term, semantic term, best rank, keyword rank or -1, semantic rank or -1]
+    terms: dict[int, list[float]] = {}
+    if fusion == "convex":
+        kw_values, sem_values = _min_max(_keyword_values(keyword)), _min_max(list(sem.scores))
+    else:
+        norm = RRF_K + 1  # the RRF maximum is 1 / (RRF_K + 1): dividing maps it to 1
+        kw_values = [norm / (RRF_K + rank) for rank in range(1, len(keyword.docids) + 1)]
+        sem_values = [norm / (RRF_K + rank) for rank in range(1, len(sem.docids) + 1)]
+    for rank, (docid, value) in enumerate(zip(keyword.docids, kw_values, strict=True)):
+        terms[docid] = [(1.0 - ratio) * value, 0.0, rank, rank, -1]
+    for rank, (docid, value) in enumerate(zip(sem.docids, sem_values, strict=True)):
+        entry = terms.setdefault(docid, [0.0, 0.0, rank, -1, rank])
+        entry[1], entry[4] = ratio * value, rank
+        entry[2] = min(entry[2], rank)
+    order = sorted(terms, key=lambda d: (-(terms[d][0] + terms[d][1]), terms[d][2], terms[d][3] < 0))
+    if threshold is not None:
+        order = [d for d in order if terms[d][0] + terms[d][1] >= threshold]
+        candidates = len(order)
+    else:
+        candidates = max(keyword.candidates, sem.candidates)
+    docids: list[int] = []
+    scores: list[float] = []
+    details: list[dict[str, Any]] = []
+    from_semantic = 0
+    for docid in order[offset : offset + limit]:
+        k_term, s_term, _, k_rank, s_rank = terms[docid]
+        semantic_won = s_term > k_term
+        from_semantic += semantic_won
+        docids.append(docid)
+        scores.append(min(k_term + s_term, 1.0))  # float sums may pass 1 by an ulp
+        details.append(sem.details[int(s_rank)] if semantic_won else keyword.details[int(k_rank)])
+    page = SearchResult(docids, scores, details, candidates, keyword.matching,
+                        all_candidates=_union(keyword.all_candidates, sem.all_candidates))
+    return page, from_semantic

@@ -12,7 +12,8 @@ universe they restrict; `sort` and `distinct` go to the engine as an `Ordering`
 (`engine/search/sorting.py`); `facetDistribution`/`facetStats` are counted over every matching
 document (`engine/search/facet_distribution.py`). With a `_geoPoint` sort, hits whose retrieved
 `_geo` has a point get `_geoDistance` (meters, rounded). Semantic and hybrid searches run on the
-vector store (`engine/vector/hybrid.py`).
+vector store (`engine/vector/hybrid.py`, with the opt-in `hybrid.fusion`); as Meilisearch since v1.8,
+their hits carry no `_semanticScore` (the similarity is `_rankingScore`).
 
 Pagination (contract §3.2): `maxTotalHits` bounds the reachable window (offset capped at it, limit at
 what remains); page mode asks the engine for an exhaustive count. Totals are capped at `maxTotalHits`.
@@ -458,7 +459,7 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
     request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
     hybrid = query.hybrid
     ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
-                   hybrid.semantic_ratio if hybrid else None, query.vector)
+                   hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
     result = ai.result if ai is not None else run_engine_search(reader, request, settings)
 
     maker = HitMaker(reader, query, settings, result)
