@@ -14,16 +14,23 @@ ASCII. For those inputs the general parser's alternatives provably resolve the s
   of the word).
 
 Anything else returns None and the caller runs the general parser, which also produces every error.
-`fast_chain` parses a whole filter made only of such clauses, ``AND``/``OR``, parentheses (at most 8
-levels) and leading ``NOT`` (at most 4 per operand), building the same tree as the grammar; those
-limits keep it far inside the recursion budget, so it never has to reproduce the depth error.
-`fast_group` does the same for the inside of one parenthesis, for the general parser. The unit and
-property tests check all three against the general parser (`parse_expression(..., fast=False)`).
+`fast_chain` parses a whole filter made only of such clauses, geo clauses (handed to the general
+parser's own geo rules), ``AND``/``OR``, parentheses (at most 8 levels) and leading ``NOT`` (at most 4
+per operand), building the same tree as the grammar; those limits keep it far inside the recursion
+budget, so it never has to reproduce the depth error. `fast_group` does the same for the inside of
+one parenthesis, for the general parser. The unit and property tests check all three against the
+general parser (`parse_expression(..., fast=False)`).
+
+Speed notes (this is the hot path of every filtered search): the most common clause shapes are one
+match of `_QUICK`, whose lookaheads make the keyword / `_geo` / non-ASCII checks in C; groups are read
+with `Match.span` / `start` (`Match.regs` builds a tuple per group of the pattern, which costs more
+than the match); parentheses use an explicit stack rather than recursion.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ._lexer import KEYWORDS
 from .ast import (
@@ -73,10 +80,92 @@ _CLAUSE = re.compile(_CLAUSE_BODY)
 # The clause followed by an optional connector (``ws(word_exact("AND"|"OR"))``), one match per clause.
 _CHAIN_CLAUSE = re.compile(_CLAUSE_BODY + rf"(?:{_WS}*(AND|OR)(?![\w.\-]){_WS}*)?")
 _LIST_ITEM = re.compile(_VN)
-# After `)`: ws, then an optional connector (group 1); never fails.
-_CONNECTOR = re.compile(rf"{_WS}*(?:(AND|OR)(?![\w.\-]){_WS}*)?")
+# A closing parenthesis and the connector after it (group 1); none when a non-ASCII character follows
+# the connector (Rust may take it as part of the word: the general parser decides).
+_CLOSE = re.compile(rf"{_WS}*\)(?:{_WS}*(AND|OR)(?![\w.\-]|[^\x00-\x7f]){_WS}*)?")
+# A connector (group 1) or nothing; never fails.
+_CONNECTOR = re.compile(rf"(?:{_WS}*(AND|OR)(?![\w.\-]|[^\x00-\x7f]){_WS}*)?")
+# The general parser's geo rules: (node, end) for the `_geo...` clause at a position, or None.
+GeoRule = Callable[[str, int], "tuple[Node, int] | None"]
 _SPACE_CHARS = frozenset(" \t\r\n")
-_NOT = re.compile(rf"{_WS}*(NOT)(?![\w.\-]){_WS}*")
+# A NOT not followed by a non-ASCII character (which Rust may take as part of the word: the clause is
+# then not a plain one and the general parser decides).
+_NOT = re.compile(rf"{_WS}*NOT(?![\w.\-]|[^\x00-\x7f]){_WS}*")
+
+# Building blocks of `_QUICK`, with the checks `_clause` makes in Python done by the regex. An operand
+# is a quoted string without backslash (group: its content) or an unquoted word that is not a keyword
+# and does not start with `_geo`; the last operand of a clause is not followed by a non-ASCII
+# character, nor is the connector.
+_KEYWORD = "(?:" + "|".join(sorted(KEYWORDS)) + r")(?![\w.\-])"
+# (the lookahead class first: most words start with a lowercase letter, and it is far cheaper than
+# trying every keyword)
+_NOT_GEO = rf"(?!(?=[ACEINOSTW_])(?:{_KEYWORD}|_geo))"
+_TAIL = rf"(?:{_WS}*(AND|OR)(?![\w.\-]|[^\x00-\x7f]){_WS}*)?"
+
+
+def _operand_re(group: int, word_guard: str, content_guard: str = "", last: bool = False) -> str:
+    """Two groups: the opening quote (`group`) and the content."""
+    quoted = rf"(?:(?<=\"){content_guard}[^\"\\]*|(?<='){content_guard}[^'\\]*)"
+    unquoted = rf"{word_guard}{content_guard}[\w.\-]++"
+    close = rf"(?({group})\{group}|(?![^\x00-\x7f]))" if last else rf"(?({group})\{group})"
+    return rf"([\"'])?((?({group}){quoted}|{unquoted})){close}"
+
+
+# One pattern for the most common clause shapes: comparison, `[NOT] EXISTS`, `IS [NOT] NULL|EMPTY`,
+# `lo TO hi` (a low bound starting with EXISTS is left to the general parser: nom tries `EXISTS` as a
+# prefix first) and `[NOT] IN [...]` (its items are checked in Python, as `_clause` does). Whenever an
+# alternative matches here, the same alternative of `_CLAUSE_BODY` matches with the same spans (the
+# shapes are told apart by what follows the field: an operator, a keyword, a value). Groups: 1, 2
+# field | 3 operator, 4, 5 value | 6 NOT, 7 EXISTS | 8 IS NOT, 9 NULL/EMPTY | 10, 11 low, 12, 13 high
+# | 14 NOT, 15 list body | 16 connector.
+_QUICK_BODY = (
+    rf"{_WS}*{_operand_re(1, _NOT_GEO)}{_WS}*(?:"
+    rf"(<=|>=|!=|<|>|=){_WS}*{_operand_re(4, _NOT_GEO, last=True)}{_WS}*"
+    rf"|(NOT{_WS}+)?(EXISTS)"
+    rf"|IS{_WS}+(NOT{_WS}+)?(NULL|EMPTY)"
+    rf"|{_operand_re(10, _NOT_GEO, '(?!EXISTS)')}{_WS}*TO{_WS}+{_operand_re(12, _NOT_GEO, last=True)}{_WS}*"
+    rf"|(NOT{_WS}+)?IN{_WS}*\[({_WS}*(?:{_VN}(?:{_WS}*,{_WS}*{_VN})*(?:{_WS}*,)?)?){_WS}*\]{_WS}*"
+    r")"
+)
+_QUICK = re.compile(_QUICK_BODY + _TAIL)
+_QUICK_CLAUSE = re.compile(_QUICK_BODY)  # the clause alone (for `fast_clause`)
+
+
+def _quick_node(s: str, m: re.Match[str]) -> Node | None:
+    """The node of a `_QUICK` match; None for a `_`-prefixed unquoted field outside a comparison
+    (a `_vectors` filter maybe: the general parser decides). (`span` / `start` of the few groups
+    needed: `Match.regs` builds a tuple for every group of the pattern.)"""
+    start = m.start
+    fs, fe = m.span(2)
+    fid = Token(s[fs:fe], s, fs, fe)
+    os_, oe = m.span(3)
+    if os_ >= 0:
+        vs, ve = m.span(5)
+        return Comparison(fid, s[os_:oe], Token(s[vs:ve], s, vs, ve))
+    if start(1) < 0 and s[fs] == "_":
+        return None
+    if start(7) >= 0:
+        return NotExists(fid) if start(6) >= 0 else Exists(fid)
+    if (kind := start(9)) >= 0:
+        if s[kind] == "N":
+            return IsNotNull(fid) if start(8) >= 0 else IsNull(fid)
+        return IsNotEmpty(fid) if start(8) >= 0 else IsEmpty(fid)
+    bs, be = m.span(15)
+    if bs >= 0:
+        values: list[Token] = []
+        for item in _LIST_ITEM.finditer(s, bs, be):
+            a, b = item.span()
+            if s[a] == '"' or s[a] == "'":
+                values.append(Token(s[a + 1 : b - 1], s, a + 1, b - 1))
+                continue
+            word = s[a:b]
+            if word in KEYWORDS or word.startswith("_geo"):
+                return None
+            values.append(Token(word, s, a, b))
+        return NotIn(fid, values) if start(14) >= 0 else In(fid, values)
+    ls, le = m.span(11)
+    hs, he = m.span(13)
+    return Range(fid, Token(s[ls:le], s, ls, le), Token(s[hs:he], s, hs, he))
 
 
 def _operand(s: str, start: int, end: int) -> Token | None:
@@ -97,6 +186,10 @@ def _word_may_extend(s: str, start: int, end: int) -> bool:
 
 def fast_clause(s: str, i: int) -> tuple[Node, int] | None:
     """One plain clause at `i` and the position after it, or None (use the general parser)."""
+    quick = _QUICK_CLAUSE.match(s, i)
+    if quick is not None:
+        node = _quick_node(s, quick)
+        return None if node is None else (node, quick.end())
     m = _CLAUSE.match(s, i)
     if m is None:
         return None
@@ -161,105 +254,126 @@ _MAX_FAST_NOTS = 4
 FAST_DEPTH_UNITS = (_MAX_FAST_LEVELS + 1) * (4 + _MAX_FAST_NOTS)
 
 
-def fast_chain(s: str) -> Node | None:
-    """The whole filter if it is built only from plain clauses, parentheses, NOT, AND and OR."""
-    if "_geo" in s or "_vectors" in s:
-        return None  # never in the fast path (bar `_vectors = x`): do not waste a partial parse
-    r = _fast_or(s, 0, 0)
+def fast_chain(s: str, geo: GeoRule | None = None) -> Node | None:
+    """The whole filter if it is built only from plain clauses, geo clauses (parsed by `geo`, the
+    general parser's rule), parentheses, NOT, AND and OR."""
+    if "_vectors" in s or "\\" in s or (geo is None and "_geo" in s):
+        # never in the fast path (bar `_vectors = x`; a backslash is only ever read in a quoted value
+        # the general parser unescapes): do not waste a partial parse
+        return None
+    r = _fast_or(s, 0, 0, geo)
     if r is None or r[1] != len(s):
         return None
     return r[0]
 
 
-def fast_group(s: str, pos: int) -> tuple[Node, int] | None:
+def fast_group(s: str, pos: int, geo: GeoRule | None = None) -> tuple[Node, int] | None:
     """The expression inside a parenthesis opened just before `pos`, stopping before its ``)``."""
-    return _fast_or(s, pos, 1)
+    return _fast_or(s, pos, 1, geo)
 
 
-def _fast_or(s: str, pos: int, level: int) -> tuple[Node, int] | None:
-    """``or``-level chain from `pos`; stops before anything that is not an AND/OR connector."""
+def _fast_or(s: str, pos: int, level: int, geo: GeoRule | None) -> tuple[Node, int] | None:
+    """``or``-level chain from `pos`; stops before anything that is not an AND/OR connector.
+
+    Parenthesised groups are handled with an explicit stack (what the enclosing group had parsed when
+    the parenthesis opened), not by recursion: a group costs no call. The trees are the ones the
+    recursive grammar builds; `level` counts the open parentheses against `_MAX_FAST_LEVELS`. A
+    clause starting with `_geo` goes to `geo` (None: not a geo rule or an error, and the general
+    parser decides); nothing but a connector may follow it directly (as in `and`: no spaces)."""
     n = len(s)
     groups: list[Node] = []
     ands: list[Node] = []
-    chain_match = _CHAIN_CLAUSE.match
-    keywords = KEYWORDS
+    stack: list[tuple[list[Node], list[Node], int]] = []
+    quick_match = _QUICK.match
     while True:
-        # leading NOTs and parentheses (after a connector the input is already past the spaces)
-        negations = 0
-        p = pos
-        c = s[p : p + 1]
-        while c == "N" or c in _SPACE_CHARS:
-            while c and c in _SPACE_CHARS:
-                p += 1
-                c = s[p : p + 1]
-            if c != "N":
-                break
-            m = _NOT.match(s, p)
-            if m is None:
-                break
-            if negations == _MAX_FAST_NOTS or (m.end(1) < n and s[m.end(1)] > "\x7f"):
-                return None
-            negations += 1
-            p = pos = m.end()
-            c = s[p : p + 1]
-        if p < n and s[p] == "(":
-            if level == _MAX_FAST_LEVELS:
-                return None
-            r = _fast_or(s, p + 1, level + 1)
-            if r is None:
-                return None
-            node, pos = r
-            while pos < n and s[pos] in " \t\r\n":
-                pos += 1
-            if pos >= n or s[pos] != ")":
-                return None
-            conn = _CONNECTOR.match(s, pos + 1)
-            assert conn is not None  # the pattern matches the empty string
-            pos, conn_start, conn_end = conn.end(), conn.start(1), conn.end(1)
-        else:
-            m = chain_match(s, pos)
-            if m is None:
-                return None
-            regs = m.regs
-            op_start, op_end = regs[2]
-            if op_start >= 0:
-                # comparison, inlined: the hot case
-                fs, fe = regs[1]
-                vs, ve = regs[3]
-                first = s[fs]
-                if first == '"' or first == "'":
-                    fid = Token(s[fs + 1 : fe - 1], s, fs + 1, fe - 1)
-                else:
-                    word = s[fs:fe]
-                    if word in keywords or word.startswith("_geo"):
-                        return None
-                    fid = Token(word, s, fs, fe)
-                first = s[vs]
-                if first == '"' or first == "'":
-                    val = Token(s[vs + 1 : ve - 1], s, vs + 1, ve - 1)
-                else:
-                    word = s[vs:ve]
-                    if word in keywords or word.startswith("_geo") or (ve < n and s[ve] > "\x7f"):
-                        return None
-                    val = Token(word, s, vs, ve)
-                node = Comparison(fid, s[op_start:op_end], val)
+        c = s[pos : pos + 1]
+        if c != "(" and c != "N" and c not in _SPACE_CHARS and (m := quick_match(s, pos)) is not None:
+            # the hot case: a plain clause with neither NOT nor parenthesis before it
+            os_, oe = m.span(3)
+            if os_ >= 0:  # a comparison, inlined
+                fs, fe = m.span(2)
+                vs, ve = m.span(5)
+                node: Node = Comparison(Token(s[fs:fe], s, fs, fe), s[os_:oe], Token(s[vs:ve], s, vs, ve))
             else:
+                quick = _quick_node(s, m)
+                if quick is None:
+                    return None
+                node = quick
+            pos = m.end()
+            conn_start = m.start(16)
+        else:
+            # leading NOTs (and, at the start or after a parenthesis, spaces)
+            negations = 0
+            p = pos
+            while c == "N" or c in _SPACE_CHARS:
+                while c and c in _SPACE_CHARS:
+                    p += 1
+                    c = s[p : p + 1]
+                if c != "N":
+                    break
+                m = _NOT.match(s, p)
+                if m is None:
+                    break
+                if negations == _MAX_FAST_NOTS:
+                    return None
+                negations += 1
+                p = pos = m.end()
+                c = s[p : p + 1]
+            if c == "(":
+                if level == _MAX_FAST_LEVELS:
+                    return None
+                stack.append((groups, ands, negations))
+                groups, ands = [], []
+                level += 1
+                pos = p + 1
+                continue
+            m = quick_match(s, pos)
+            if m is not None:
+                quick = _quick_node(s, m)
+                if quick is None:
+                    return None
+                node, pos, conn_start = quick, m.end(), m.start(16)
+            elif geo is not None and s.startswith("_geo", p):
+                rule = geo(s, p)
+                if rule is None:
+                    return None
+                node, pos = rule
+                m = _CONNECTOR.match(s, pos)
+                assert m is not None  # the pattern matches the empty string
+                pos, conn_start = m.end(), m.start(1)
+            else:
+                m = _CHAIN_CLAUSE.match(s, pos)
+                if m is None:
+                    return None
+                regs = m.regs
                 clause = _clause(s, regs)
                 if clause is None:
                     return None
                 node = clause
-            pos = regs[0][1]
-            conn_start, conn_end = regs[17]
-        while negations:
-            node = negate(node)
-            negations -= 1
+                pos = regs[0][1]
+                conn_start, conn_end = regs[17]
+                if conn_start >= 0 and conn_end < n and s[conn_end] > "\x7f":
+                    return None
+            while negations:
+                node = negate(node)
+                negations -= 1
+        # after an operand: a connector, else the end of the chain or of the open parentheses
         ands.append(node)
-        if conn_start < 0:
-            break
-        if conn_end < n and s[conn_end] > "\x7f":
-            return None
+        while conn_start < 0:
+            groups.append(ands[0] if len(ands) == 1 else And(ands))
+            node = groups[0] if len(groups) == 1 else Or(groups)
+            if not stack:
+                return node, pos
+            m = _CLOSE.match(s, pos)
+            if m is None:
+                return None
+            groups, ands, negations = stack.pop()
+            level -= 1
+            while negations:
+                node = negate(node)
+                negations -= 1
+            ands.append(node)
+            pos, conn_start = m.end(), m.start(1)
         if s[conn_start] == "O":
             groups.append(ands[0] if len(ands) == 1 else And(ands))
             ands = []
-    groups.append(ands[0] if len(ands) == 1 else And(ands))
-    return (groups[0] if len(groups) == 1 else Or(groups)), pos

@@ -27,15 +27,20 @@ alternative (the value parser is a pure function of its position).
 Recursion budget: ``or``, ``and``, ``not`` and ``primary`` each check ``depth > MAX_PARSER_DEPTH`` on
 entry and pass ``depth + 1`` down, exactly as Meilisearch (budget 200: 49 nested parentheses or 197
 chained ``NOT`` are accepted, one more is "The filter exceeded the maximum depth limit"). Chained
-``NOT`` are consumed in a loop, so Python recursion is three frames per parenthesis level (~150 at
-most) whatever the input.
+``NOT`` are consumed in a loop and ``and`` is inlined in ``or`` (`expr`), so Python recursion is two
+frames per parenthesis level (~100 at most) whatever the input.
+
+Hot spots are inlined, with the same results as the code they stand for: `value` of an ASCII word is
+one regex match, and `primary` reads a ``word op word`` comparison without calling `value`.
 
 Before any of this, `parse_expression` and `primary` try the regex fast paths of `_fast` (whole filter,
 parenthesised group, single clause); they only accept inputs on which they provably agree with the
-general parser, spans included.
+general parser, spans included (`fast=False` turns them off: the tests compare both).
 """
 
 from __future__ import annotations
+
+import re
 
 from ._fast import FAST_DEPTH_UNITS, fast_chain, fast_clause, fast_group
 from ._lexer import (
@@ -82,6 +87,16 @@ MAX_PARSER_DEPTH = 200
 _FAST_GROUP_MAX_DEPTH = MAX_PARSER_DEPTH - FAST_DEPTH_UNITS
 
 _ASCII_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+# An unquoted value made of ASCII word characters and the multispace after it (the common case of
+# `value`; a non-ASCII character right after it sends the value to the general code).
+_ASCII_WORD_WS = re.compile(r"([a-zA-Z0-9_.\-]+)[ \t\r\n]*")
+# `_ws_float`'s number when it is well formed (an exponent marker must have digits).
+_FLOAT = r"[ \t\r\n]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|(?![eE])))[ \t\r\n]*"
+_WS_FLOAT = re.compile(_FLOAT)
+# The arguments of a well-formed `_geoRadius`, from its parenthesis (what `_geo_radius` reads).
+_RADIUS_ARGS = re.compile(rf"\({_FLOAT},{_FLOAT},{_FLOAT}(?:,{_FLOAT})?\)")
+# The same after ASCII spaces (which `value` skips with the rest of Rust's whitespace).
+_SPACED_ASCII_WORD_WS = re.compile(r"[ \t\r\n]*([a-zA-Z0-9_.\-]+)[ \t\r\n]*")
 
 
 class PErr:
@@ -111,12 +126,13 @@ class _GeoErr(Exception):
 
 
 class _Parser:
-    __slots__ = ("fast", "n", "s")
+    __slots__ = ("fast", "n", "s", "vectors")
 
     def __init__(self, source: str, fast: bool = True) -> None:
         self.s = source
         self.n = len(source)
         self.fast = fast
+        self.vectors = "_vectors" in source  # else no clause can be a vector filter
 
     # -- small helpers -------------------------------------------------------------------------
 
@@ -144,15 +160,12 @@ class _Parser:
             return c not in _ASCII_WORD_CHARS
         return word_end(s, i) == k
 
-    def _kw(self, i: int, kw: str) -> int:
-        """``ws(word_exact(kw))``: position after the keyword and its trailing spaces, or -1."""
+    def _after_keyword(self, i: int, kw: str) -> int:
+        """`_kw` without its leading spaces (the caller saw the keyword's first letter at `i`): the
+        position after the keyword and its spaces, or -1."""
         s, n = self.s, self.n
         if not s.startswith(kw, i):
-            if i >= n or s[i] not in MULTISPACE:
-                return -1
-            i = self._ms(i)
-            if not s.startswith(kw, i):
-                return -1
+            return -1
         k = i + len(kw)
         if k < n:
             c = s[k]
@@ -165,6 +178,15 @@ class _Parser:
                 k += 1
         return k
 
+    def _kw(self, i: int, kw: str) -> int:
+        """``ws(word_exact(kw))``: position after the keyword and its trailing spaces, or -1."""
+        s = self.s
+        if not s.startswith(kw, i):
+            if i >= self.n or s[i] not in MULTISPACE:
+                return -1
+            i = self._ms(i)
+        return self._after_keyword(i, kw)
+
     # -- values --------------------------------------------------------------------------------
 
     def value(self, i: int) -> tuple[Token, int] | PErr:
@@ -176,6 +198,15 @@ class _Parser:
         c = s[j] if j < n else ""
         if c == "_":
             self._reserved_geo_value(j)
+        m = _ASCII_WORD_WS.match(s, j)
+        if m is not None:
+            close, end = m.end(1), m.end()
+            if close == n or s[close] < "\x80":  # else Rust may count what follows as part of the word
+                val = s[j:close]
+                if val in KEYWORDS:
+                    return PErr("expected_value", j, error_word_end(s, j), True)
+                # no backslash can be in a word: nothing to unescape
+                return Token(val, s, j, close), end
         if c == "'" or c == '"':
             start = j + 1
             close, escaped = self._quoted_by(start, c)
@@ -290,72 +321,85 @@ class _Parser:
     # -- expressions ---------------------------------------------------------------------------
 
     def expr(self, i: int, depth: int) -> tuple[Node, int] | PErr:
-        """``or = and ("OR" and)*``."""
-        if depth > MAX_PARSER_DEPTH:
-            return PErr("depth", i, self.n)
-        r = self.and_(i, depth + 1)
-        if isinstance(r, PErr):
-            return r
-        node, i = r
-        s = self.s
-        children: list[Node] | None = None
-        while True:
-            # cheap rejection first: after an operand the input is at the next keyword, if any
-            c = s[i : i + 1]
-            if c != "O" and (not c or c not in MULTISPACE):
-                break
-            j = self._kw(i, "OR")
-            if j < 0:
-                break
-            r = self.and_(j, depth + 1)
-            if isinstance(r, PErr):
-                raise ParseFailure(r)
-            if children is None:
-                children = [node]
-            child, i = r
-            children.append(child)
-        return (Or(children) if children else node), i
-
-    def and_(self, i: int, depth: int) -> tuple[Node, int] | PErr:
-        """``and = not ("AND" not)*``; `not_` is only called when a ``NOT`` may follow."""
+        """``or = and ("OR" and)*`` with ``and = not ("AND" not)*`` inlined (one call per
+        parenthesis level, not one per ``OR`` operand). Depths and errors are the two rules': `or`
+        checks `depth`, every `and` checks `depth + 2` (its own entry and its `not`'s), an ``AND`` or
+        ``OR`` commits (`cut`). `not_` is only called when a ``NOT`` may follow."""
         n = self.n
-        d = depth + 1
-        if d > MAX_PARSER_DEPTH:  # covers both `and` (depth) and `not` (depth + 1) entry checks
+        if depth > MAX_PARSER_DEPTH:
             return PErr("depth", i, n)
         s = self.s
         primary = self.primary
-        r = self.not_(i, d) if s.startswith("NOT", i) or s[i : i + 1] in MULTISPACE else primary(i, d + 1)
-        if isinstance(r, PErr):
-            return r
-        node, i = r
-        children: list[Node] | None = None
+        d = depth + 2
+        ors: list[Node] | None = None
         while True:
+            # -- and: its first operand --
+            if d > MAX_PARSER_DEPTH:
+                r: tuple[Node, int] | PErr = PErr("depth", i, n)
+            elif s.startswith("NOT", i) or s[i : i + 1] in MULTISPACE:
+                r = self.not_(i, d)
+            else:
+                r = primary(i, d + 1)
+            if isinstance(r, PErr):
+                if ors is None:
+                    return r
+                raise ParseFailure(r)
+            node, i = r
+            ands: list[Node] | None = None
+            while True:
+                c = s[i : i + 1]
+                if c == "A":
+                    j = self._after_keyword(i, "AND")
+                elif c and c in MULTISPACE:
+                    j = self._kw(i, "AND")
+                else:
+                    break
+                if j < 0:
+                    break
+                r = self.not_(j, d) if s.startswith("NOT", j) else primary(j, d + 1)
+                if isinstance(r, PErr):
+                    raise ParseFailure(r)
+                if ands is None:
+                    ands = [node]
+                child, i = r
+                ands.append(child)
+            if ands is not None:
+                node = And(ands)
+            # -- or: the next `and`, if any --
+            if ors is not None:
+                ors.append(node)
             c = s[i : i + 1]
-            if c != "A" and (not c or c not in MULTISPACE):
+            if c == "O":
+                j = self._after_keyword(i, "OR")
+            elif c and c in MULTISPACE:
+                j = self._kw(i, "OR")
+            else:
                 break
-            j = self._kw(i, "AND")
             if j < 0:
                 break
-            r = self.not_(j, d) if s.startswith("NOT", j) else primary(j, d + 1)
-            if isinstance(r, PErr):
-                raise ParseFailure(r)
-            if children is None:
-                children = [node]
-            child, i = r
-            children.append(child)
-        return (And(children) if children else node), i
+            if ors is None:
+                ors = [node]
+            i = j
+        return (Or(ors) if ors is not None else node), i
 
     def not_(self, i: int, depth: int) -> tuple[Node, int] | PErr:
         """``not = "NOT" not | primary``, iteratively: each ``NOT`` costs one unit of budget and
         everything after a ``NOT`` is under `cut`. An even number of ``NOT`` cancels out."""
         negations = 0
+        s = self.s
         while True:
             if depth > MAX_PARSER_DEPTH:
                 err = PErr("depth", i, self.n)
                 if negations:
                     raise ParseFailure(err)
                 return err
-            j = self._kw(i, "NOT")
+            c = s[i : i + 1]
+            if c == "N":
+                j = self._after_keyword(i, "NOT")
+            elif c and c in MULTISPACE:
+                j = self._kw(i, "NOT")
+            else:
+                break
             if j < 0:
                 break
             negations += 1
@@ -383,20 +427,27 @@ class _Parser:
             if self.fast and depth < _FAST_GROUP_MAX_DEPTH:
                 # the group's content alone through the fast path; only a well-formed group that is
                 # closed right after it is taken, anything else is parsed again below
-                quick = fast_group(s, j + 1)
+                quick = fast_group(s, j + 1, _geo_rule)
                 if quick is not None:
                     node, k = quick
                     while k < n and s[k] in MULTISPACE:
                         k += 1
                     if k < n and s[k] == ")":
                         return node, self._ms(k + 1)
-            r = self.expr(self._ms(j + 1), depth + 1)
+            k = j + 1
+            while k < n and s[k] in MULTISPACE:
+                k += 1
+            r = self.expr(k, depth + 1)
             if isinstance(r, PErr):
                 raise ParseFailure(r)
             node, k = r
-            k = self._ms(k)
+            while k < n and s[k] in MULTISPACE:
+                k += 1
             if k < n and s[k] == ")":
-                return node, self._ms(k + 1)
+                k += 1
+                while k < n and s[k] in MULTISPACE:
+                    k += 1
+                return node, k
             raise ParseFailure(PErr("missing_closing", i, n, ")"))
         if c == "_":
             we = word_end(s, j)
@@ -411,6 +462,36 @@ class _Parser:
             quick = fast_clause(s, i)
             if quick is not None:
                 return quick
+        elif c != "_":
+            # `value` inlined for an ASCII word (what `value(i)` returns, see there), and a comparison
+            # right after it: the only alternatives before it, `IN` and `NOT IN`, start with a letter
+            m = _ASCII_WORD_WS.match(s, j)
+            if m is not None:
+                close, e = m.end(1), m.end()
+                if close == n or s[close] < "\x80":
+                    word = s[j:close]
+                    if word not in KEYWORDS:
+                        fid = Token(word, s, j, close)
+                        c = s[e : e + 1]
+                        if c and c in "<>=":
+                            op = c + "=" if c != "=" and s.startswith("=", e + 1) else c
+                        elif c == "!" and s.startswith("=", e + 1):
+                            op = "!="
+                        else:
+                            after = self._after_value(i, (fid, e))
+                            return PErr("invalid_primary", i, n) if after is None else after
+                        k = e + len(op)
+                        m = _SPACED_ASCII_WORD_WS.match(s, k)
+                        if m is not None:  # `value(k)` inlined, as above
+                            vs, close = m.span(1)
+                            if (close == n or s[close] < "\x80") and s[vs] != "_":
+                                word = s[vs:close]
+                                if word not in KEYWORDS:
+                                    return Comparison(fid, op, Token(word, s, vs, close)), m.end()
+                        rhs = self.value(k)
+                        if isinstance(rhs, PErr):
+                            raise ParseFailure(rhs)
+                        return Comparison(fid, op, rhs[0]), rhs[1]
         v1 = self.value(i)
         if isinstance(v1, PErr):
             # `parse_error_reserved_keyword`: a keyword where a field was expected is final.
@@ -456,9 +537,10 @@ class _Parser:
                             return IsNotNull(fid), k2 + 4
                         if s.startswith("EMPTY", k2):
                             return IsNotEmpty(fid), k2 + 5
-        vec = self._vectors(i)
-        if vec is not None:
-            return vec
+        if self.vectors:
+            vec = self._vectors(i)
+            if vec is not None:
+                return vec
         if s.startswith("EXISTS", e):
             return Exists(fid), e + 6
         not_ms = self._ms1(e + 3) if c == "N" and s.startswith("NOT", e) else -1
@@ -502,12 +584,15 @@ class _Parser:
             raise ParseFailure(PErr("in_opening_bracket", k, n))
         k += 1
         values: list[Token] = []
+        ms = MULTISPACE
         r = self.value(k)
         if not isinstance(r, PErr):
             tok, k = r
             values.append(tok)
             while True:
-                j = self._ms(k)
+                j = k
+                while j < n and s[j] in ms:
+                    j += 1
                 if j >= n or s[j] != ",":
                     break
                 r = self.value(j + 1)
@@ -515,12 +600,18 @@ class _Parser:
                     break
                 tok, k = r
                 values.append(tok)
-            j = self._ms(k)
+            j = k
+            while j < n and s[j] in ms:
+                j += 1
             if j < n and s[j] == ",":
                 k = self._ms(j + 1)
-        j = self._ms(k)
+        j = k
+        while j < n and s[j] in ms:
+            j += 1
         if j < n and s[j] == "]":
-            end = self._ms(j + 1)
+            end = j + 1
+            while end < n and s[end] in ms:
+                end += 1
             return (NotIn(fid, values) if negated else In(fid, values)), end
         if k >= n:
             raise ParseFailure(PErr("in_closing_bracket", k, n))
@@ -584,6 +675,10 @@ class _Parser:
     def _ws_float(self, i: int) -> tuple[Token, int] | int:
         """``ws(recognize_float)``: (token, end) or the position of a recoverable error."""
         s, n = self.s, self.n
+        m = _WS_FLOAT.match(s, i)
+        if m is not None:  # a well-formed number: what the loop below finds, in one match
+            start, end = m.span(1)
+            return Token(s[start:end], s, start, end), m.end()
         i = self._ms(i)
         j = i
         if j < n and s[j] in "+-":
@@ -721,13 +816,36 @@ class _Parser:
         return GeoPolygon([(g[0], g[1]) for g in groups]), k
 
 
+def _geo_rule(source: str, j: int) -> tuple[Node, int] | None:
+    """What `primary` makes of a `_geoRadius` / `_geoBoundingBox` / `_geoPolygon` clause starting at
+    `j` (after its spaces), for the fast paths; None when it is no such clause or an error (the
+    general parser then parses the filter again and reports it)."""
+    we = word_end(source, j)
+    word = source[j:we]
+    if word == "_geoRadius" and (m := _RADIUS_ARGS.match(source, we)) is not None:
+        lat, lng, meters = (Token(source[a:b], source, a, b) for a, b in (m.span(1), m.span(2), m.span(3)))
+        a, b = m.span(4)
+        return GeoRadius(lat, lng, meters, Token(source[a:b], source, a, b) if a >= 0 else None), m.end()
+    p = _Parser(source)
+    try:
+        if word == "_geoRadius":
+            return p._geo_radius(we)
+        if word == "_geoBoundingBox":
+            return p._geo_bounding_box(we)
+        if word == "_geoPolygon":
+            return p._geo_polygon(we)
+    except ParseFailure:
+        return None
+    return None
+
+
 def parse_expression(source: str, *, fast: bool = True) -> Node:
     """Parse a non-blank filter string; raises `ParseFailure` carrying Meilisearch's error.
 
     `fast=False` disables the regex fast paths (the tests compare both).
     """
     if fast:
-        node = fast_chain(source)
+        node = fast_chain(source, _geo_rule)
         if node is not None:
             return node
     p = _Parser(source, fast)

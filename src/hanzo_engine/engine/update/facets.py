@@ -5,7 +5,11 @@ Which fields are *faceted* (milli's `match_faceted_field`): a flattened field na
 that kind wins, and a matching rule without those features hides the field from later rules), the
 `distinctAttribute` itself, or a field that a `sortableAttributes` entry or a custom `field:asc|desc`
 ranking rule covers (legacy matching: `a` covers `a.b`). With `_geo` sortable or filterable (as a plain
-string), `_geo.lat` and `_geo.lng` are faceted numbers taken from each document's `_geo`.
+string), `_geo.lat` and `_geo.lng` are faceted numbers taken from each document's `_geo`. With
+`_geojson` filterable (as a plain string: milli's `is_geojson_filtering_enabled`), the `_geojson` field
+is faceted as a *shape*: its forward entry carries the flattened geometry
+(`engine/documents/geojson.py`) as a fourth element and its `exists` bitmap lists the documents that
+have one; `_geo` and `_geojson` are never walked as ordinary facet values.
 
 Structures (databases of the index env; `fid` is the position of a field name in the `facet-fields`
 list of the main db, stable for the life of the index):
@@ -17,7 +21,8 @@ list of the main db, stable for the life of the index):
 - `facet-flags`    kind byte (`e` exists, `n` null, `m` empty) + fid (u16 BE) -> bitmap.
 - `facet-docs`     docid (u32 BE) -> msgpack `{fid: [flags, [numbers], [[normalized, original], ...]]}`:
                    the forward entry, read to un-index a document, for distinct, sort keys of ranked
-                   documents and the original spelling of facet values.
+                   documents and the original spelling of facet values (`_geojson`: a fourth
+                   element, the shape `[points, lines, polygons]`).
 
 Bitmaps are stored as milli's `CboRoaringBitmapCodec` does: up to 7 docids as plain little-endian
 u32s (a unique value, the common case of a high-cardinality field, costs 4 bytes and no roaring
@@ -46,6 +51,7 @@ import msgspec
 from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD, GeoJsonError, GeoShape, parse_geojson
 from hanzo_engine.filter_parser import rust_parse_f64
 
 if TYPE_CHECKING:
@@ -248,6 +254,7 @@ class FacetRules:
         plain = {r.patterns[0] for r in self.filters if r.legacy}
         self.geo_filterable = GEO_FIELD in plain
         self.geo = GEO_FIELD in self.sortable or self.geo_filterable
+        self.geojson = GEOJSON_FIELD in plain  # `_geoPolygon` and geo filters on shapes
         # nothing at all is faceted: documents need no walk
         self.active = bool(self.filters or self.sortable or self.asc_desc or self.distinct is not None)
         self._selection: dict[str, int] = {}
@@ -255,7 +262,7 @@ class FacetRules:
     def signature(self) -> tuple[Any, ...]:
         """Equal for two settings exactly when they facet the same fields."""
         return (tuple(self.filters), tuple(sorted(self.sortable)), tuple(sorted(self.asc_desc)), self.distinct,
-                self.geo)
+                self.geo, self.geojson)
 
     def matching(self, name: str) -> tuple[int, FilterRule] | None:
         """The first filterable rule matching `name` (milli's `matching_features`)."""
@@ -308,6 +315,13 @@ class FacetRules:
     def is_faceted(self, name: str) -> bool:
         return self.selection(name) == MATCH
 
+    def keeps(self, name: str) -> bool:
+        """Whether values indexed under `name` stay valid under these rules (`_geojson` holds shapes,
+        kept only while geojson filtering is on, whatever other rule matches the name)."""
+        if name == GEOJSON_FIELD:
+            return self.geojson
+        return self.is_faceted(name)
+
 
 # -- extraction -----------------------------------------------------------------------------------
 
@@ -317,11 +331,15 @@ class FieldValues:
     flags: int = 0
     numbers: set[float] = field(default_factory=set)
     strings: dict[str, str] = field(default_factory=dict)  # normalized -> first original
+    shape: GeoShape | None = None  # `_geojson` only
 
     def to_entry(self) -> list[Any]:
         numbers = self.numbers
-        return [self.flags, sorted(numbers) if len(numbers) > 1 else list(numbers),
-                [[k, v] for k, v in self.strings.items()]]
+        entry = [self.flags, sorted(numbers) if len(numbers) > 1 else list(numbers),
+                 [[k, v] for k, v in self.strings.items()]]
+        if self.shape is not None:
+            entry.append(self.shape.to_json())
+        return entry
 
 
 class _Walk:
@@ -393,7 +411,7 @@ class _Walk:
     def document(self, document: dict[str, Any]) -> None:
         select = self.rules.selection
         for key, value in document.items():
-            if key == GEO_FIELD or key == VECTORS_FIELD:
+            if key == GEO_FIELD or key == VECTORS_FIELD or key == GEOJSON_FIELD:
                 continue
             selection = select(key)
             if selection == NO_MATCH:
@@ -412,7 +430,8 @@ class _Walk:
 
 
 def extract_facets(document: dict[str, Any], rules: FacetRules, external_id: str = "") -> dict[str, FieldValues]:
-    """The faceted values of `document` by flattened field name (`_geo` coordinates included)."""
+    """The faceted values of `document` by flattened field name (`_geo` coordinates and the
+    `_geojson` shape included)."""
     walk = _Walk(rules)
     walk.document(document)
     if rules.geo and GEO_FIELD in document:
@@ -422,6 +441,8 @@ def extract_facets(document: dict[str, Any], rules: FacetRules, external_id: str
                 fv = walk.fields.setdefault(name, FieldValues())
                 fv.flags |= FLAG_EXISTS
                 fv.numbers.add(number + 0.0)
+    if rules.geojson and GEOJSON_FIELD in document:
+        walk.fields[GEOJSON_FIELD] = FieldValues(FLAG_EXISTS, shape=geojson_shape(document[GEOJSON_FIELD]))
     return walk.fields
 
 
@@ -450,6 +471,14 @@ def _finite(value: Any) -> float | None:
 
 def geo_error(message: str) -> MeiliError:
     return MeiliError("invalid_document_geo_field", message)
+
+
+def geojson_shape(value: Any) -> GeoShape:
+    """The shape of a document's `_geojson` value; Meilisearch's `invalid_document_geojson_field`."""
+    try:
+        return parse_geojson(value)
+    except GeoJsonError as err:
+        raise MeiliError("invalid_document_geojson_field", err.message) from None
 
 
 def geo_coordinates(external_id: str, value: Any) -> tuple[float, float] | None:
@@ -490,16 +519,27 @@ def geo_coordinates(external_id: str, value: Any) -> tuple[float, float] | None:
 
 
 def check_geo(settings: dict[str, Any], documents: Iterable[tuple[str, dict[str, Any]]], uid: str) -> None:
-    """Validate the `_geo` of every (external id, document) before anything is written, as the whole
-    task fails on the first bad one; errors carry the "Index `uid`: " prefix like milli's."""
-    if not FacetRules(settings).geo:
+    """Validate the `_geo` (when `_geo` is sortable or filterable) and the `_geojson` (when geojson
+    filtering is on) of every (external id, document) before anything is written, as the whole task
+    fails on the first bad one; errors carry the "Index `uid`: " prefix like milli's."""
+    rules = FacetRules(settings)
+    if not (rules.geo or rules.geojson):
         return
     for external_id, document in documents:
-        if GEO_FIELD in document:
-            try:
+        try:
+            if rules.geo and GEO_FIELD in document:
                 geo_coordinates(external_id, document[GEO_FIELD])
-            except MeiliError as err:
-                raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
+            if rules.geojson and GEOJSON_FIELD in document:
+                geojson_shape(document[GEOJSON_FIELD])
+        except MeiliError as err:
+            raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
+
+
+def needs_geo_check(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a settings change from `old` to `new` starts reading `_geo` or `_geojson` values that
+    were not validated yet (then `check_geo(new, stored documents, uid)` must run before the rebuild)."""
+    before, after = FacetRules(old), FacetRules(new)
+    return (after.geo and not before.geo) or (after.geojson and not before.geojson)
 
 
 # -- the indexer ----------------------------------------------------------------------------------
@@ -547,7 +587,8 @@ class FacetIndexer:
         """Log one event per key the forward entry touches: `docid` to add it, `~docid` to remove it."""
         event = docid if add else ~docid
         pending = self.pending
-        for fid, (flags, numbers, strings) in forward.items():
+        for fid, entry in forward.items():
+            flags, numbers, strings = entry[0], entry[1], entry[2]
             prefix = _FID.pack(fid)
             keys: list[tuple[bytes, bytes]] = [(DB_FACET_FLAGS, kind + prefix) for bit, kind in FLAG_KINDS if flags & bit]
             keys.extend((DB_FACET_NUMBERS, prefix + encode_f64(n)) for n in numbers)
@@ -616,11 +657,22 @@ class FacetIndexer:
     def rebuild(self, documents: Iterable[tuple[int, str, dict[str, Any]]]) -> None:
         """Re-index only the fields whose faceted status changed under this indexer's rules: values of
         fields no longer faceted are dropped, values of newly faceted fields are added, the others are
-        left as they are."""
+        left as they are.
+
+        With geojson filtering on, every stored `_geojson` is validated first, so that an invalid one
+        fails the task before anything changed (`check_geo`, when the caller ran it, has already
+        done so with the index uid in the message)."""
+        if self.rules.geojson:
+            marker = b'"' + GEOJSON_FIELD.encode() + b'"'
+            for _, raw_document in self.writer.iter_raw_documents():
+                if marker in raw_document:  # most documents need no decoding
+                    document = msgspec.json.decode(raw_document)
+                    if GEOJSON_FIELD in document:
+                        geojson_shape(document[GEOJSON_FIELD])
         for docid, external_id, document in documents:
             raw = self.txn.get(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
             forward: dict[int, list[Any]] = _unpack(raw) if raw is not None else {}
-            kept = {fid: e for fid, e in forward.items() if self.rules.is_faceted(self.fields[fid])}
+            kept = {fid: e for fid, e in forward.items() if self.rules.keeps(self.fields[fid])}
             self._log(docid, {fid: e for fid, e in forward.items() if fid not in kept}, False)
             added: dict[int, list[Any]] = {}
             for name, fv in extract_facets(document, self.rules, external_id).items():

@@ -34,7 +34,7 @@ def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str
     from hanzo_engine.engine.update import facets
 
     rebuild_facets = facets.facets_changed(old, new)
-    if rebuild_facets and facets.FacetRules(new).geo and not facets.FacetRules(old).geo:
+    if facets.needs_geo_check(old, new):
         facets.check_geo(new, ((ext, doc) for _, ext, doc in _stored_with_ids(writer)), uid)
     if needs_reindex(old, new):
         _reindex_search(writer, new)
