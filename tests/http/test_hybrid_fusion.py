@@ -185,3 +185,19 @@ def test_meilisearch_errors_come_first(http: httpx.Client, index_uid: str) -> No
                     json={"hybrid": {"embedder": "manual", "fusion": "nope"}, "limit": -1})
     assert res.status_code == 400
     assert res.json()["code"] == "invalid_search_limit"
+
+
+def test_fusion_in_multi_search(http: httpx.Client, index_uid: str) -> None:
+    _setup(http, index_uid)
+    hybrid = {"embedder": "manual", "fusion": "rrf", "semanticRatio": 0.7}
+    single = _search(http, index_uid, hybrid=hybrid, limit=5)
+    res = http.post("/multi-search", json={"queries": [
+        {"indexUid": index_uid, "q": Q, "vector": VECTOR, "hybrid": hybrid, "limit": 5}]})
+    assert res.status_code == 200, res.text
+    assert res.json()["results"][0]["hits"] == single["hits"]
+    bad = http.post("/multi-search", json={"queries": [
+        {"indexUid": index_uid, "q": Q, "vector": VECTOR, "hybrid": {"embedder": "manual", "fusion": "x"}}]})
+    assert bad.status_code == 400
+    assert bad.json()["message"] == ("Unknown value `x` at `.queries[0].hybrid.fusion`: "
+                                     "expected one of `convex`, `rrf`")
+    assert bad.json()["code"] == "invalid_search_hybrid_query"

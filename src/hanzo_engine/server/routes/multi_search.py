@@ -46,7 +46,14 @@ from starlette.responses import Response
 from hanzo_engine.apitypes.deserr import Field, InvalidValue, decode_json_body, deserialize_object
 from hanzo_engine.apitypes.errors import MeiliError, invalid_index_uid
 from hanzo_engine.apitypes.index_uid import is_valid_index_uid
-from hanzo_engine.apitypes.search import SEARCH_BODY, HybridQuery, SearchQuery, parse_sort
+from hanzo_engine.apitypes.search import (
+    SEARCH_BODY,
+    HybridQuery,
+    SearchQuery,
+    check_hybrid_fusion,
+    parse_sort,
+    pop_hybrid_fusion,
+)
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.auth.tenant import rust_debug_list
 from hanzo_engine.engine.index import IndexReader
@@ -136,7 +143,7 @@ QUERY_FIELDS: Final = (
 )
 
 
-def _search_query(p: dict[str, Any]) -> SearchQuery:
+def _search_query(p: dict[str, Any], fusion: str | None = None) -> SearchQuery:
     hybrid, personalize = p["hybrid"], p["personalize"]
     return SearchQuery(
         q=p["q"], offset=p["offset"] or 0, limit=DEFAULT_LIMIT if p["limit"] is None else p["limit"],
@@ -147,7 +154,7 @@ def _search_query(p: dict[str, Any]) -> SearchQuery:
         filter=p["filter"], sort=p["sort"], distinct=p["distinct"], facets=p["facets"],
         matching_strategy=p["matchingStrategy"], attributes_to_search_on=p["attributesToSearchOn"],
         ranking_score_threshold=p["rankingScoreThreshold"], locales=p["locales"],
-        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"]),
+        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"], fusion),
         vector=p["vector"], retrieve_vectors=p["retrieveVectors"], media=p["media"],
         personalize=None if personalize is None else personalize["userContext"], use_network=p["useNetwork"],
         show_ranking_score=p["showRankingScore"], show_ranking_score_details=p["showRankingScoreDetails"],
@@ -157,16 +164,18 @@ def _search_query(p: dict[str, Any]) -> SearchQuery:
 
 def _parse_query(value: Any, i: int) -> MultiQuery:
     path = f".queries[{i}]"
+    value, raw_fusion = pop_hybrid_fusion(value)  # beyond Meilisearch, checked after the rest (as search)
     try:
         p = deserialize_object(value, QUERY_FIELDS, path=path)
     except MeiliError as err:
         # the shared item validators of `locales` and `vector` name their path from the body's root
         message = err.message.replace("`.locales[", f"`{path}.locales[").replace("`.vector[", f"`{path}.vector[")
         raise MeiliError(err.code, message) from None
+    fusion = check_hybrid_fusion(raw_fusion, path=f"{path}.hybrid") if p["hybrid"] is not None else None
     options = p["federationOptions"]
     pagination = next((name for name in ("offset", "limit", "page", "hitsPerPage") if p[name] is not None), None)
     return MultiQuery(
-        index_uid=p["indexUid"], query=_search_query(p),
+        index_uid=p["indexUid"], query=_search_query(p, fusion),
         options=None if options is None else FederationOptions(options["weight"], options["remote"],
                                                                options["queryPosition"]),
         pagination=pagination, show_performance_details=p["showPerformanceDetails"],
