@@ -9,6 +9,9 @@ updated). The client side is asyncio + httpx in this process, one connection per
 `_run`); the server is a separate process with its default options (search queue of 1000, cores × 4
 searches at once).
 
+Also reported: the CPU seconds the server and the client (this process) used, and the server's CPU per
+request, since both share the machine's cores.
+
 Pass criteria: zero errors, where an error is any transport failure or any status other than 200/202,
 except the documented `503 too_many_search_requests` carrying `Retry-After: 10` (counted apart); every
 write task acknowledged during the run ends `succeeded`; the server's peak RSS stays under
@@ -49,6 +52,12 @@ def _proc_status(pid: int, field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (/proc/<pid>/stat fields 14 and 15, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -159,7 +168,9 @@ def test_load(load_server: ServerProcess) -> None:
     pid = load_server.proc.pid
     words = vocabulary()[:3000]
     rss_before = _proc_status(pid, "VmRSS")
+    server_cpu, client_cpu = _cpu_seconds(pid), time.process_time()
     stats, elapsed, rss = asyncio.run(_run(load_server.url, words, pid))
+    server_cpu, client_cpu = _cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
     peak = _proc_status(pid, "VmHWM")
 
     with httpx.Client(base_url=load_server.url, timeout=60) as http:
@@ -179,6 +190,9 @@ def test_load(load_server: ServerProcess) -> None:
         "rssSamplesMiB": [round(x / 2**20) for x in rss[:: max(1, len(rss) // 20)]],
         "taskBacklogAtDeadline": backlog, "drainSeconds": round(drain_seconds, 1),
         "writesAcknowledged": len(stats.tasks), "failedTasks": failed,
+        # both sides share the machine's cores: who used them tells where the throughput went
+        "serverCpuSeconds": round(server_cpu, 1), "clientCpuSeconds": round(client_cpu, 1),
+        "serverCpuMsPerRequest": round(server_cpu * 1000 / max(completed, 1), 2),
         "latencyMs": {},
     }
     for kind, values in [*sorted(stats.latency.items()), ("all", everything)]:

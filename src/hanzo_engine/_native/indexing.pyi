@@ -23,7 +23,7 @@ class PostingAccumulator:
         get: Callable[[bytes], bytes | memoryview | None],
         put: Callable[[bytes, bytes], object],
         delete: Callable[[bytes], object],
-    ) -> None: ...
+    ) -> tuple[list[bytes], list[bytes]]: ...
     def apply_word_fid_docids(
         self,
         get: Callable[[bytes], bytes | memoryview | None],

@@ -397,7 +397,8 @@ cdef class PostingAccumulator:
         """Forgets every change."""
         hz_postings_clear(self.acc)
 
-    cdef int _apply(self, int table, object get, object put, object delete) except -1:
+    cdef int _apply(self, int table, object get, object put, object delete, list created=None,
+                    list deleted=None) except -1:
         cdef size_t i, n, klen, n_added, n_removed, size
         cdef const char *key
         cdef const uint32_t *added
@@ -428,16 +429,24 @@ cdef class PostingAccumulator:
             if size == 0:
                 if stored is not None:
                     delete(k)
+                    if deleted is not None:
+                        deleted.append(k)
             elif (stored is None or <size_t>PyBytes_GET_SIZE(stored) != size
                     or memcmp(PyBytes_AS_STRING(stored), out, size) != 0):
                 # (a document replaced by itself leaves its bitmaps unchanged: no write)
                 put(k, PyBytes_FromStringAndSize(out, <Py_ssize_t>size))
+                if stored is None and created is not None:
+                    created.append(k)
         return 0
 
     def apply_word_docids(self, get, put, delete):
         """Merges the word-docids changes, in key order: for each changed key, `get(key)` (bytes or
-        None), then `put(key, bitmap)` or, when the bitmap became empty, `delete(key)`."""
-        self._apply(HZ_TABLE_WORD, get, put, delete)
+        None), then `put(key, bitmap)` or, when the bitmap became empty, `delete(key)`. Returns the
+        (created, deleted) keys: the words that entered or left the dictionary."""
+        created: list = []
+        deleted: list = []
+        self._apply(HZ_TABLE_WORD, get, put, delete, created, deleted)
+        return created, deleted
 
     def apply_word_fid_docids(self, get, put, delete):
         """The same for word-fid-docids keys (`word 0x00 fid-u16-BE`)."""

@@ -23,6 +23,7 @@ Invariant: all docids are restricted to the searched fields (searchable attribut
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import struct
@@ -41,6 +42,8 @@ from hanzo_engine.engine.update.indexer import (
     DB_DOCID_WORDS,
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
+    dictionary_delta,
+    dictionary_version,
     field_stats,
     read_forward,
     search_fields,
@@ -131,18 +134,56 @@ def position_cost(distance: int) -> int:
 
 
 def _word_table(reader: IndexReader) -> SortedWords:
-    """The index's words, sorted; cached on the Index until its next write (`updated_at`)."""
+    """The index's words, sorted; cached on the Index per dictionary version (`dictionary_version`:
+    writes that only change which documents hold known words keep it). A cached table a few versions
+    behind is patched with the recorded deltas instead of reading every word again (~3.6 s for 2M words)."""
     index = reader.index
-    version = reader.updated_at
+    version = dictionary_version(reader)
     cached = getattr(index, "_word_table", None)
     if cached is not None and cached[0] == version:
         table: SortedWords = cached[1]
         return table
-    with reader.txn.cursor(db=index.db(DB_WORD_DOCIDS)) as cursor:
-        words = [bytes(k).decode() for k in cursor.iternext(keys=True, values=False)]
+    words: list[str] | None = None
+    if cached is not None and cached[0] < version:
+        words = cached[1].words
+        for v in range(cached[0] + 1, version + 1):
+            delta = dictionary_delta(reader, v)
+            if delta is None or words is None:
+                words = None
+                break
+            words = _patched(words, [w.decode() for w in delta[0]], {w.decode() for w in delta[1]})
+    if words is None:
+        with reader.txn.cursor(db=index.db(DB_WORD_DOCIDS)) as cursor:
+            words = [bytes(k).decode() for k in cursor.iternext(keys=True, values=False)]
     table = SortedWords(words)  # typo matching walks it as a trie (_native/scoring.pyx)
     index._word_table = (version, table)  # type: ignore[attr-defined]
     return table
+
+
+def _patched(words: list[str], added: list[str], removed: set[str]) -> list[str]:
+    """`words` (sorted by code point, as LMDB orders UTF-8 keys) without `removed`, with `added`:
+    whole slices copied between the changed places, so a few changes cost one pass in C."""
+    if removed:
+        cuts = sorted(i for w in removed if (i := bisect.bisect_left(words, w)) < len(words) and words[i] == w)
+        kept: list[str] = []
+        prev = 0
+        for i in cuts:
+            kept.extend(words[prev:i])
+            prev = i + 1
+        kept.extend(words[prev:])
+        words = kept
+    if not added:
+        return words
+    out: list[str] = []
+    prev = 0
+    for w in sorted(added):
+        i = bisect.bisect_left(words, w, prev)
+        out.extend(words[prev:i])
+        if i >= len(words) or words[i] != w:
+            out.append(w)
+        prev = i
+    out.extend(words[prev:])
+    return out
 
 
 def _prefix_words(reader: IndexReader, prefix: str, limit: int) -> list[str]:

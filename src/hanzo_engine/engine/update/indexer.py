@@ -57,11 +57,17 @@ KEY_FIELD_STATS: Final = b"field-stats"
 # existed lack them until they are reindexed, and search must not trust a partial set.
 KEY_FIRST_WORDS: Final = b"first-words"
 FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
+# The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
+KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
+KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
+DICTIONARY_DELTAS: Final = 64
+DICTIONARY_DELTA_MAX: Final = 100_000  # words; a bigger change is read again whole
 
 MAX_POSITION: Final = 0xFFFF
 # Accumulated bitmap changes (about 12 bytes per word and field of each document) are flushed past this.
 MAX_PENDING_BYTES: Final = 256 << 20
 _U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
 _FID = struct.Struct(">H")
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
@@ -101,6 +107,35 @@ def read_forward(reader: IndexReader, docid: int) -> Forward | None:
         return None
     lengths, postings = _unpack(raw)
     return lengths, postings
+
+
+def dictionary_version(reader: IndexReader) -> int:
+    """Bumped by every write that adds words to or removes words from `word-docids` (0: never)."""
+    raw = reader._main(KEY_DICTIONARY_VERSION)
+    return 0 if raw is None else int(_U64.unpack(raw)[0])
+
+
+def dictionary_delta(reader: IndexReader, version: int) -> tuple[list[bytes], list[bytes]] | None:
+    """(words added, words removed) by the write that made `version`, when it was recorded."""
+    raw = reader._main(KEY_DICTIONARY_DELTA + _U64.pack(version))
+    if raw is None:
+        return None
+    added, removed = _unpack(raw)
+    return added, removed
+
+
+def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None,
+                             deleted: list[bytes] | None) -> None:
+    """Bumps the dictionary version; keeps the change as a delta (searches then patch their cached
+    dictionary instead of reading every word again) unless it is None (everything dropped) or too
+    large to be worth it. Only the last DICTIONARY_DELTAS deltas are kept."""
+    raw = txn.get(KEY_DICTIONARY_VERSION, db=db_main)
+    version = (0 if raw is None else int(_U64.unpack(bytes(raw))[0])) + 1
+    txn.put(KEY_DICTIONARY_VERSION, _U64.pack(version), db=db_main)
+    if created is not None and deleted is not None and len(created) + len(deleted) <= DICTIONARY_DELTA_MAX:
+        txn.put(KEY_DICTIONARY_DELTA + _U64.pack(version), _pack([created, deleted]), db=db_main)
+    if version > DICTIONARY_DELTAS:
+        txn.delete(KEY_DICTIONARY_DELTA + _U64.pack(version - DICTIONARY_DELTAS), db=db_main)
 
 
 def has_first_words(reader: IndexReader) -> bool:
@@ -179,15 +214,19 @@ class SearchIndexer:
         self.stats = {}
         self.first_words = True
         self.dirty = True
+        record_dictionary_change(self.txn, self.writer.index.db_main, None, None)
 
     def flush(self) -> None:
         if not self.dirty:
             return
         changes = self.changes
         txn = self.txn
-        for apply, db in ((changes.apply_word_docids, self.db_word),
-                          (changes.apply_word_fid_docids, self.db_word_fid)):
-            apply(partial(txn.get, db=db), partial(txn.put, db=db), partial(txn.delete, db=db))
+        created, deleted = changes.apply_word_docids(
+            partial(txn.get, db=self.db_word), partial(txn.put, db=self.db_word), partial(txn.delete, db=self.db_word))
+        db = self.db_word_fid
+        changes.apply_word_fid_docids(partial(txn.get, db=db), partial(txn.put, db=db), partial(txn.delete, db=db))
+        if created or deleted:
+            record_dictionary_change(txn, self.writer.index.db_main, created, deleted)
         for fid, docs, words in changes.field_stats_changes():
             st = self.stats.setdefault(fid, [0, 0])
             st[0] += docs
