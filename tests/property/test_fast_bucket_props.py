@@ -19,10 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
+from hanzo_engine.apitypes.search import parse_sort
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search import fast_bucket, ranking
 from hanzo_engine.engine.search.engine import Searcher, search
+from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.update.indexer import read_forward
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
@@ -37,10 +39,14 @@ RULE_SETS = [
     ["words", "typo", "exactness", "proximity", "wordPosition", "attributeRank"],
     ["words", "typo", "bm25", "proximity", "exactness"],
     ["typo", "words", "wordPosition", "exactness", "proximity"],
+    ["words", "typo", "rank:desc", "proximity", "sort", "exactness"],
 ]
+SORTS = [None, ["rank:asc"], ["rank:desc", "title:asc"], ["title:desc"]]
 
 text = st.lists(st.sampled_from(VOCAB), min_size=0, max_size=9).map(" ".join)
-document = st.fixed_dictionaries({"title": text, "body": text, "tags": st.lists(text, max_size=2)})
+document = st.fixed_dictionaries({"title": text, "body": text, "tags": st.lists(text, max_size=2)},
+                                  optional={"rank": st.one_of(st.integers(-3, 3), st.sampled_from(["x", "Y", "z"]),
+                                                              st.lists(st.integers(0, 5), max_size=2))})
 query = st.lists(st.sampled_from([*VOCAB, "sunfl", "flowe", "ne", "houze", "lihgt"]),
                  min_size=1, max_size=4).map(" ".join)
 config = st.fixed_dictionaries({
@@ -52,28 +58,33 @@ config = st.fixed_dictionaries({
                                  {"new york": ["newyork"], "newyork": ["new york"]}]),
     "typoTolerance": st.sampled_from([{}, {"disableOnAttributes": ["title"]},
                                       {"minWordSizeForTypos": {"oneTypo": 3, "twoTypos": 5}}]),
+    "sortableAttributes": st.just(["rank", "title"]),
 })
 
 
-def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.MonkeyPatch,
+        sort: list[str] | None = None) -> list[Any]:
     with monkeypatch.context() as m:
         if fast:
             m.setattr(ranking, "FAST_MIN_DOCS", 0)
             m.setattr(fast_bucket, "PREFILTER_MIN", 0)
         else:
-            m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules: False))
+            m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
         with index.read() as r:
             settings_view = complete_settings(r.settings())
-            res = search(r, SearchRequest(q=q, limit=7, offset=1, matching_strategy=strategy), settings_view)
+            custom = any(rule.endswith((":asc", ":desc")) for rule in settings_view["rankingRules"])
+            ordering = Ordering(r, settings_view, parse_sort(sort or [])) if sort or custom else None
+            request = SearchRequest(q=q, limit=7, offset=1, matching_strategy=strategy, ordering=ordering)
+            res = search(r, request, settings_view)
     return [res.docids, res.scores, res.details, res.candidates]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=st.lists(document, min_size=1, max_size=40), cfg=config,
        queries=st.lists(query, min_size=1, max_size=4),
-       strategy=st.sampled_from(["last", "all", "frequency"]))
+       strategy=st.sampled_from(["last", "all", "frequency"]), sort=st.sampled_from(SORTS))
 def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, Any], queries: list[str],
-                                   strategy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+                                   strategy: str, sort: list[str] | None, monkeypatch: pytest.MonkeyPatch) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
         new = complete_settings(cfg)
@@ -84,7 +95,8 @@ def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, An
                 w.put_document(str(i), {"id": i, **doc}, merge=False)
             w.touch()
         for q in queries:
-            assert run(index, q, strategy, True, monkeypatch) == run(index, q, strategy, False, monkeypatch), q
+            fast = run(index, q, strategy, True, monkeypatch, sort)
+            assert fast == run(index, q, strategy, False, monkeypatch, sort), q
         index.close()
 
 

@@ -2,7 +2,7 @@
 
 `ranking.Ranker` scores a document on the rules after words and typo in ~50-130 µs of Python; a
 bucket of a common word holds tens of thousands of documents. When every rule left is one the native
-keyer implements (proximity, attribute rank, word position, exactness, bm25) and the bucket has one
+keyer implements (proximity, attribute rank, word position, exactness, bm25, field sort rules) and the bucket has one
 path of word nodes (derivations: words, split words, synonyms), `_native.bucket.BucketQuery` computes the same
 sort keys for every document from the raw forward entries (one LMDB get and one in-place parse each),
 and `_native.bm25` the BM25 tie-break. For the best `need + MARGIN` documents by those keys, the
@@ -12,7 +12,7 @@ the native keys agree with it (tests/property/test_fast_bucket_props.py compares
 corpora), and the margin absorbs float rounding differences of the native BM25 at the cut.
 
 Not taken (the caller scores per document): a bucket without a typo split, several paths (ngrams),
-quoted phrases, sort rules, `distinct`, a ranking score threshold.
+quoted phrases, geo sort rules, `distinct`, a ranking score threshold.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from hanzo_engine.engine.update.indexer import (
 
 from .disjunctive import _field_arrays, _Scorer, forward_entries
 from .engine import _FID, Node, Path, Searcher
+from .sorting import Ordering
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
 MIN_DOCS = 48  # smaller buckets are scored in Python directly
@@ -44,6 +45,7 @@ MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
 Scored = tuple[tuple[Any, ...], float, dict[str, Any]]
 MATCH_TYPES = {3: "exactMatch", 2: "matchesStart", 1: "noExactMatch"}
+SORT_CODE = 7  # a field sort rule: BucketQuery leaves its column to `_select` (`Ordering.rank_column`)
 
 
 def _supported(node: Node) -> bool:
@@ -59,7 +61,8 @@ class FastBuckets:
     def __init__(self, s: Searcher, nodes: list[Node], rules: list[str], levels: int, half: float) -> None:
         self.s = s
         self.nodes = nodes
-        self.codes = [RULE_CODES[r] for r in rules]
+        self.rules = rules
+        self.codes = [RULE_CODES.get(r, SORT_CODE) for r in rules]
         self.levels = levels
         self.half = half
         self._scorers: dict[tuple[int, ...], _Scorer] = {}
@@ -68,8 +71,10 @@ class FastBuckets:
         self._has_first_words: bool | None = None
 
     @staticmethod
-    def applicable(rules: list[str]) -> bool:
-        return all(r in RULE_CODES for r in rules)
+    def applicable(rules: list[str], ordering: Ordering | None = None) -> bool:
+        """Whether the native keyer implements every rule (field sort rules: through `ordering`)."""
+        return all(r in RULE_CODES or (ordering is not None and r.endswith((":asc", ":desc"))
+                                       and ordering.rule(r).point is None) for r in rules)
 
     def query(self, path: Path, bm25_terms: tuple[int, ...]) -> BucketQuery | None:
         """The native query of a single-path bucket (BM25 over the nodes `bm25_terms`), or None
@@ -240,10 +245,16 @@ class FastBuckets:
         key, raw, docids, _ = keyed
         columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
         col = 0
-        for code in self.codes:
+        for rule, code in zip(self.rules, self.codes, strict=True):
             if code == RULE_CODES["bm25"]:
                 norm = raw / (raw + self.half)
                 columns[col] = -(1 + np.rint(norm * (self.levels - 1))).astype(np.int64)
+            elif code == SORT_CODE:
+                ordering = self.s.request.ordering
+                assert ordering is not None
+                sort_keys = ordering.rank_column(rule, docids)
+                assert sort_keys is not None
+                columns[col] = sort_keys
             col += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
         order = np.lexsort((docids, -raw, *reversed(columns)))[:want]
         return [(int(d), row) for d, row in zip(docids[order].tolist(), key[order].tolist(), strict=True)]
@@ -286,7 +297,13 @@ class FastBuckets:
                     continue
                 value = row[col]
                 col += 1
-                if rule == "proximity":
+                if rule.endswith((":asc", ":desc")):
+                    ordering = s.request.ordering
+                    assert ordering is not None
+                    sort_key, sort_detail = ordering.rule_key(docid, rule, order)
+                    details.update(sort_detail)
+                    key.append(sort_key)
+                elif rule == "proximity":
                     r = max(max_proximity - value, 1)
                     details[rule] = {"order": order, "score": r / max_proximity}
                     ranks.append((r, max_proximity))

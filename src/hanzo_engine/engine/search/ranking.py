@@ -671,7 +671,7 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     # large single-path buckets are keyed natively; only their best documents are scored here
     fast = (FastBuckets(s, g.nodes, pipeline[2:], BM25_LEVELS, BM25_HALF)
             if bitmap_words and bitmap_typo and threshold is None and distinct is None
-            and FastBuckets.applicable(pipeline[2:]) else None)
+            and FastBuckets.applicable(pipeline[2:], ordering) else None)
     for bucket in _buckets(g, steps, bitmap_words, bitmap_typo):
         if len(ranked) >= want and not exhaustive:
             break

@@ -171,6 +171,30 @@ class Ordering:
             return (1, rank if rule.ascending else -rank), self._field_detail(rule, order, values.strings.value(rank))
         return (2,), self._field_detail(rule, order, None)
 
+    def rank_column(self, name: str, docids: np.ndarray) -> np.ndarray | None:
+        """int64 keys of `docids` for a field sort rule, ordered as `rule_key`'s keys are (numbers, then
+        strings, then missing values); None for a geo rule."""
+        rule = self.rule(name)
+        if rule.point is not None:
+            return None
+        assert rule.field is not None
+        missing = np.full(len(docids), 2 << 40, dtype=np.int64)
+        fid = self.store.fid(rule.field)
+        if fid is None:
+            return missing
+        values = self.store.sort_values(fid)
+        inside = docids < values.size
+        ids = np.where(inside, docids, 0)
+        out = missing
+        for cls, ranks in ((1, values.string_min if rule.ascending else values.string_max),
+                           (0, values.number_min if rule.ascending else values.number_max)):
+            rank = np.asarray(ranks)[ids].astype(np.int64)
+            present = inside & (rank >= 0)
+            # ranks are below 2**40; descending keys count down from the class's top
+            key = (cls << 40) + (rank if rule.ascending else (1 << 40) - 1 - rank)
+            out = np.where(present, key, out)
+        return out
+
     def _field_detail(self, rule: SortRule, order: int, value: Any) -> dict[str, Any]:
         assert rule.field is not None
         if self.displayed is not None and rule.field not in self.displayed:
