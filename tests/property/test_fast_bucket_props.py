@@ -168,3 +168,32 @@ def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], le
                     expected.add(docid)
             assert s._adjacent_docs(r.documents_ids(), left, right) == expected
         index.close()
+
+
+def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # with `sort` right after proximity and attribute rank (one weight), documents are keyed in sort
+    # order up to a cut; ties at the cut (rank 3 below) are all kept
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    new = complete_settings({"sortableAttributes": ["rank"]})
+    with index.write() as w:
+        reindex_for_settings(w, complete_settings({}), new)
+        w.set_settings(new)
+        for i in range(400):
+            doc: dict[str, Any] = {"id": i, "title": f"sun {VOCAB[i % len(VOCAB)]}", "body": VOCAB[i * 7 % len(VOCAB)]}
+            if i % 5:
+                doc["rank"] = 3 if i % 11 == 0 else 100 + (i * 37) % 400
+            w.put_document(str(i), doc, merge=False)
+        w.touch()
+    keyed: list[int] = []
+    key = fast_bucket.FastBuckets._key
+
+    def counted(self: fast_bucket.FastBuckets, *args: Any) -> Any:
+        keyed.append(len(args[2]))
+        return key(self, *args)
+
+    monkeypatch.setattr(fast_bucket.FastBuckets, "_key", counted)
+    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    for sort in (["rank:asc"], ["rank:desc"]):
+        assert run(index, "sun", "last", True, monkeypatch, sort) == run(index, "sun", "last", False, monkeypatch, sort)
+    assert keyed and min(keyed) < 150  # not the 400 documents of the bucket
+    index.close()

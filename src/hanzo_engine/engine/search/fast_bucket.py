@@ -132,11 +132,17 @@ class FastBuckets:
         whose node(s) matched at typo `level`) by the native keys, best first; and the documents left
         unkeyed when `deadline` (time.monotonic) passed.
 
-        A large bucket of a one-node path is first narrowed to the documents that may reach the best
-        keys of the rules before exactness (`_first_words`); when enough of those do reach them, no
-        document outside can rank before them and the rest of the bucket is never read.
+        A large bucket is first narrowed to the documents that may reach the best keys: in the order of
+        its first sort rule when only proximity and attribute rank come before it (`_sorted_scan`),
+        or, for a one-node path, to the documents starting a field (`_first_words`); when enough of
+        those do reach the best keys, no document outside can rank before them and the rest is never
+        read.
         """
         want = need + MARGIN
+        if len(docs) >= PREFILTER_MIN:
+            scanned = self._sorted_scan(bq, bm25_terms, path, docs, want, deadline)
+            if scanned is not None:
+                return self._select(scanned, want), BitMap()
         if len(docs) >= PREFILTER_MIN:
             first = self._first_words(path, level, docs)
             if first is not None and len(first[0]) >= want:
@@ -148,6 +154,53 @@ class FastBuckets:
                         return self._select(keyed, want), BitMap()
         keyed = self._key(bq, bm25_terms, docs, deadline)
         return self._select(keyed, want), keyed[3]
+
+    def _sorted_scan(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, docs: BitMap, want: int,
+                     deadline: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, BitMap] | None:
+        """The keys of the documents of `docs` up to a cut in the order of the first field sort rule,
+        when the only rules before it are proximity and attribute rank with one searched weight; None
+        when the rules do not allow it or the deadline passed.
+
+        Those rules are at best Σ (ngram length - 1) (every pair of consecutive words adjacent) and
+        the searched weight. Documents are keyed in sort order, in growing slices (ties of the sort
+        key at a slice's end kept), until `want` of them reach those best keys: a document after the
+        cut either misses them or sorts after every one of them, so it cannot rank before them."""
+        s = self.s
+        ordering = s.request.ordering
+        if ordering is None:
+            return None
+        weights = {s.weight[f] for f in s.searched}
+        best: list[int] = []
+        sort_rule: str | None = None
+        for rule, code in zip(self.rules, self.codes, strict=True):
+            if code == RULE_CODES["proximity"]:
+                best.append(sum(self.nodes[i].length - 1 for i in path))
+            elif code == RULE_CODES["attributeRank"] and len(weights) <= 1:
+                best.append(min(weights, default=0) * sum(self.nodes[i].length for i in path))
+            elif code == SORT_CODE:
+                sort_rule = rule
+                break
+            else:
+                return None
+        if sort_rule is None:
+            return None
+        docids = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
+        column = ordering.rank_column(sort_rule, docids)
+        if column is None:
+            return None
+        order = np.argsort(column, kind="stable")
+        sorted_ids, sorted_keys = docids[order], column[order]
+        end = min(len(docids), 4 * want)
+        while True:
+            if end < len(docids):  # keep the ties of the last key
+                end = int(np.searchsorted(sorted_keys, sorted_keys[end - 1], side="right"))
+            keyed = self._key(bq, bm25_terms, BitMap(sorted_ids[:end].tolist()), deadline)
+            if keyed[3]:
+                return None
+            reached = int(np.all(keyed[0][:, : len(best)] == np.array(best, dtype=np.int32), axis=1).sum())
+            if reached >= want or end >= len(docids):
+                return keyed
+            end = min(len(docids), 4 * end)
 
     def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
         """(a subset of `docs` holding every document whose keys on the leading proximity, attribute

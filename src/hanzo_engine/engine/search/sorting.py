@@ -183,6 +183,8 @@ class Ordering:
         if fid is None:
             return missing
         values = self.store.sort_values(fid)
+        if values.size == 0:  # no document has a value
+            return missing
         inside = docids < values.size
         ids = np.where(inside, docids, 0)
         out = missing
