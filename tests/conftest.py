@@ -44,6 +44,10 @@ class ServerProcess:
         cmd = [sys.executable, "-m", "hanzo_engine", "--db-path", str(self.db_path),
                "--http-addr", f"127.0.0.1:{self.port}", "--no-analytics", *self.extra_args]
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEILI_")}
+        # a test server never waits minutes on an embedding service (a fuzzed embedder may point at
+        # api.openai.com, unreachable here): no wait between retries, short requests
+        env.update({"MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
+                    "MEILI_EXPERIMENTAL_REST_EMBEDDER_TIMEOUT_SECONDS": "5"})
         env.update(self.env)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,

@@ -36,12 +36,15 @@ def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str
     rebuild_facets = facets.facets_changed(old, new)
     if facets.needs_geo_check(old, new):
         facets.check_geo(new, ((ext, doc) for _, ext, doc in _stored_with_ids(writer)), uid)
+    # embeddings are computed before the first write: a failing embedder leaves the index as it was
+    from hanzo_engine.engine.vector import documents as vectors
+
+    embedders_changed = vectors.embedders_changed(old, new)
+    plan = vectors.plan_embedders(writer, old, new, uid) if embedders_changed else None
     if needs_reindex(old, new):
         _reindex_search(writer, new)
-    if old.get("embedders") != new.get("embedders"):
-        from hanzo_engine.engine.vector.documents import configure_embedders
-
-        configure_embedders(writer, old, new)
+    if embedders_changed:
+        vectors.configure_embedders(writer, old, new, plan)
     if rebuild_facets:
         if writer._facets is not None:
             writer._facets.flush()

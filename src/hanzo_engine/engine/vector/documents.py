@@ -1,5 +1,5 @@
-"""Documents' `_vectors` for `userProvided` embedders: validation (Meilisearch's messages), the
-normalized stored form, and keeping the vector store in step with documents and settings.
+"""Documents' `_vectors`: validation (Meilisearch's messages), the normalized stored form, and
+keeping the vector store in step with documents and settings.
 
 A document's `_vectors.<name>` is an array of floats, an array of arrays of floats, `null` (opt-out:
 no vectors) or `{"embeddings": <those or null>, "regenerate": bool}`. For a configured embedder the
@@ -7,22 +7,44 @@ stored document keeps it normalized as `{"embeddings": [[...]], "regenerate": bo
 `retrieveVectors` shows; the vectors themselves are also written to the `VectorStore` in the same
 write transaction. Entries naming no configured embedder are kept as sent.
 
-Every document of a task is validated before the first write, so a failing task leaves the index as
-it was.
+`userProvided` embedders take the vectors documents carry; generating embedders (`rest`, `openAi`,
+`ollama`) embed the text their document template renders, unless the document provides vectors
+(`generate.py` has the rules, `embedders.py` the presets and settings rules).
+
+Every document of a task is validated, and embedded, before the first write, so a failing task
+leaves the index as it was. Settings changes are planned the same way (`plan_embedders`) and
+applied by `configure_embedders`.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable
 from typing import Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.index import IndexWriter
+from hanzo_engine.engine.vector import embedders as embedder_rules
+from hanzo_engine.engine.vector.generate import (
+    MISSING,
+    Pending,
+    SettingsPlan,
+    check_dimensions,
+    decide,
+    entry_of,
+    generators,
+    hints,
+    plan_for_settings,
+    render_error,
+)
+from hanzo_engine.engine.vector.prompt import RenderError
 from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore
 
 VECTORS: Final = "_vectors"
 MAX_VECTORS: Final = 256
+# embedders a documents task found unconfigured in the vector store, created before its first write
+_UNCONFIGURED: weakref.WeakKeyDictionary[IndexWriter, dict[str, EmbedderConfig]] = weakref.WeakKeyDictionary()
 
 
 def user_provided(settings: dict[str, Any]) -> dict[str, EmbedderConfig]:
@@ -110,23 +132,30 @@ Prepared = tuple[str, dict[str, Any], dict[str, list[list[float]]]]
 def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items: Iterable[tuple[str, dict[str, Any]]],
                       *, merge: bool) -> list[Prepared]:
     """Validates and normalizes every document's `_vectors` (MeiliError as Meilisearch's, prefixed with
-    the index), before anything is written. With `merge`, entries the update does not name are kept."""
-    embedders = user_provided(complete(settings))
+    the index), and computes the embeddings of generating embedders (`generate.decide`), before
+    anything is written. With `merge`, entries the update does not name are kept."""
+    settings = complete(settings)
+    embedders = user_provided(settings)
+    gens = generators(w, settings, uid) if any(embedder_rules.is_generating(c)
+                                               for c in settings["embedders"].values()) else {}
     out: list[Prepared] = []
     missing: dict[str, list[str]] = {}
     typos: dict[str, dict[str, int]] = {}
+    pending = Pending()
+    sent_docs: list[dict[str, Any]] = []
     for ext_id, doc in items:
         raw = doc.get(VECTORS)
         if raw is not None and not isinstance(raw, dict):
             raise MeiliError("invalid_vectors_type", f"Index `{uid}`: The `_vectors` field in the document with id: "
                              f"`{ext_id}` is not an object. Was expecting an object with a key for each embedder "
                              f"with manually provided vectors, but instead got `{json.dumps(raw, separators=(',', ':'))}`")
-        if not embedders:
+        if not embedders and not gens:
             out.append((ext_id, doc, {}))
             continue
         sent: dict[str, Any] = dict(raw or {})
         old: dict[str, Any] = {}
-        if merge or any(isinstance(v, dict) and v.get("embeddings") is None for v in sent.values()):
+        existing: dict[str, Any] | None = None
+        if merge or gens or any(isinstance(v, dict) and v.get("embeddings") is None for v in sent.values()):
             existing = w.get_document(ext_id)
             if existing is not None and isinstance(existing.get(VECTORS), dict):
                 old = existing[VECTORS]
@@ -153,18 +182,33 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
                 embeddings = prev.get("embeddings", []) if isinstance(prev, dict) else []
             else:
                 changes[name] = embeddings
-            if len(embeddings) > MAX_VECTORS:
-                raise MeiliError("too_many_vectors", f"Index `{uid}`: Too many vectors for document with id "
-                                 f"{ext_id}: found {len(embeddings)}, but limited to {MAX_VECTORS}.")
-            for i, emb in enumerate(embeddings):
-                if len(emb) != config.dimensions:
-                    raise MeiliError("invalid_vector_dimensions", f"Index `{uid}`: Invalid vector dimensions in "
-                                     f"document with id `{ext_id}` in `._vectors.{name}`.\n  - note: embedding #{i} "
-                                     f"has dimensions {len(emb)}\n  - note: embedder `{name}` requires "
-                                     f"{config.dimensions}")
+            _check_vectors(uid, ext_id, name, embeddings, config.dimensions)
             merged[name] = {"embeddings": embeddings, "regenerate": regenerate}
-        if raw is not None or merged:
-            doc = {**doc, VECTORS: merged}
+        if gens:
+            sent_docs.append(doc)
+            plain = {k: v for k, v in doc.items() if k != VECTORS}
+            old_plain = None if existing is None else {k: v for k, v in existing.items() if k != VECTORS}
+            new_doc = {**old_plain, **plain} if merge and old_plain is not None else plain
+            for name, gen in gens.items():
+                try:
+                    kind, value = decide(gen, parse_entry, sent.get(name, MISSING),
+                                         entry_of(parse_entry, name, old.get(name, MISSING)), new_doc, old_plain)
+                except ValueError as err:
+                    raise MeiliError("invalid_vectors_type", f"Index `{uid}`: Bad embedder configuration in the "
+                                     f"document with id: `{ext_id}`. {err}") from None
+                except RenderError as err:
+                    raise render_error(uid, ext_id, err) from None
+                if kind == "set":
+                    embeddings, regenerate = value
+                    _check_vectors(uid, ext_id, name, embeddings, gen.dimensions)
+                    merged[name] = {"embeddings": embeddings, "regenerate": regenerate}
+                    changes[name] = embeddings
+                elif kind == "keep":
+                    merged[name] = value
+                else:
+                    pending.add(name, value, merged, changes)
+        if raw is not None or merged or gens:
+            doc = {**doc, VECTORS: merged}  # `merged` itself: pending embeddings land in it
         out.append((ext_id, doc, changes))
     for name, ids in missing.items():
         more = f" and at least {len(ids) - 1} other document(s)" if len(ids) > 1 else ""
@@ -177,7 +221,19 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
                          f"no vectors provided for document `{ids[0]}`{more}\n- Note: `{name}` has `source: "
                          f"userProvided`, so documents must provide embeddings as an array in `_vectors.{name}`."
                          f"\n{hint}")
+    pending.run(gens, uid, lambda name: hints(name, sent_docs, settings["embedders"]))
+    store = VectorStore.of(w.index)
+    unconfigured = {n: g.store_config for n, g in gens.items() if store.config(w, n) is None}
+    if unconfigured:
+        _UNCONFIGURED[w] = unconfigured
     return out
+
+
+def _check_vectors(uid: str, ext_id: str, name: str, embeddings: list[list[float]], dimensions: int) -> None:
+    if len(embeddings) > MAX_VECTORS:
+        raise MeiliError("too_many_vectors", f"Index `{uid}`: Too many vectors for document with id "
+                         f"{ext_id}: found {len(embeddings)}, but limited to {MAX_VECTORS}.")
+    check_dimensions(uid, ext_id, name, embeddings, dimensions)
 
 
 def complete(settings: dict[str, Any]) -> dict[str, Any]:
@@ -192,18 +248,40 @@ def write_vectors(w: IndexWriter, ext_id: str, changes: dict[str, list[list[floa
     if docid is None:
         return
     store = VectorStore.of(w.index)
+    unconfigured = _UNCONFIGURED.get(w)
     for name, embeddings in changes.items():
+        if unconfigured and name in unconfigured:
+            store.configure(w, name, unconfigured.pop(name))
         store.add(w, name, docid, embeddings)
 
 
-def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]) -> None:
-    """Brings the vector store in line with the `embedders` setting: removed embedders are dropped,
-    new ones (or ones whose dimensions changed) are created and filled from the stored documents'
-    `_vectors`, others are reconfigured (binary quantization)."""
+def embedders_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a settings change concerns the vectors: the embedders changed, or the searchable
+    attributes (the default document template renders only searchable fields)."""
+    if old.get("embedders") != new.get("embedders"):
+        return True
+    return old.get("searchableAttributes") != new.get("searchableAttributes") and any(
+        embedder_rules.is_generating(conf) for conf in (new.get("embedders") or {}).values())
+
+
+def plan_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> SettingsPlan:
+    """The generating embedders' part of a settings change, computed before any write (it may embed
+    documents over the network and fail the task); `configure_embedders` applies it."""
+    return plan_for_settings(w, uid, complete(old), complete(new), parse_entry)
+
+
+def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any],
+                        plan: SettingsPlan | None = None) -> None:
+    """Brings the vector store in line with the `embedders` setting: the generating embedders' `plan`
+    is applied first (a source switching to `userProvided` was dropped there); then removed
+    `userProvided` embedders are dropped, new ones (or ones whose dimensions changed) are created
+    and filled from the stored documents' `_vectors`, others are reconfigured (binary quantization)."""
+    if plan is not None:
+        plan.apply(w)
     before, after = user_provided(old), user_provided(new)
     store = VectorStore.of(w.index)
     for name in before:
-        if name not in after:
+        if name not in after and not embedder_rules.is_generating((new.get("embedders") or {}).get(name)):
             store.drop(w, name)
     fill: list[str] = []
     for name, config in after.items():
@@ -243,13 +321,5 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
 
 
 def check_embedders(settings: dict[str, Any], uid: str) -> None:
-    """Per-source requirements checked when a settings task is processed."""
-    for name, conf in (settings.get("embedders") or {}).items():
-        if isinstance(conf, dict) and conf.get("source") == "userProvided":
-            dims = conf.get("dimensions")
-            if dims is None:
-                raise MeiliError("invalid_settings_embedders", f"Index `{uid}`: `.embedders.{name}`: Missing field "
-                                 "`dimensions` (note: this field is mandatory for source `userProvided`)")
-            if dims == 0:
-                raise MeiliError("invalid_settings_embedders",
-                                 f"Index `{uid}`: `.embedders.{name}.dimensions`: `dimensions` cannot be zero")
+    """Per-source rules (`embedders.check_embedders`) checked when a settings task is processed."""
+    embedder_rules.check_embedders(settings, uid)

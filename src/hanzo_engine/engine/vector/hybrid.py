@@ -2,7 +2,11 @@
 
 Kind selection (after the HTTP layer's checks): semanticRatio 0 -> keyword; no q and no vector ->
 placeholder keyword search (even with `hybrid`); semanticRatio 1 or no q -> semantic only; q ->
-hybrid. `userProvided` embedders cannot embed `q`, so a semantic or hybrid search needs `vector`.
+hybrid. Without `vector`, `q` is embedded by the embedder (`rest`, `openAi`, `ollama`: one request
+through the REST path, `embedders.Runtime.embed_query`). A semantic-only search fails when that
+fails (`vector_embedding_error`, and `userProvided` embedders cannot embed at all); a hybrid search
+then returns the keyword results alone (`semanticHitCount` 0), as Meilisearch. The embedding gets
+`searchCutoffMs` (default 1.5 s) in a semantic search and 3 s in a hybrid one.
 
 Scores: the HNSW similarity is mapped to Meilisearch's ranking score. For cosine (arroy's distance is
 `(1 - cos) / 2`, score `1 - distance`) that is `(1 + cos) / 2`; for the other distances the store's
@@ -38,6 +42,7 @@ semantic term outweighs its keyword term.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -47,18 +52,22 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import MatchingWords, SearchRequest, SearchResult
+from hanzo_engine.engine.vector.embedders import build, effective_distribution, is_generating
+from hanzo_engine.engine.vector.rest import EmbedderError
 from hanzo_engine.engine.vector.store import VectorStore
 
 FUSIONS: Final = ("convex", "rrf")
 FUSION_WINDOW: Final = 100  # each list's depth for `fusion` (at least offset + limit)
 RRF_K: Final = 60  # the usual reciprocal-rank constant (Cormack et al.)
+HYBRID_EMBED_SECONDS: Final = 3.0
+DEFAULT_SEARCH_CUTOFF_MS: Final = 1500
 
 
 @dataclass
 class AiOutcome:
     result: SearchResult
     semantic_hit_count: int
-    query_vector: list[float]
+    query_vector: list[float] | None  # None: the query could not be embedded (keyword results)
 
 
 def search_kind(q: str | None, vector: Sequence[float] | None, ratio: float | None) -> str:
@@ -91,13 +100,14 @@ def semantic(reader: IndexReader, settings: dict[str, Any], embedder: str, vecto
     all_docs = reader.documents_ids() if universe is None else universe
     candidates = len(all_docs)
     conf = (settings.get("embedders") or {}).get(embedder) or {}
+    distribution = effective_distribution(conf)
     docids: list[int] = []
     scores: list[float] = []
     details: list[dict[str, Any]] = []
     want = offset + limit
     if config is not None and want > 0:
         for docid, similarity in store.search(reader, embedder, list(vector), want, universe):
-            score = to_score(similarity, config.distance, conf.get("distribution"))
+            score = to_score(similarity, config.distance, distribution)
             if threshold is not None and score < threshold:
                 break  # best first: every later hit scores lower
             docids.append(docid)
@@ -120,19 +130,29 @@ def semantic(reader: IndexReader, settings: dict[str, Any], embedder: str, vecto
 
 
 def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q: str | None,
-                 vector: Sequence[float] | None) -> list[float]:
-    """The query vector, checked against the embedder (Meilisearch's 400 errors)."""
+                 vector: Sequence[float] | None, deadline: float | None = None) -> list[float]:
+    """The query vector: `vector` checked against the embedder, or `q` embedded by it before
+    `deadline` (a `time.monotonic()` value). Meilisearch's 400 errors."""
     conf = (settings.get("embedders") or {}).get(embedder)
     if conf is None:
         raise MeiliError("invalid_search_embedder", f"Cannot find embedder with name `{embedder}`.")
+    config = VectorStore.of(reader.index).config(reader, embedder)
     if vector is None:
         if conf.get("source") == "userProvided":
             raise MeiliError("vector_embedding_error", "Error while generating embeddings: user error: attempt to "
-                             "embed the following text in a configuration where embeddings must be user provided: "
-                             f"{q!r}".replace("'", '"'))
-        raise MeiliError("vector_embedding_error", f"Error while generating embeddings: embedder `{embedder}` of "
-                         f"source `{conf.get('source')}` is not available in this build.")
-    config = VectorStore.of(reader.index).config(reader, embedder)
+                             "embed the following text in a configuration where embeddings must be user provided:"
+                             f"\n  - `{q or ''}`")
+        if not is_generating(conf):
+            raise MeiliError("vector_embedding_error", f"Error while generating embeddings: embedder `{embedder}` of "
+                             f"source `{conf.get('source')}` is not available in this build.")
+        try:
+            runtime = build(embedder, conf)
+            dims = config.dimensions if config is not None else runtime.dimensions
+            if dims is None:
+                dims = runtime.infer_dimensions()
+            return runtime.embed_query(q or "", dims, deadline)
+        except EmbedderError as err:
+            raise MeiliError("vector_embedding_error", f"Error while generating embeddings: {err}") from None
     expected = config.dimensions if config is not None else conf.get("dimensions")
     if expected is not None and len(vector) != expected:
         raise MeiliError("invalid_vector_dimensions",
@@ -150,7 +170,20 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
     if kind == "keyword":
         return None
     assert ratio is not None
-    query_vector = check_vector(reader, settings, embedder, request.q, vector)
+    from hanzo_engine.engine.search.engine import search
+
+    if kind == "hybrid":
+        try:
+            query_vector = check_vector(reader, settings, embedder, request.q, vector,
+                                        time.monotonic() + HYBRID_EMBED_SECONDS)
+        except MeiliError as err:
+            if err.code != "vector_embedding_error":
+                raise
+            # the query could not be embedded: keyword results only, as Meilisearch
+            return AiOutcome(search(reader, request, settings), 0, None)
+    else:
+        cutoff = settings.get("searchCutoffMs") or DEFAULT_SEARCH_CUTOFF_MS
+        query_vector = check_vector(reader, settings, embedder, request.q, vector, time.monotonic() + cutoff / 1000)
     threshold = request.ranking_score_threshold
     want = request.offset + request.limit
     if kind == "hybrid" and fusion is not None:
@@ -160,8 +193,6 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
         page = SearchResult(sem.docids[request.offset:], sem.scores[request.offset:], sem.details[request.offset:],
                             sem.candidates, sem.matching, all_candidates=sem.all_candidates)
         return AiOutcome(page, len(page.docids), query_vector)
-    from hanzo_engine.engine.search.engine import search
-
     kw = search(reader, replace(request, offset=0, limit=want), settings)
     merged, from_semantic = merge(kw, sem, ratio, request.offset, request.limit)
     merged.candidates = max(kw.candidates, sem.candidates)

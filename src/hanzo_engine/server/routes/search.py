@@ -475,7 +475,7 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         facets = facet_distribution(query.facets, settings, uid, reader, candidates)
     number_of_hits = min(result.candidates, max_total_hits)
     body: dict[str, Any] = {"hits": hits, "query": query.q or ""}
-    if ai is not None and query.retrieve_vectors:
+    if ai is not None and query.retrieve_vectors and ai.query_vector is not None:
         body["queryVector"] = ai.query_vector
     body["processingTimeMs"] = int((time.perf_counter() - started) * 1000)
     if finite:

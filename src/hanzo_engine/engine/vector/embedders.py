@@ -1,0 +1,298 @@
+"""Generating embedders (`rest`, and `openAi` / `ollama` as presets of the REST path): their runtime
+from an embedder's settings, the per-source settings rules checked when a settings task runs, and
+which settings changes make Meilisearch regenerate embeddings.
+
+Presets (Meilisearch's `openai.rs`, `ollama.rs`):
+- `openAi`: `model` (default `text-embedding-3-small`) among `OPENAI_MODELS`; `url` default
+  `OPENAI_URL`; the key is `apiKey`, else `MEILI_OPENAI_API_KEY`, else `OPENAI_API_KEY`; batched
+  request `{"model", "input": [texts]}` (plus `dimensions` when set and the model can shorten its
+  vectors), response `{"data": [{"embedding"}]}`; dimensions are the model's unless overridden, and
+  its score distribution applies when none is set.
+- `ollama`: `model` (mandatory); `url` default `MEILI_OLLAMA_URL`, else `OLLAMA_URL`; a URL ending in
+  `/api/embeddings` sends one `{"model", "prompt"}` per text and reads `{"embedding"}`, one ending in
+  `/api/embed` sends `{"model", "input": [texts]}` and reads `{"embeddings": [...]}`; any other URL is
+  refused. A 404 means the model is not pulled.
+
+Without `dimensions`, `rest` and `ollama` embedders learn them from a test embedding of `test`.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine.vector.prompt import DEFAULT_MAX_BYTES, DEFAULT_TEMPLATE, Prompt, TemplateSyntaxError
+from hanzo_engine.engine.vector.rest import (
+    SOURCE_OLLAMA,
+    SOURCE_OPENAI,
+    SOURCE_USER,
+    EmbedderError,
+    RestEmbedder,
+    RestOptions,
+    parse_request,
+    parse_response,
+)
+
+SOURCES: Final = ("openAi", "huggingFace", "ollama", "userProvided", "rest", "composite")
+GENERATING: Final = ("openAi", "ollama", "rest")
+FIELDS: Final = ("source", "model", "revision", "pooling", "apiKey", "dimensions", "documentTemplate",
+                 "documentTemplateMaxBytes", "url", "indexingFragments", "searchFragments", "request", "response",
+                 "headers", "searchEmbedder", "indexingEmbedder", "distribution", "binaryQuantized")
+_CHECK_ORDER: Final = ("model", "revision", "pooling", "dimensions", "apiKey", "url", "indexingFragments",
+                       "searchFragments", "request", "response", "documentTemplate", "documentTemplateMaxBytes",
+                       "headers", "searchEmbedder", "indexingEmbedder", "binaryQuantized", "distribution")
+_ALLOWED: Final[dict[str, tuple[str, ...]]] = {
+    "openAi": ("source", "model", "apiKey", "documentTemplate", "documentTemplateMaxBytes", "dimensions", "url"),
+    "huggingFace": ("source", "model", "revision", "pooling", "documentTemplate", "documentTemplateMaxBytes"),
+    "ollama": ("source", "documentTemplate", "documentTemplateMaxBytes", "url", "apiKey", "dimensions"),
+    "userProvided": ("source",),
+    "rest": ("source", "apiKey", "dimensions", "documentTemplate", "documentTemplateMaxBytes", "headers",
+             "indexingFragments", "searchFragments"),
+    "composite": ("source",),
+}
+_MANDATORY: Final[dict[str, tuple[str, ...]]] = {
+    "ollama": ("model",), "userProvided": ("dimensions",), "rest": ("url", "request", "response"),
+    "composite": ("searchEmbedder", "indexingEmbedder"),
+}
+
+# model -> (default dimensions, can shorten its vectors, score distribution)
+OPENAI_MODELS: Final[dict[str, tuple[int, bool, dict[str, float]]]] = {
+    "text-embedding-ada-002": (1536, False, {"mean": 0.90, "sigma": 0.08}),
+    "text-embedding-3-small": (1536, True, {"mean": 0.75, "sigma": 0.1}),
+    "text-embedding-3-large": (3072, True, {"mean": 0.70, "sigma": 0.1}),
+}
+OPENAI_DEFAULT_MODEL: Final = "text-embedding-3-small"
+OPENAI_URL: Final = "https://api.openai.com/v1/embeddings"
+OLLAMA_URL: Final = "http://localhost:11434/api/embeddings"
+
+
+def source_of(conf: dict[str, Any]) -> str:
+    """An embedder's source; Meilisearch's default is `openAi`."""
+    return str(conf.get("source") or "openAi")
+
+
+def is_generating(conf: Any) -> bool:
+    return isinstance(conf, dict) and source_of(conf) in GENERATING
+
+
+def _status(source: str, name: str) -> str:
+    if name in ("distribution", "binaryQuantized"):
+        return "allowed"
+    if name in _MANDATORY.get(source, ()):
+        return "mandatory"
+    return "allowed" if name in _ALLOWED[source] else "disallowed"
+
+
+def effective_distribution(conf: dict[str, Any]) -> dict[str, Any] | None:
+    """`distribution`, else an OpenAI model's own."""
+    distribution = conf.get("distribution")
+    if distribution is None and source_of(conf) == "openAi":
+        model = OPENAI_MODELS.get(str(conf.get("model") or OPENAI_DEFAULT_MODEL))
+        return dict(model[2]) if model is not None else None
+    return distribution if isinstance(distribution, dict) else None
+
+
+def _url_error(url: str) -> str | None:
+    """The `url` crate's parse error for `url`, for the cases it commonly meets."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        return "invalid port number" if "port" in str(err).lower() else "invalid international domain name"
+    if not parts.scheme or ":" not in url:
+        return "relative URL without a base"
+    if parts.scheme in ("http", "https", "ws", "wss", "ftp") and not parts.hostname:
+        return "empty host"
+    if port is not None and not 0 <= port <= 65535:
+        return "invalid port number"
+    return None
+
+
+# -- runtime ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Runtime:
+    """A generating embedder ready to embed: its REST client, document template and known dimensions
+    (None: learned from a test embedding)."""
+
+    name: str
+    source: str
+    client: RestEmbedder
+    prompt: Prompt
+    dimensions: int | None
+
+    def _translate(self, err: EmbedderError) -> EmbedderError:
+        if self.source == SOURCE_OLLAMA and err.status == 404:
+            body = "" if err.body is None else f"\n  - server replied with `{err.body}`"
+            return EmbedderError("user", "model not found. Meilisearch will not automatically download models from "
+                                 f"the Ollama library, please pull the model manually{body}")
+        return err
+
+    def embed_many(self, texts: list[str], dimensions: int) -> list[list[float]]:
+        try:
+            return self.client.embed_many(texts, dimensions)
+        except EmbedderError as err:
+            raise self._translate(err) from None
+
+    def embed_query(self, text: str, dimensions: int, deadline: float | None) -> list[float]:
+        try:
+            return self.client.embed([text], dimensions, deadline)[0]
+        except EmbedderError as err:
+            raise self._translate(err) from None
+
+    def infer_dimensions(self) -> int:
+        """Dimensions from a test embedding (EmbedderError: could not determine model dimensions)."""
+        try:
+            return len(self.client.embed(["test"], None)[0])
+        except EmbedderError as err:
+            raise EmbedderError("runtime", "could not determine model dimensions:\n  - test embedding failed with "
+                                f"{self._translate(err)}") from None
+
+
+def make_prompt(conf: dict[str, Any]) -> Prompt:
+    """The embedder's document template (TemplateSyntaxError when it does not parse)."""
+    template = conf.get("documentTemplate")
+    max_bytes = conf.get("documentTemplateMaxBytes")
+    return Prompt(DEFAULT_TEMPLATE if template is None else str(template),
+                  DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes))
+
+
+def build(name: str, conf: dict[str, Any]) -> Runtime:
+    """The runtime of a generating embedder (EmbedderError for a template or an Ollama URL it refuses)."""
+    source = source_of(conf)
+    dims = conf.get("dimensions")
+    api_key = conf.get("apiKey")
+    if source == "openAi":
+        model = str(conf.get("model") or OPENAI_DEFAULT_MODEL)
+        default_dims, shortens, _ = OPENAI_MODELS.get(model, OPENAI_MODELS[OPENAI_DEFAULT_MODEL])
+        request: dict[str, Any] = {"model": model, "input": ["{{text}}", "{{..}}"]}
+        if shortens and dims is not None:
+            request["dimensions"] = int(dims)
+        key = api_key if api_key is not None else (os.environ.get("MEILI_OPENAI_API_KEY")
+                                                   or os.environ.get("OPENAI_API_KEY") or "")
+        options = RestOptions(url=str(conf.get("url") or OPENAI_URL), request=request,
+                              response={"data": [{"embedding": "{{embedding}}"}, "{{..}}"]},
+                              api_key=key or None, dimensions=int(dims) if shortens and dims else default_dims,
+                              source=SOURCE_OPENAI)
+    elif source == "ollama":
+        url = str(conf.get("url") or os.environ.get("MEILI_OLLAMA_URL") or OLLAMA_URL)
+        model = str(conf.get("model") or "nomic-embed-text")
+        if url.endswith("/api/embeddings"):
+            req: Any = {"model": model, "prompt": "{{text}}"}
+            resp: Any = {"embedding": "{{embedding}}"}
+        elif url.endswith("/api/embed"):
+            req = {"model": model, "input": ["{{text}}", "{{..}}"]}
+            resp = {"embeddings": ["{{embedding}}", "{{..}}"]}
+        else:
+            raise EmbedderError("user", "unsupported Ollama URL.\n  - For `ollama` sources, the URL must end with "
+                                f"`/api/embed` or `/api/embeddings`\n  - Got `{url}`")
+        options = RestOptions(url=url, request=req, response=resp, api_key=api_key,
+                              dimensions=int(dims) if dims else None, source=SOURCE_OLLAMA)
+    else:
+        options = RestOptions(url=str(conf.get("url") or ""), request=conf.get("request"),
+                              response=conf.get("response"), headers=dict(conf.get("headers") or {}),
+                              api_key=api_key, dimensions=int(dims) if dims else None, source=SOURCE_USER)
+    try:
+        prompt = make_prompt(conf)
+    except TemplateSyntaxError as err:
+        raise EmbedderError("user", f"cannot parse template: {err}") from None
+    return Runtime(name, source, RestEmbedder(options), prompt, options.dimensions)
+
+
+# -- settings rules -----------------------------------------------------------------------------------
+
+
+def check_embedder(name: str, conf: dict[str, Any]) -> None:
+    """Meilisearch's `validate_embedding_settings` on one complete embedder; MeiliError (unprefixed)."""
+    code = "invalid_settings_embedders"
+    template = conf.get("documentTemplate")
+    if template is not None:
+        if conf.get("documentTemplateMaxBytes") == 0:
+            raise MeiliError(code, f"`.embedders.{name}.documentTemplateMaxBytes`: `documentTemplateMaxBytes` "
+                             "cannot be zero")
+        try:
+            Prompt(str(template), None)
+        except TemplateSyntaxError as err:
+            raise MeiliError(code, f"`.embedders.{name}.documentTemplate`: Invalid template: user error: cannot parse "
+                             f"template: {err}.") from None
+    if conf.get("dimensions") == 0:
+        raise MeiliError(code, f"`.embedders.{name}.dimensions`: `dimensions` cannot be zero")
+    url = conf.get("url")
+    if url is not None:
+        problem = _url_error(str(url))
+        if problem is not None:
+            raise MeiliError(code, f"`.embedders.{name}.url`: could not parse `{url}`: {problem}")
+    if conf.get("request") is not None:
+        try:
+            request = parse_request(conf["request"])
+            if conf.get("response") is not None:
+                parse_response(conf["response"], request)
+        except EmbedderError as err:
+            raise MeiliError("vector_embedding_error", f"Error while generating embeddings: {err}") from None
+    source = source_of(conf)
+    for field in _CHECK_ORDER:
+        status = _status(source, field)
+        present = conf.get(field) is not None
+        if status == "disallowed" and present:
+            sources = [s for s in SOURCES if _status(s, field) != "disallowed"]
+            allowed = [f for f in FIELDS if _status(source, f) != "disallowed"]
+            note = (f"\n  - note: `{field}` is available for sources: " + ", ".join(f"`{s}`" for s in sources)
+                    if sources else "")
+            raise MeiliError(code, f"`.embedders.{name}`: Field `{field}` unavailable for source `{source}`.{note}"
+                             f"\n  - note: available fields for source `{source}`: "
+                             + ", ".join(f"`{f}`" for f in allowed))
+        if status == "mandatory" and not present:
+            raise MeiliError(code, f"`.embedders.{name}`: Missing field `{field}` (note: this field is mandatory for "
+                             f"source `{source}`)")
+    if source == "openAi" and conf.get("model") is not None:
+        model = str(conf["model"])
+        if model not in OPENAI_MODELS:
+            supported = ", ".join(f'"{m}"' for m in OPENAI_MODELS)
+            raise MeiliError(code, f"`.embedders.{name}.model`: Invalid model `{model}` for OpenAI. Supported "
+                             f"models: [{supported}]")
+        dims = conf.get("dimensions")
+        default_dims, shortens, _ = OPENAI_MODELS[model]
+        if dims is not None and not shortens and dims != default_dims:
+            raise MeiliError(code, f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
+                             f"native dimensions of {default_dims}. Found {dims}")
+        if dims is not None and dims > default_dims:
+            raise MeiliError(code, f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
+                             f"dimensions to a value higher than {default_dims}. Found {dims}")
+
+
+def check_embedders(settings: dict[str, Any], uid: str) -> None:
+    """`check_embedder` on every embedder of complete settings, errors prefixed with the index."""
+    for name, conf in (settings.get("embedders") or {}).items():
+        if isinstance(conf, dict):
+            try:
+                check_embedder(name, conf)
+            except MeiliError as err:
+                raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
+
+
+# -- what a settings change regenerates ---------------------------------------------------------------
+
+
+def reindex_action(old: dict[str, Any] | None, new: dict[str, Any], searchable_changed: bool) -> str | None:
+    """`full` (every regenerated embedding recomputed), `prompts` (only documents whose text changed)
+    or None, after Meilisearch's `apply_and_diff` (a changed `searchableAttributes` changes the texts
+    of the default template)."""
+    if old is None or source_of(old) != source_of(new):
+        return "full"
+    source = source_of(new)
+    changed = {key for key in FIELDS if old.get(key) != new.get(key)}
+    if changed & {"model", "revision", "pooling", "request", "response"}:
+        return "full"
+    if "dimensions" in changed and source == "openAi":
+        return "full"
+    if "url" in changed and source != "openAi":
+        return "full"
+    if "documentTemplate" in changed or searchable_changed:
+        return "prompts"
+    old_max = old.get("documentTemplateMaxBytes") or DEFAULT_MAX_BYTES
+    new_max = new.get("documentTemplateMaxBytes") or DEFAULT_MAX_BYTES
+    return "prompts" if new_max > old_max else None
