@@ -201,3 +201,18 @@ def test_fusion_in_multi_search(http: httpx.Client, index_uid: str) -> None:
     assert bad.json()["message"] == ("Unknown value `x` at `.queries[0].hybrid.fusion`: "
                                      "expected one of `convex`, `rrf`")
     assert bad.json()["code"] == "invalid_search_hybrid_query"
+
+
+def test_federated_queries_search_semantically(http: httpx.Client, index_uid: str) -> None:
+    # a federated query with a vector is a semantic search, as it is alone (not keyword-only)
+    _setup(http, index_uid)
+    semantic = {"vector": VECTOR, "hybrid": {"embedder": "manual", "semanticRatio": 1.0}}
+    alone = http.post(f"/indexes/{index_uid}/search", json={**semantic, "limit": 4, "showRankingScore": True})
+    assert alone.status_code == 200, alone.text
+    res = http.post("/multi-search", json={"federation": {"limit": 4}, "queries": [
+        {"indexUid": index_uid, **semantic, "showRankingScore": True}]})
+    assert res.status_code == 200, res.text
+    hits = res.json()["hits"]
+    assert [h["id"] for h in hits] == [h["id"] for h in alone.json()["hits"]]
+    assert [h["_rankingScore"] for h in hits] == [h["_rankingScore"] for h in alone.json()["hits"]]
+    assert all(h["_federation"]["indexUid"] == index_uid for h in hits)

@@ -58,6 +58,7 @@ from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.auth.tenant import rust_debug_list
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import SearchRequest
+from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 from ..app_state import route, state
@@ -447,7 +448,11 @@ class Federated:
         prepared = prepare_query(reader, uid, query)
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
-        result = run_engine_search(reader, self._request(query, limit, prepared), settings)
+        request = self._request(query, limit, prepared)
+        hybrid = query.hybrid
+        ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
+                       hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
+        result = ai.result if ai is not None else run_engine_search(reader, request, settings)
         maker = HitMaker(reader, query, settings, result)
         entries: list[tuple[Ranked, Any]] = []
         for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
