@@ -47,9 +47,6 @@ import os
 import platform
 import re
 import sqlite3
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -63,7 +60,7 @@ import numpy as np
 import pytest
 from tests.conftest import ServerProcess, wait_task
 
-from benchmarks.corpus import DATASETS, generate, load_movies
+from benchmarks.corpus import corpus_files, generate, load_movies
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search.engine import search
@@ -80,8 +77,6 @@ WARMUP = 20
 MAX_INDEXING_MEMORY = 1 << 30
 COMPARED_QUERIES = 50  # queries whose HTTP page must equal the in-process page
 SAFE_FROM_CUTOFF_S = 0.3  # ... when both took less than this (the default searchCutoffMs is 1500)
-CACHE = Path(os.environ.get("HANZO_BENCH_CACHE") or Path(tempfile.gettempdir()) / "hanzo-bench-corpus")
-MAKE_CORPUS = DATASETS.parent / "tools" / "make_corpus.py"
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "search_speed.json"
 TARGETS = {"indexing_docs_per_s": 10_000.0, "search_p95_ratio_vs_tantivy": 2.0, "http_p95_ms": 15.0}
 ENGINES = ("hanzo", "tantivy", "fts5")
@@ -97,24 +92,6 @@ class Corpus:
     docs: list[dict[str, Any]]
     queries: list[tuple[str, str]]  # (kind "short"|"long", text)
     source: str
-
-
-def _make_corpus_files(n_docs: int, n_queries: int) -> tuple[Path, Path] | None:
-    """NDJSON documents + TSV queries from the shared generator (cached), or None without wordfreq."""
-    if importlib.util.find_spec("wordfreq") is None or not MAKE_CORPUS.exists():
-        return None
-    # The generator draws the query documents before the documents: the query count changes both.
-    docs_path = CACHE / f"corpus_{n_docs}_{SEED}_{n_queries}.ndjson"
-    queries_path = CACHE / f"queries_{n_docs}_{SEED}_{n_queries}.tsv"
-    if not (docs_path.exists() and queries_path.exists()):
-        CACHE.mkdir(parents=True, exist_ok=True)
-        tmp_docs, tmp_queries = docs_path.with_suffix(".part"), queries_path.with_suffix(".part")
-        subprocess.run([sys.executable, str(MAKE_CORPUS), "--docs", str(n_docs), "--out", str(tmp_docs),
-                        "--queries", str(tmp_queries), "--nqueries", str(n_queries), "--seed", str(SEED)],
-                       check=True)
-        tmp_docs.replace(docs_path)
-        tmp_queries.replace(queries_path)
-    return docs_path, queries_path
 
 
 def _fallback_queries(docs: list[dict[str, Any]], n_queries: int) -> list[tuple[str, str]]:
@@ -146,7 +123,7 @@ def _top_words(docs: list[dict[str, Any]], k: int) -> list[str]:
 
 
 def load_corpus() -> Corpus:
-    files = _make_corpus_files(N_DOCS, N_QUERIES)
+    files = corpus_files(N_DOCS, N_QUERIES, SEED)
     if files is None:
         docs = generate(N_DOCS, SEED)
         return Corpus(docs, _fallback_queries(docs, N_QUERIES), "benchmarks.corpus.generate (no wordfreq)")

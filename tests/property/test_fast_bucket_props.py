@@ -62,6 +62,19 @@ config = st.fixed_dictionaries({
 })
 
 
+def record_sizes(monkeypatch: pytest.MonkeyPatch, method: str, arg: int) -> list[int]:
+    """The sizes of the document sets `FastBuckets.<method>` gets (positional argument `arg`)."""
+    sizes: list[int] = []
+    original = getattr(fast_bucket.FastBuckets, method)
+
+    def recorded(self: fast_bucket.FastBuckets, *args: Any) -> Any:
+        sizes.append(len(args[arg]))
+        return original(self, *args)
+
+    monkeypatch.setattr(fast_bucket.FastBuckets, method, recorded)
+    return sizes
+
+
 def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.MonkeyPatch,
         sort: list[str] | None = None) -> list[Any]:
     with monkeypatch.context() as m:
@@ -108,14 +121,7 @@ def test_fast_path_is_taken_for_a_large_bucket(tmp_path: Path, monkeypatch: pyte
             words = [VOCAB[(i * 7 + k * 3) % len(VOCAB)] for k in range(i % 9 + 1)]
             w.put_document(str(i), {"id": i, "title": " ".join(words[:3]), "body": " ".join(words)}, merge=False)
         w.touch()
-    calls: list[int] = []
-    best = ranking.FastBuckets.best
-
-    def counted(self: ranking.FastBuckets, *args: Any) -> Any:
-        calls.append(len(args[4]))
-        return best(self, *args)
-
-    monkeypatch.setattr(ranking.FastBuckets, "best", counted)
+    calls = record_sizes(monkeypatch, "best", 4)
     for q in ("sun", "flower light", "news", "the dark"):
         assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
     assert calls and max(calls) >= ranking.FAST_MIN_DOCS
@@ -132,14 +138,7 @@ def test_first_words_narrow_a_large_bucket(tmp_path: Path, monkeypatch: pytest.M
             title = " ".join(["sun", *words[:2]] if i % 3 == 0 else [*words[:2], "sun", "sunn"])
             w.put_document(str(i), {"id": i, "title": title, "body": " ".join(words)}, merge=False)
         w.touch()
-    keyed: list[int] = []
-    key = fast_bucket.FastBuckets._key
-
-    def counted(self: fast_bucket.FastBuckets, *args: Any) -> Any:
-        keyed.append(len(args[2]))
-        return key(self, *args)
-
-    monkeypatch.setattr(fast_bucket.FastBuckets, "_key", counted)
+    keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
     for q in ("sun", "sunn", "sun blue"):
         assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
@@ -184,14 +183,7 @@ def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyP
                 doc["rank"] = 3 if i % 11 == 0 else 100 + (i * 37) % 400
             w.put_document(str(i), doc, merge=False)
         w.touch()
-    keyed: list[int] = []
-    key = fast_bucket.FastBuckets._key
-
-    def counted(self: fast_bucket.FastBuckets, *args: Any) -> Any:
-        keyed.append(len(args[2]))
-        return key(self, *args)
-
-    monkeypatch.setattr(fast_bucket.FastBuckets, "_key", counted)
+    keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
     for sort in (["rank:asc"], ["rank:desc"]):
         assert run(index, "sun", "last", True, monkeypatch, sort) == run(index, "sun", "last", False, monkeypatch, sort)

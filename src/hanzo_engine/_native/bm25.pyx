@@ -13,13 +13,12 @@ sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / 
 
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcmp
 
 import numpy as np
 
 cimport numpy as cnp
 
-from hanzo_engine._native.mpack cimport Reader, read_header, read_str, read_uint
+from hanzo_engine._native.mpack cimport Reader, find_word, read_header, read_str, read_uint
 
 cnp.import_array()
 
@@ -68,21 +67,7 @@ cdef class QueryWords:
         free(self.pair_tol)
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
-        cdef Py_ssize_t lo = 0, hi = self.n, mid, m
-        cdef int c
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            m = self.lens[mid] if self.lens[mid] < n else n
-            c = memcmp(self.words[mid], s, m)
-            if c == 0:
-                c = (self.lens[mid] > n) - (self.lens[mid] < n)
-            if c == 0:
-                return mid
-            if c < 0:
-                lo = mid + 1
-            else:
-                hi = mid
-        return -1
+        return find_word(self.words, self.lens, self.n, s, n)
 
 
 def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allowed, uint8_t[::1] allowed_tol,

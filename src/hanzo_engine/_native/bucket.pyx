@@ -23,13 +23,13 @@ missing or matches no derivation of some node gets `INVALID` everywhere (never r
 
 from libc.stdint cimport int8_t, int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memset
+from libc.string cimport memset
 
 import numpy as np
 
 cimport numpy as cnp
 
-from hanzo_engine._native.mpack cimport Reader, read_header, read_str, read_uint
+from hanzo_engine._native.mpack cimport Reader, find_word, read_header, read_str, read_uint
 
 cnp.import_array()
 
@@ -309,21 +309,7 @@ cdef class BucketQuery:
         free(self.field_len)
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
-        cdef Py_ssize_t lo = 0, hi = self.n_words, mid, m
-        cdef int c
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            m = self.lens[mid] if self.lens[mid] < n else n
-            c = memcmp(self.words[mid], s, m)
-            if c == 0:
-                c = (self.lens[mid] > n) - (self.lens[mid] < n)
-            if c == 0:
-                return mid
-            if c < 0:
-                lo = mid + 1
-            else:
-                hi = mid
-        return -1
+        return find_word(self.words, self.lens, self.n_words, s, n)
 
     cdef int collect(self, const uint8_t *data, Py_ssize_t size) noexcept nogil:
         """Fills the node buffers and field lengths from one forward entry; -1 when malformed."""

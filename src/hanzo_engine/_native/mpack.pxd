@@ -1,11 +1,13 @@
 # cython: language_level=3
-"""Reading the msgpack subset of forward entries (`[lengths, postings]`, csrc/postings.c) in place.
+"""Reading the msgpack subset of forward entries (`[lengths, postings]`, csrc/postings.c) in place,
+and looking their words up in a query's sorted word list.
 
-Every function returns 0 on success and -1 on truncated or unexpected input; `Reader.p` advances
+Every reader returns 0 on success and -1 on truncated or unexpected input; `Reader.p` advances
 past what was read.
 """
 
 from libc.stdint cimport uint8_t, uint64_t
+from libc.string cimport memcmp
 
 
 cdef struct Reader:
@@ -85,3 +87,23 @@ cdef inline int read_str(Reader *r, const uint8_t **s, uint64_t *n) noexcept nog
     s[0] = r.p
     r.p += n[0]
     return 0
+
+
+cdef inline Py_ssize_t find_word(const uint8_t **words, const Py_ssize_t *lens, Py_ssize_t n_words,
+                                 const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    """Index of the word `s[0..n)` in `words` (sorted by bytes, lengths `lens`), or -1."""
+    cdef Py_ssize_t lo = 0, hi = n_words, mid, m
+    cdef int c
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        m = lens[mid] if lens[mid] < n else n
+        c = memcmp(words[mid], s, m)
+        if c == 0:
+            c = (lens[mid] > n) - (lens[mid] < n)
+        if c == 0:
+            return mid
+        if c < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return -1

@@ -122,6 +122,15 @@ def bucketed_position(position: int) -> int:
     return 1 << math.ceil(math.log2(position))
 
 
+def fold(ranks: list[tuple[int, int]]) -> float:
+    """milli's `Rank::global_score`: ranks merged like digits of a mixed-radix number."""
+    rank, maximum = 1, 1
+    for r, m in ranks:
+        rank = max(rank - 1, 0) * m + r
+        maximum *= m
+    return rank / maximum if maximum else 1.0
+
+
 def position_cost(distance: int) -> int:
     """milli's word-position cost of a distance between query and document positions (0..10)."""
     for bound, cost in ((0, 0), (1, 1), (4, 2), (7, 3), (11, 4), (16, 5), (24, 6), (64, 7), (256, 8), (1024, 9)):

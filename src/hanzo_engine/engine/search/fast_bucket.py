@@ -32,7 +32,7 @@ from hanzo_engine.engine.update.indexer import (
 )
 
 from .disjunctive import _field_arrays, _Scorer, forward_entries
-from .engine import _FID, Node, Path, Searcher
+from .engine import _FID, Node, Path, Searcher, fold
 from .sorting import Ordering
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
@@ -374,7 +374,7 @@ class FastBuckets:
                     ranks.extend(((fr, fid_max), (pr, pos_max)))
                     details[rule] = {"order": order, "attributeRankingOrderScore": fr / fid_max,
                                      "queryWordDistanceScore": pr / pos_max,
-                                     "score": _fold([(fr, fid_max), (pr, pos_max)])}
+                                     "score": fold([(fr, fid_max), (pr, pos_max)])}
                     key.extend((value, pos_cost))
                 elif rule == "exactness":
                     er, matching = -value, -row[col]
@@ -382,7 +382,7 @@ class FastBuckets:
                     detail: dict[str, Any] = {"order": order, "matchType": MATCH_TYPES[er]}
                     if er == 1:
                         detail.update(matchingWords=matching, maxMatchingWords=covered,
-                                      score=_fold([(1, 3), (matching + 1, covered + 1)]))
+                                      score=fold([(1, 3), (matching + 1, covered + 1)]))
                     else:
                         detail["score"] = er / 3
                     details[rule] = detail
@@ -396,15 +396,7 @@ class FastBuckets:
                     key.append(-r)
             if "bm25" not in details:
                 details["bm25"] = {"order": len(ranker.rules), "value": raw, "score": raw / (raw + self.half)}
-            out.append(((*key, -raw, docid), _fold(ranks), details))
+            out.append(((*key, -raw, docid), fold(ranks), details))
         out.sort(key=lambda x: x[0])
         return out
 
-
-def _fold(ranks: list[tuple[int, int]]) -> float:
-    """`ranking.fold` (milli's `Rank::global_score`)."""
-    rank, maximum = 1, 1
-    for r, m in ranks:
-        rank = max(rank - 1, 0) * m + r
-        maximum *= m
-    return rank / maximum if maximum else 1.0

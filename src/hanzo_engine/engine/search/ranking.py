@@ -41,6 +41,7 @@ from .engine import (
     Path,
     Searcher,
     bucketed_position,
+    fold,
     position_cost,
     sort_detail,
     sort_value,
@@ -90,15 +91,6 @@ def effective_rules(rules: list[str], strategy: str, sort_rules: list[str] | Non
             continue
         out.append(rule)
     return out
-
-
-def fold(ranks: list[tuple[int, int]]) -> float:
-    """milli's `Rank::global_score`: ranks merged like digits of a mixed-radix number."""
-    rank, maximum = 1, 1
-    for r, m in ranks:
-        rank = max(rank - 1, 0) * m + r
-        maximum *= m
-    return rank / maximum if maximum else 1.0
 
 
 # -- query graph --------------------------------------------------------------------------------
