@@ -134,7 +134,7 @@ class FastBuckets:
 
         A large bucket is first narrowed to the documents that may reach the best keys: in the order of
         its first sort rule when only proximity and attribute rank come before it (`_sorted_scan`),
-        or, for a one-node path, to the documents starting a field (`_first_words`); when enough of
+        or to the documents where a field starts with the first query word (`_first_words`); when enough of
         those do reach the best keys, no document outside can rank before them and the rest is never
         read.
         """
@@ -207,27 +207,31 @@ class FastBuckets:
         and word-position rules are the best possible; those best keys), or None when the rules or the
         index do not allow it.
 
-        The best keys of a one-node path starting the query: proximity is constant, attribute rank is
-        the smallest searched weight, word position 0 (a derivation of the bucket's level starting a
-        field: the FIRST_WORD_FID bitmaps). Documents reaching them start a field with a derivation,
-        and (if the weights differ) have one in a field of the smallest weight."""
-        if len(path) != 1 or not self._first_words_complete:
+        The best keys of a path starting the query: proximity Σ (ngram length - 1) (consecutive
+        words adjacent), attribute rank the smallest searched weight for every node, word position 0
+        for every node, so the first node at position 0: a derivation of it starting a field (the
+        FIRST_WORD_FID bitmaps; for a one-node path at the bucket's typo level, else at any level).
+        Documents reaching them start a field with such a derivation and (if the weights differ) have
+        one in a field of the smallest weight."""
+        if not path or not self._first_words_complete:
             return None
-        node = self.nodes[path[0]]
-        if node.qstart != 0 or not 0 <= level < len(node.alts):
+        nodes = [self.nodes[i] for i in path]
+        node = nodes[0]
+        if node.qstart != 0 or (len(nodes) == 1 and not 0 <= level < len(node.alts)):
             return None
         best: list[int] = []
         positional = weighted = False
         s = self.s
         wmin = min((s.weight[f] for f in s.searched), default=0)
+        covered = sum(n.length for n in nodes)
         for code in self.codes:
             if code == RULE_CODES["proximity"]:
-                best.append(node.length - 1)
+                best.append(covered - len(nodes))
             elif code == RULE_CODES["attributeRank"]:
-                best.append(wmin * node.length)
+                best.append(wmin * covered)
                 weighted = True
             elif code == RULE_CODES["attribute"]:
-                best.extend((wmin * node.length, 0))
+                best.extend((wmin * covered, 0))
                 weighted = positional = True
             elif code == RULE_CODES["wordPosition"]:
                 best.append(0)
@@ -238,11 +242,12 @@ class FastBuckets:
             return None
         if len({s.weight[f] for f in s.searched}) <= 1:
             weighted = False  # every searched field has the smallest weight
+        alts = node.alts[level] if len(nodes) == 1 else [alt for group in node.alts for alt in group]
         db = s.reader.index.db(DB_WORD_FID_DOCIDS)
         get = s.reader.txn.get
         starts: list[BitMap] = []
         in_best: list[BitMap] = []
-        for alt in node.alts[level]:
+        for alt in alts:
             word = alt.words[0]
             if word is None:
                 return None
