@@ -405,30 +405,34 @@ def test_settings_errors(http: httpx.Client, service: FakeService, index_uid: st
     def failure(conf: dict[str, Any]) -> dict[str, Any]:
         return dict(set_embedders(http, index_uid, {"e": conf}, status="failed")["error"])
 
-    err = failure({"source": "rest", "url": service.url("/single"), "request": "54", "response": "{{embedding}}"})
+    def rejected(conf: dict[str, Any]) -> dict[str, Any]:
+        # what the patch carries is checked by the route: 400, nothing enqueued, no index prefix
+        res = http.patch(f"/indexes/{index_uid}/settings", json={"embedders": {"e": conf}})
+        assert res.status_code == 400, res.text
+        return dict(res.json())
+
+    err = rejected({"source": "rest", "url": service.url("/single"), "request": "54", "response": "{{embedding}}"})
     assert err["code"] == "vector_embedding_error"
-    assert err["message"] == (f"Index `{index_uid}`: Error while generating embeddings: user error: in `request`: "
-                              '"{{text}}" not found\n  - Note: this template is using a document template, and so '
-                              'expects to contain the placeholder "{{text}}" rather than "{{fragment}}"')
-    err = failure({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
-                   "response": {"data": ["{{embedding}}", "{{..}}"]}})
+    assert err["message"] == ('Error while generating embeddings: user error: in `request`: "{{text}}" not found\n'
+                              "  - Note: this template is using a document template, and so expects to contain the "
+                              'placeholder "{{text}}" rather than "{{fragment}}"')
+    err = rejected({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
+                    "response": {"data": ["{{embedding}}", "{{..}}"]}})
     assert err["message"].endswith("in `response`: `response` has multiple embeddings, but `request` has only one "
                                    "text to embed")
-    err = failure({"source": "rest", "url": service.url("/single"), "response": "{{embedding}}"})
-    assert (err["code"], err["message"]) == ("invalid_settings_embedders", f"Index `{index_uid}`: `.embedders.e`: "
-                                             "Missing field `request` (note: this field is mandatory for source `rest`)")
-    err = failure({"source": "rest", "url": "kefir", "request": "{{text}}", "response": "{{embedding}}"})
-    assert err["message"] == (f"Index `{index_uid}`: `.embedders.e.url`: could not parse `kefir`: relative URL "
-                              "without a base")
-    err = failure({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
-                   "response": "{{embedding}}", "model": "x"})
-    assert err["message"].startswith(f"Index `{index_uid}`: `.embedders.e`: Field `model` unavailable for source "
-                                     "`rest`.\n  - note: `model` is available for sources: `openAi`, `huggingFace`, "
-                                     "`ollama`")
-    err = failure({**rest(service), "documentTemplate": "{{doc.title"})
+    err = rejected({"source": "rest", "url": service.url("/single"), "response": "{{embedding}}"})
+    assert (err["code"], err["message"]) == ("invalid_settings_embedders", "`.embedders.e`: Missing field `request` "
+                                             "(note: this field is mandatory for source `rest`)")
+    err = rejected({"source": "rest", "url": "kefir", "request": "{{text}}", "response": "{{embedding}}"})
+    assert err["message"] == "`.embedders.e.url`: could not parse `kefir`: relative URL without a base"
+    err = rejected({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
+                    "response": "{{embedding}}", "model": "x"})
+    assert err["message"].startswith("`.embedders.e`: Field `model` unavailable for source `rest`.\n  - note: "
+                                     "`model` is available for sources: `openAi`, `huggingFace`, `ollama`")
+    err = rejected({**rest(service), "documentTemplate": "{{doc.title"})
     assert err["code"] == "invalid_settings_embedders"
-    assert err["message"].startswith(f"Index `{index_uid}`: `.embedders.e.documentTemplate`: Invalid template: "
-                                     "user error: cannot parse template: liquid: ")
+    assert err["message"].startswith("`.embedders.e.documentTemplate`: Invalid template: user error: cannot parse "
+                                     "template: liquid: ")
     # no dimensions: the test embedding fails (the response has no `data` array of numbers)
     err = failure({"source": "rest", "url": service.url("/single"), "request": "{{text}}", "response": "{{embedding}}"})
     assert err["message"] == (

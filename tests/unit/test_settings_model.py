@@ -366,8 +366,9 @@ def test_embedders_basic_validation() -> None:
     # `{}`, `null` embedders and per-field nulls are accepted; fields are stored in Meilisearch's order
     assert parse_setting_value("embedders", {}).values == {"embedders": {}}
     assert parse_setting_value("embedders", None).values == {"embedders": None}
-    assert patch({"embedders": {"b": None, "a": {"dimensions": 2, "source": "userProvided", "model": None}}}) == {
-        "embedders": {"a": {"source": "userProvided", "model": None, "dimensions": 2}, "b": None}}
+    # (a body the settings route also accepts: `distribution` may be reset whatever the source)
+    assert patch({"embedders": {"b": None, "a": {"distribution": None, "dimensions": 2, "source": "userProvided"}}}) == {
+        "embedders": {"a": {"source": "userProvided", "dimensions": 2, "distribution": None}, "b": None}}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ Decisions where Meilisearch's versions differ (the contract's v1.36+ forms are p
   `attribute` with the split rules is refused.
 - in task details a reset displayed/searchable attribute list shows `["*"]`, as Meilisearch's wildcard
   serializer writes it; every other reset shows `null`.
-- embedders: only the shape and the `source` are checked here; per-source field rules are the vectors
-  issue's. An embedder patch merges field by field into the stored one unless its `source` changes.
+- embedders: only the shape and the `source` are checked here; the per-source field rules are
+  `engine.vector.embedders`' (on the patch by the settings route, on the merged settings by the task).
+  An embedder patch merges field by field into the stored one unless its `source` changes.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Generating embedders (`rest`, and `openAi` / `ollama` as presets of the REST path): their runtime
-from an embedder's settings, the per-source settings rules checked when a settings task runs, and
-which settings changes make Meilisearch regenerate embeddings.
+from an embedder's settings, the per-source settings rules (checked on the PATCH body by the settings
+route, then on the merged settings when the task runs, as Meilisearch does) and which settings changes
+make Meilisearch regenerate embeddings.
 
 Presets (Meilisearch's `openai.rs`, `ollama.rs`):
 - `openAi`: `model` (default `text-embedding-3-small`) among `OPENAI_MODELS`; `url` default
@@ -206,8 +207,11 @@ def build(name: str, conf: dict[str, Any]) -> Runtime:
 # -- settings rules -----------------------------------------------------------------------------------
 
 
-def check_embedder(name: str, conf: dict[str, Any]) -> None:
-    """Meilisearch's `validate_embedding_settings` on one complete embedder; MeiliError (unprefixed)."""
+def _check(name: str, conf: dict[str, Any], source: str | None) -> None:
+    """Meilisearch's `validate_embedding_settings` on one embedder, in its order: template, dimensions,
+    url, request/response templates, then (only when the source is known) the per-source field rules
+    and the OpenAI model checks. A field present with `null` counts as given (a reset), so it is refused
+    for a source that does not allow it and does not satisfy a mandatory field."""
     code = "invalid_settings_embedders"
     template = conf.get("documentTemplate")
     if template is not None:
@@ -233,11 +237,11 @@ def check_embedder(name: str, conf: dict[str, Any]) -> None:
                 parse_response(conf["response"], request)
         except EmbedderError as err:
             raise MeiliError("vector_embedding_error", f"Error while generating embeddings: {err}") from None
-    source = source_of(conf)
+    if source is None:
+        return
     for field in _CHECK_ORDER:
         status = _status(source, field)
-        present = conf.get(field) is not None
-        if status == "disallowed" and present:
+        if status == "disallowed" and field in conf:
             sources = [s for s in SOURCES if _status(s, field) != "disallowed"]
             allowed = [f for f in FIELDS if _status(source, f) != "disallowed"]
             note = (f"\n  - note: `{field}` is available for sources: " + ", ".join(f"`{s}`" for s in sources)
@@ -245,7 +249,7 @@ def check_embedder(name: str, conf: dict[str, Any]) -> None:
             raise MeiliError(code, f"`.embedders.{name}`: Field `{field}` unavailable for source `{source}`.{note}"
                              f"\n  - note: available fields for source `{source}`: "
                              + ", ".join(f"`{f}`" for f in allowed))
-        if status == "mandatory" and not present:
+        if status == "mandatory" and conf.get(field) is None:
             raise MeiliError(code, f"`.embedders.{name}`: Missing field `{field}` (note: this field is mandatory for "
                              f"source `{source}`)")
     if source == "openAi" and conf.get("model") is not None:
@@ -262,6 +266,27 @@ def check_embedder(name: str, conf: dict[str, Any]) -> None:
         if dims is not None and dims > default_dims:
             raise MeiliError(code, f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
                              f"dimensions to a value higher than {default_dims}. Found {dims}")
+
+
+def check_embedder(name: str, conf: dict[str, Any]) -> None:
+    """The rules on one complete (merged) embedder, as a settings task checks them; MeiliError (unprefixed)."""
+    _check(name, conf, source_of(conf))
+
+
+def check_embedder_patch(name: str, conf: dict[str, Any]) -> None:
+    """The rules the settings route checks on one embedder of a PATCH body before enqueuing (Meilisearch's
+    partial-update validation): only what the patch itself carries. The per-source rules apply only when
+    the patch names a `source`, since otherwise the source is the stored one, known when the task runs;
+    with a `source`, the patch must repeat that source's mandatory fields."""
+    source = conf.get("source")
+    _check(name, conf, None if source is None else str(source))
+
+
+def check_embedders_patch(embedders: dict[str, Any] | None) -> None:
+    """`check_embedder_patch` on every embedder a settings patch sets (`null` removes one: nothing to check)."""
+    for name, conf in (embedders or {}).items():
+        if isinstance(conf, dict):
+            check_embedder_patch(name, conf)
 
 
 def check_embedders(settings: dict[str, Any], uid: str) -> None:

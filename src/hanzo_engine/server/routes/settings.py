@@ -8,7 +8,9 @@ value and `null` resets it) and DELETE (reset). Updates enqueue a `settingsUpdat
 As in Meilisearch, updates on a missing index create it, but a deletion (DELETE of the settings or of a
 sub-route) does not: the scheduler's autobatcher only allows index creation for non-deletions, so that
 task fails with `index_not_found`. The body is validated before the path's uid, as actix runs the JSON
-extractor before the handler checks the uid.
+extractor before the handler checks the uid; the embedder rules a patch can break on its own (fields a
+named source refuses or requires, templates, dimensions, URL, OpenAI model) are checked after the uid and
+answer 400 without enqueuing, like Meilisearch's `validate_settings`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from hanzo_engine.apitypes.settings import (
     settings_view,
     sub_route_path,
 )
+from hanzo_engine.engine.vector.embedders import check_embedders_patch
 
 from ..app_state import route, state
 from ..auth import auth_filter
@@ -56,6 +59,9 @@ async def _body(request: Request) -> Any:
 async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool) -> Response:
     meta = custom_metadata(request)
     uid = validate_index_uid(request.path_params["index_uid"])
+    # Meilisearch validates what the embedders patch carries before enqueuing (400, no task); rules that
+    # need the stored settings (an embedder patched without `source`) wait for the task
+    check_embedders_patch(patch.values.get("embedders"))
     # a missing index is created only by an update, and only for callers that may create it
     creatable = not is_deletion and auth_filter(request).allow_index_creation(uid)
     kind = {"settings": patch.to_json(), "isDeletion": is_deletion, "allowIndexCreation": creatable}
