@@ -156,23 +156,21 @@ class Graph:
 
     def paths(self, removed: set[int]) -> list[Path]:
         """Every way to cover the terms left to right with kept nodes, skipping removed terms."""
+        # depth first with an explicit stack (a recursive closure would be a reference cycle keeping
+        # the graph, its searcher and the read transaction alive until the next garbage collection);
+        # children are pushed in reverse so paths come out in the recursive order
         out: list[Path] = []
-        acc: list[int] = []
-
-        def walk(t: int) -> None:
+        stack: list[tuple[int, Path]] = [(0, ())]
+        while stack:
+            t, acc = stack.pop()
             if t >= self.n:
                 if acc:
-                    out.append(tuple(acc))
-                return
-            for i in self.starts.get(t, ()):
-                if i not in removed:
-                    acc.append(i)
-                    walk(self.nodes[i].last + 1)
-                    acc.pop()
+                    out.append(acc)
+                continue
+            children = [(self.nodes[i].last + 1, (*acc, i)) for i in self.starts.get(t, ()) if i not in removed]
             if self.single.get(t) in removed:
-                walk(t + 1)
-
-        walk(0)
+                children.append((t + 1, acc))
+            stack.extend(reversed(children))
         return out
 
     def path_docids(self, path: Path) -> BitMap:
