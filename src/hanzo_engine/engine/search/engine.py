@@ -29,7 +29,7 @@ import math
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pyroaring import BitMap
@@ -67,9 +67,9 @@ _FID = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 
 
-@dataclass(frozen=True)
-class Alt:
-    """One derivation: a word, or a sequence of words that must be consecutive (`None`: any word)."""
+class Alt(NamedTuple):
+    """One derivation: a word, or a sequence of words that must be consecutive (`None`: any word).
+    A named tuple, not a frozen dataclass: a prefix node makes up to 1,000 of them per query."""
 
     words: tuple[str | None, ...]
     phrase: bool = False  # phrase, synonym or split word: proximity is only counted forward
