@@ -32,7 +32,8 @@ from hanzo_engine.engine.update.indexer import (
 )
 
 from .disjunctive import _field_arrays, _Scorer, forward_entries
-from .engine import _FID, Node, Path, Searcher, fold
+from .engine import _FID, Node, Path, Searcher
+from .rule_scores import RuleScores
 from .sorting import Ordering
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
@@ -44,7 +45,6 @@ S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
 Scored = tuple[tuple[Any, ...], float, dict[str, Any]]
-MATCH_TYPES = {3: "exactMatch", 2: "matchesStart", 1: "noExactMatch"}
 SORT_CODE = 7  # a field sort rule: BucketQuery leaves its column to `_select` (`Ordering.rank_column`)
 
 
@@ -319,89 +319,43 @@ class FastBuckets:
 
     def scored(self, ranker: Any, bucket: Any, picks: list[tuple[int, list[int]]]) -> list[Scored]:
         """What `ranker.score` gives the picked documents of `bucket` (`ranking.Ranker`, `Bucket`),
-        sorted: the rule details and ranks rebuilt from the native keys as `Ranker.apply` builds them,
-        BM25 recomputed by `Searcher.bm25` so ties and rounding are exactly the Python ranker's."""
+        sorted: the native keys are the rules' values, turned into details and ranks by the same
+        `RuleScores` the ranker uses; BM25 is recomputed by `Searcher.bm25` so ties and rounding are
+        exactly the Python ranker's."""
         s = self.s
         g = ranker.g
         step = bucket.step
         path = bucket.paths[0]
         covered = g.covered(path)
         bm25_nodes = ranker._bm25_nodes(step)
-        max_proximity = g.max_proximity(path) + 1
-        fid_max = s.max_weight * covered + 1
-        pos_max = 10 * covered + 1
+        tops = {"proximity": g.max_proximity(path) + 1, "attributeRank": s.max_weight * covered + 1,
+                "wordPosition": 10 * covered + 1}
         out: list[Scored] = []
         for docid, row in picks:
             fwd = read_forward(s.reader, docid)
             raw = s.bm25(fwd[0], fwd[1], bm25_nodes) if fwd is not None else 0.0
-            details: dict[str, Any] = {}
-            ranks: list[tuple[int, int]] = []
-            key: list[Any] = []
-            col = 0
-            for order, rule in enumerate(ranker.rules):
+            scores = RuleScores()
+            values = iter(row)
+            for rule in ranker.rules:
                 if rule == "words":
-                    r, m = ranker.words_max - step.k, ranker.words_max
-                    details[rule] = {"order": order, "matchingWords": r, "maxMatchingWords": m, "score": r / m}
-                    ranks.append((r, m))
-                    key.append(-r)
-                    continue
-                if rule == "typo":
-                    m = step.max_typo + 1
-                    r = max(m - bucket.typo, 0)
-                    details[rule] = {"order": order, "typoCount": bucket.typo, "maxTypoCount": step.max_typo,
-                                     "score": r / m}
-                    ranks.append((r, m))
-                    key.append(bucket.typo)
-                    continue
-                value = row[col]
-                col += 1
-                if rule.endswith((":asc", ":desc")):
+                    scores.words(ranker.words_max - step.k, ranker.words_max)
+                elif rule == "typo":
+                    scores.typo(bucket.typo, step.max_typo)
+                elif rule in tops:
+                    scores.cost(rule, next(values), tops[rule])
+                elif rule == "attribute":
+                    scores.attribute(rule, next(values), tops["attributeRank"], next(values), tops["wordPosition"])
+                elif rule == "exactness":
+                    scores.exactness(-next(values), -next(values), covered)
+                elif rule == "bm25":
+                    next(values)  # a placeholder column: the rank comes from `raw`
+                    scores.bm25(raw)
+                else:  # a field sort rule
+                    next(values)
                     ordering = s.request.ordering
                     assert ordering is not None
-                    sort_key, sort_detail = ordering.rule_key(docid, rule, order)
-                    details.update(sort_detail)
-                    key.append(sort_key)
-                elif rule == "proximity":
-                    r = max(max_proximity - value, 1)
-                    details[rule] = {"order": order, "score": r / max_proximity}
-                    ranks.append((r, max_proximity))
-                    key.append(value)
-                elif rule in ("attributeRank", "wordPosition"):
-                    top = fid_max if rule == "attributeRank" else pos_max
-                    r = max(top - value, 1)
-                    details[rule] = {"order": order, "score": r / top}
-                    ranks.append((r, top))
-                    key.append(value)
-                elif rule == "attribute":
-                    pos_cost = row[col]
-                    col += 1
-                    fr, pr = max(fid_max - value, 1), max(pos_max - pos_cost, 1)
-                    ranks.extend(((fr, fid_max), (pr, pos_max)))
-                    details[rule] = {"order": order, "attributeRankingOrderScore": fr / fid_max,
-                                     "queryWordDistanceScore": pr / pos_max,
-                                     "score": fold([(fr, fid_max), (pr, pos_max)])}
-                    key.extend((value, pos_cost))
-                elif rule == "exactness":
-                    er, matching = -value, -row[col]
-                    col += 1
-                    detail: dict[str, Any] = {"order": order, "matchType": MATCH_TYPES[er]}
-                    if er == 1:
-                        detail.update(matchingWords=matching, maxMatchingWords=covered,
-                                      score=fold([(1, 3), (matching + 1, covered + 1)]))
-                    else:
-                        detail["score"] = er / 3
-                    details[rule] = detail
-                    ranks.extend(((er, 3), (matching + 1, covered + 1)))
-                    key.extend((-er, -matching))
-                else:  # bm25
-                    norm = raw / (raw + self.half)
-                    r = 1 + round(norm * (self.levels - 1))
-                    details[rule] = {"order": order, "value": raw, "score": norm}
-                    ranks.append((r, self.levels))
-                    key.append(-r)
-            if "bm25" not in details:
-                details["bm25"] = {"order": len(ranker.rules), "value": raw, "score": raw / (raw + self.half)}
-            out.append(((*key, -raw, docid), fold(ranks), details))
+                    scores.sort(*ordering.rule_key(docid, rule, scores.order))
+            out.append(scores.finish(raw, docid))
         out.sort(key=lambda x: x[0])
         return out
 

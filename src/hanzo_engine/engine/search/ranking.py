@@ -49,13 +49,12 @@ from .engine import (
 from .fast_bucket import MIN_DOCS as FAST_MIN_DOCS
 from .fast_bucket import FastBuckets
 from .query import MAX_TERMS, MAX_TERMS_BM25, parse_query
+from .rule_scores import BM25_HALF, BM25_LEVELS, RuleScores
 from .types import MatchingWords, SearchRequest, SearchResult
 
 GRAPH_RULES = ("typo", "proximity", "attribute", "attributeRank", "wordPosition", "exactness")
 DEFAULT_CUTOFF_MS = 1500
 CUTOFF_CHECK_EVERY = 64  # documents scored between two looks at the clock (~10 ms at 1M documents)
-BM25_LEVELS = 100
-BM25_HALF = 5.0  # raw BM25 mapped to [0, 1) as raw / (raw + BM25_HALF)
 
 Combo = tuple[Path, tuple[int, ...] | None]  # a path and its nodes' typo levels (None: any level)
 
@@ -244,8 +243,7 @@ class Bucket:
 class Doc:
     """One document being ranked: its forward entry, interpretations left and scores so far."""
 
-    __slots__ = ("bucket", "combos", "details", "docid", "document", "ends", "key", "lengths", "occ",
-                 "order", "postings", "ranks")
+    __slots__ = ("bucket", "combos", "docid", "document", "ends", "lengths", "occ", "postings", "scores")
 
     def __init__(self, docid: int, bucket: Bucket) -> None:
         self.docid = docid
@@ -253,11 +251,8 @@ class Doc:
         self.lengths: dict[Any, int] = {}
         self.postings: dict[str, list[int]] | None = None
         self.combos: list[Combo] = []
-        self.key: list[Any] = []
-        self.ranks: list[tuple[int, int]] = []
-        self.details: dict[str, Any] = {}
+        self.scores = RuleScores()
         self.document: dict[str, Any] | None = None
-        self.order = 0
         self.occ: dict[tuple[int, int | None], list[tuple[int, int, bool]]] = {}
         self.ends: dict[tuple[int, int | None], tuple[list[tuple[int, bool]], list[tuple[int, bool]]]] = {}
 
@@ -318,112 +313,59 @@ class Ranker:
         doc.combos = [c for v, c in values if v == top]
         return top
 
-    def apply(self, doc: Doc, rule: str) -> tuple[Any, ...]:
-        """Scores `doc` on `rule` (its detail and rank are recorded); returns its sort key part."""
+    def apply(self, doc: Doc, rule: str) -> None:
+        """Scores `doc` on `rule`: computes the rule's value, which `doc.scores` turns into its detail,
+        rank and sort-key part."""
         s, g = self.s, self.g
         step = doc.bucket.step
-        order = doc.order
-        part: tuple[Any, ...]
+        scores = doc.scores
         if rule == "words":
-            r, m = self.words_max - step.k, self.words_max
-            doc.details["words"] = {"order": order, "matchingWords": r, "maxMatchingWords": m, "score": r / m}
-            doc.ranks.append((r, m))
-            part = (-r,)
+            scores.words(self.words_max - step.k, self.words_max)
         elif rule == "typo":
             if doc.bucket.typo is not None and self.typo_bucketed:
                 typos = doc.bucket.typo
             else:
                 typos = self._best(doc, [(self._typo_cost(doc.docid, c), c) for c in doc.combos])
                 doc.combos = [(p, tuple(g.nodes[i].level_of(doc.docid) for i in p)) for p, _ in doc.combos]
-            m = step.max_typo + 1
-            r = max(m - typos, 0)
-            doc.details["typo"] = {"order": order, "typoCount": typos, "maxTypoCount": step.max_typo,
-                                   "score": r / m}
-            doc.ranks.append((r, m))
-            part = (typos,)
+            scores.typo(typos, step.max_typo)
         elif rule == "proximity":
             cost = self._best(doc, [(self._proximity(doc, c), c) for c in doc.combos])
-            m = max(g.max_proximity(p) for p in doc.bucket.paths) + 1
-            r = max(m - cost, 1)
-            doc.details["proximity"] = {"order": order, "score": r / m}
-            doc.ranks.append((r, m))
-            part = (cost,)
+            scores.cost(rule, cost, max(g.max_proximity(p) for p in doc.bucket.paths) + 1)
         elif rule in ("attribute", "attributeRank"):
             fid_cost = self._best(doc, [(self._fid(doc, c), c) for c in doc.combos])
-            fm = max(s.max_weight * g.covered(p) for p in doc.bucket.paths) + 1
-            fr = max(fm - fid_cost, 1)
-            doc.ranks.append((fr, fm))
+            fid_top = max(s.max_weight * g.covered(p) for p in doc.bucket.paths) + 1
             if rule == "attributeRank":
-                doc.details[rule] = {"order": order, "score": fr / fm}
-                part = (fid_cost,)
+                scores.cost(rule, fid_cost, fid_top)
             else:
                 pos_cost = self._best(doc, [(self._position(doc, c), c) for c in doc.combos])
-                pm = max(10 * g.covered(p) for p in doc.bucket.paths) + 1
-                pr = max(pm - pos_cost, 1)
-                doc.ranks.append((pr, pm))
-                doc.details[rule] = {"order": order, "attributeRankingOrderScore": fr / fm,
-                                     "queryWordDistanceScore": pr / pm, "score": fold([(fr, fm), (pr, pm)])}
-                part = (fid_cost, pos_cost)
+                scores.attribute(rule, fid_cost, fid_top, pos_cost,
+                                 max(10 * g.covered(p) for p in doc.bucket.paths) + 1)
         elif rule == "wordPosition":
             pos_cost = self._best(doc, [(self._position(doc, c), c) for c in doc.combos])
-            pm = max(10 * g.covered(p) for p in doc.bucket.paths) + 1
-            pr = max(pm - pos_cost, 1)
-            doc.details[rule] = {"order": order, "score": pr / pm}
-            doc.ranks.append((pr, pm))
-            part = (pos_cost,)
+            scores.cost(rule, pos_cost, max(10 * g.covered(p) for p in doc.bucket.paths) + 1)
         elif rule == "exactness":
-            match_type, er = self._exact_attribute(doc)
+            _, er = self._exact_attribute(doc)
             exact = self._best(doc, [(-self._exact_words(doc.docid, c)[0], c) for c in doc.combos])
-            matching, maximum = -exact, g.covered(doc.combos[0][0])
-            detail: dict[str, Any] = {"order": order, "matchType": match_type}
-            if match_type == "noExactMatch":
-                detail.update(matchingWords=matching, maxMatchingWords=maximum,
-                              score=fold([(1, 3), (matching + 1, maximum + 1)]))
-            else:
-                detail["score"] = er / 3
-            doc.details["exactness"] = detail
-            doc.ranks.extend(((er, 3), (matching + 1, maximum + 1)))
+            scores.exactness(er, -exact, g.covered(doc.combos[0][0]))
             # the rules after exactness see only the exact word of the terms matched exactly
             doc.combos = [(p, self._exact_levels(doc.docid, p, lv)) for p, lv in doc.combos]
-            part = (-er, -matching)
         elif rule == "bm25":
-            raw = self._bm25(doc)
-            norm = raw / (raw + BM25_HALF)
-            r = 1 + round(norm * (BM25_LEVELS - 1))
-            doc.details["bm25"] = {"order": order, "value": raw, "score": norm}
-            doc.ranks.append((r, BM25_LEVELS))
-            part = (-r,)
+            scores.bm25(self._bm25(doc))
         elif rule.endswith((":asc", ":desc")) and s.request.ordering is not None:
-            sort_key, detail = s.request.ordering.rule_key(doc.docid, rule, order)
-            doc.details.update(detail)
-            part = (sort_key,)
+            scores.sort(*s.request.ordering.rule_key(doc.docid, rule, scores.order))
         elif rule.endswith((":asc", ":desc")):
             if doc.document is None:
                 doc.document = s.reader.document_by_internal_id(doc.docid) or {}
             sort_key, value = sort_value(doc.document, rule)
-            doc.details.update(sort_detail(rule, order, value, self.displayed))
-            part = (sort_key,)
-        else:
-            return ()
-        doc.order += 1
-        doc.key.extend(part)
-        return part
-
-    def finish(self, doc: Doc) -> float:
-        """Adds the BM25 tie-break (and its detail); returns the raw BM25 value."""
-        if "bm25" not in doc.details:
-            raw = self._bm25(doc)
-            doc.details["bm25"] = {"order": doc.order, "value": raw, "score": raw / (raw + BM25_HALF)}
-        value: float = doc.details["bm25"]["value"]
-        return value
+            scores.sort(sort_key, sort_detail(rule, scores.order, value, self.displayed))
 
     def score(self, docid: int, bucket: Bucket) -> tuple[tuple[Any, ...], float, dict[str, Any]]:
-        """(sort key, ranking score, score details) of the document on every rule."""
+        """(sort key, ranking score, score details) of the document on every rule, then BM25."""
         doc = self.start(docid, bucket)
         for rule in self.rules:
             self.apply(doc, rule)
-        raw = self.finish(doc)
-        return (*doc.key, -raw, docid), fold(doc.ranks), doc.details
+        raw = doc.scores.details["bm25"]["value"] if "bm25" in doc.scores.details else self._bm25(doc)
+        return doc.scores.finish(raw, docid)
 
     def _bm25(self, doc: Doc) -> float:
         postings = self._postings(doc)
