@@ -20,27 +20,15 @@ are rescored with `Searcher.bm25` itself, so the result equals the Python defini
 from __future__ import annotations
 
 import math
-import struct
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bm25 import QueryWords, bm25_scores
-from hanzo_engine.engine.update.indexer import DB_DOCID_WORDS, read_forward
+from hanzo_engine.engine.update.indexer import forward_entries, read_forward
 
 from .engine import K1, B, Node, Searcher
-
-_U32 = struct.Struct(">I")
-
-
-def forward_entries(s: Searcher, docs: BitMap) -> list[bytes | None]:
-    """The raw forward entries of `docs`, in docid order (one LMDB get each; the read transactions
-    are not opened with `buffers=True`, so values are `bytes`)."""
-    get = s.reader.txn.get
-    db = s.reader.index.db(DB_DOCID_WORDS)
-    pack = _U32.pack
-    return cast(list[bytes | None], [get(pack(d), db=db) for d in docs])
 
 
 def _terms(nodes: list[Node]) -> list[Node]:
@@ -115,7 +103,7 @@ class _Scorer:
         docids = np.fromiter(docs, dtype=np.int64, count=len(docs))
         if not self.terms or not len(docids):
             return docids, np.zeros(len(docids), dtype=np.float64)
-        return docids, self.score_entries(docs, forward_entries(self.s, docs))
+        return docids, self.score_entries(docs, forward_entries(self.s.reader, docs))
 
     def score_entries(self, docs: BitMap, entries: list[bytes | None]) -> np.ndarray:
         """Raw BM25 of `docs` (docid order) from their forward entries, as `forward_entries` reads them."""

@@ -39,12 +39,12 @@ from hanzo_engine._native.scoring import SortedWords
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.tokenizer import Tokenizer
 from hanzo_engine.engine.update.indexer import (
-    DB_DOCID_WORDS,
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
     dictionary_delta,
     dictionary_version,
     field_stats,
+    forward_entries,
     read_forward,
     search_fields,
 )
@@ -64,7 +64,6 @@ SPLIT_SCAN_LIMIT = 256  # most documents checked for a candidate split of a word
 EXACT = -2  # pseudo typo level: only the node's exact word (after the exactness rule)
 DIRECT_DERIVATIONS = 8  # up to this many derivations, each is looked up in the document
 _FID = struct.Struct(">H")
-_U32 = struct.Struct(">I")
 
 
 class Alt(NamedTuple):
@@ -445,9 +444,7 @@ class Searcher:
         words = sorted(slots)
         query = BucketQuery(words, [slots[w] for w in words], [(0, 0, 2)], [(0, 1, 0, 1, False, False)], [],
                             every, every, np.zeros(n_fields, dtype=np.int32), 0, False)
-        get = self.reader.txn.get
-        db = self.reader.index.db(DB_DOCID_WORDS)
-        found = query.matched([get(_U32.pack(d), db=db) for d in docs])
+        found = query.matched(forward_entries(self.reader, docs))
         return BitMap(d for d, hit in zip(docs, found.tolist(), strict=True) if hit)
 
     def _unrestricted(self, word: str) -> BitMap:

@@ -18,7 +18,7 @@ quoted phrases, geo sort rules, `distinct`, a ranking score threshold.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pyroaring import BitMap
@@ -27,11 +27,12 @@ from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine.engine.update.indexer import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    forward_entries,
     has_first_words,
     read_forward,
 )
 
-from .disjunctive import _field_arrays, _Scorer, forward_entries
+from .disjunctive import _field_arrays, _Scorer
 from .engine import _FID, Node, Path, Searcher
 from .rule_scores import RuleScores
 from .sorting import Ordering
@@ -53,6 +54,28 @@ def _supported(node: Node) -> bool:
     synonyms) of at most MAX_SLOTS words, without the `None` slots of quoted stop words."""
     return node.kind != "phrase" and len(node.alts) <= 3 and all(
         len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
+
+
+class Keyed(NamedTuple):
+    """Native keys (documents x columns), raw BM25 and docids of keyed documents, and the documents
+    left unkeyed when the deadline passed."""
+
+    key: np.ndarray
+    raw: np.ndarray
+    docids: np.ndarray
+    rest: BitMap
+
+    def reaching(self, best: list[int]) -> int:
+        """How many documents have exactly `best` as their leading keys."""
+        return int(np.all(self.key[:, : len(best)] == np.array(best, dtype=np.int32), axis=1).sum())
+
+    @staticmethod
+    def join(parts: list[Keyed]) -> Keyed:
+        rest = BitMap()
+        for part in parts:
+            rest |= part.rest
+        return Keyed(np.concatenate([p.key for p in parts]), np.concatenate([p.raw for p in parts]),
+                     np.concatenate([p.docids for p in parts]), rest)
 
 
 class FastBuckets:
@@ -148,15 +171,17 @@ class FastBuckets:
             if first is not None and len(first[0]) >= want:
                 subset, best_prefix = first
                 keyed = self._key(bq, bm25_terms, subset, deadline)
-                if not keyed[3]:
-                    prefix = keyed[0][:, : len(best_prefix)]
-                    if int(np.all(prefix == np.array(best_prefix, dtype=np.int32), axis=1).sum()) >= want:
+                if not keyed.rest:
+                    if keyed.reaching(best_prefix) >= want:
                         return self._select(keyed, want), BitMap()
+                    # too few reach the best keys: the rest of the bucket too (the subset is keyed already)
+                    keyed = Keyed.join([keyed, self._key(bq, bm25_terms, docs - subset, deadline)])
+                    return self._select(keyed, want), keyed.rest
         keyed = self._key(bq, bm25_terms, docs, deadline)
-        return self._select(keyed, want), keyed[3]
+        return self._select(keyed, want), keyed.rest
 
     def _sorted_scan(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, docs: BitMap, want: int,
-                     deadline: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, BitMap] | None:
+                     deadline: float) -> Keyed | None:
         """The keys of the documents of `docs` up to a cut in the order of the first field sort rule,
         when the only rules before it are proximity and attribute rank with one searched weight; None
         when the rules do not allow it or the deadline passed.
@@ -190,17 +215,20 @@ class FastBuckets:
             return None
         order = np.argsort(column, kind="stable")
         sorted_ids, sorted_keys = docids[order], column[order]
+        parts: list[Keyed] = []
+        reached = start = 0
         end = min(len(docids), 4 * want)
         while True:
             if end < len(docids):  # keep the ties of the last key
                 end = int(np.searchsorted(sorted_keys, sorted_keys[end - 1], side="right"))
-            keyed = self._key(bq, bm25_terms, BitMap(sorted_ids[:end].tolist()), deadline)
-            if keyed[3]:
+            part = self._key(bq, bm25_terms, BitMap(sorted_ids[start:end].tolist()), deadline)
+            if part.rest:
                 return None
-            reached = int(np.all(keyed[0][:, : len(best)] == np.array(best, dtype=np.int32), axis=1).sum())
+            parts.append(part)
+            reached += part.reaching(best)
             if reached >= want or end >= len(docids):
-                return keyed
-            end = min(len(docids), 4 * end)
+                return Keyed.join(parts)
+            start, end = end, min(len(docids), 4 * end)
 
     def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
         """(a subset of `docs` holding every document whose keys on the leading proximity, attribute
@@ -273,33 +301,25 @@ class FastBuckets:
             self._has_first_words = has_first_words(self.s.reader)
         return self._has_first_words
 
-    def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, BitMap]:
-        """(keys, raw BM25, docids, documents left when the deadline passed) of `docs`."""
+    def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float) -> Keyed:
+        """The native keys and raw BM25 of `docs`, chunk by chunk until `deadline`."""
         scorer = self._scorers.get(bm25_terms)
         if scorer is None:
             scorer = self._scorers[bm25_terms] = _Scorer(self.s, [self.nodes[i] for i in bm25_terms])
-        keys: list[np.ndarray] = []
-        raws: list[np.ndarray] = []
-        ids: list[np.ndarray] = []
-        rest = BitMap()
+        parts = [Keyed(np.empty((0, max(bq.n_cols, 1)), dtype=np.int32), np.empty(0), np.empty(0, dtype=np.int64),
+                       BitMap())]
         n = len(docs)
         for start in range(0, n, CHUNK):
             if start and time.monotonic() > deadline:
-                rest = BitMap(docs[start:])
+                parts.append(parts.pop()._replace(rest=BitMap(docs[start:])))
                 break
             chunk = BitMap(docs[start : start + CHUNK]) if n > CHUNK else docs
-            entries = forward_entries(self.s, chunk)
-            keys.append(bq.keys(entries))
-            raws.append(scorer.score_entries(chunk, entries))
-            ids.append(np.fromiter(chunk, dtype=np.int64, count=len(chunk)))
-        key = np.concatenate(keys) if len(keys) > 1 else keys[0]
-        raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
-        docids = np.concatenate(ids) if len(ids) > 1 else ids[0]
-        return key, raw, docids, rest
+            entries = forward_entries(self.s.reader, chunk)
+            parts.append(Keyed(bq.keys(entries), scorer.score_entries(chunk, entries),
+                               np.frombuffer(chunk.to_array(), dtype=np.uint32).astype(np.int64), BitMap()))
+        return Keyed.join(parts)
 
-    def _select(self, keyed: tuple[np.ndarray, np.ndarray, np.ndarray, BitMap], want: int,
-                ) -> list[tuple[int, list[int]]]:
+    def _select(self, keyed: Keyed, want: int) -> list[tuple[int, list[int]]]:
         key, raw, docids, _ = keyed
         columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
         col = 0

@@ -36,7 +36,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
@@ -99,6 +99,16 @@ def field_text(value: Any) -> str | None:
     if isinstance(value, (int, float)):
         return msgspec.json.encode(value).decode()
     return None
+
+
+def forward_entries(reader: IndexReader, docids: Iterable[int]) -> list[bytes | None]:
+    """The raw forward entries of `docids`, in order (one LMDB get each; read transactions are not
+    opened with `buffers=True`, so values are `bytes`), for the native readers of `_native.bucket`
+    and `_native.bm25`."""
+    get = reader.txn.get
+    db = reader.index.db(DB_DOCID_WORDS)
+    pack = _U32.pack
+    return cast(list[bytes | None], [get(pack(d), db=db) for d in docids])
 
 
 def read_forward(reader: IndexReader, docid: int) -> Forward | None:
