@@ -110,6 +110,15 @@ class Distinct:
         return kept
 
 
+_MISSING: Final = 2 << 40  # the key of a document without a value: after numbers and strings
+
+
+def _field_key(cls: Any, rank: Any, ascending: bool) -> Any:
+    """The sort key of a value of class `cls` (0 numbers, 1 strings) at `rank` in its column (an int,
+    or a numpy array of them): ranks are below 2**40; descending keys count down from the class's top."""
+    return (cls << 40) + (rank if ascending else (1 << 40) - 1 - rank)
+
+
 class Ordering:
     """Sort rules and distinct of one search (see the module docstring)."""
 
@@ -157,28 +166,25 @@ class Ordering:
             return geo_key, self._geo_detail(rule, order, point)
         assert rule.field is not None
         fid = self.store.fid(rule.field)
-        if fid is None:
-            return (2,), self._field_detail(rule, order, None)
-        values = self.store.sort_values(fid)
-        if docid >= values.size:
-            return (2,), self._field_detail(rule, order, None)
+        values = self.store.sort_values(fid) if fid is not None else None
+        if values is None or docid >= values.size:
+            return (_MISSING,), self._field_detail(rule, order, None)
         # ranks in key order stand for the values: the columns are sorted as the sort compares
         rank = int((values.number_min if rule.ascending else values.number_max)[docid])
         if rank >= 0:
-            return (0, rank if rule.ascending else -rank), self._field_detail(rule, order, values.numbers.value(rank))
+            return (_field_key(0, rank, rule.ascending),), self._field_detail(rule, order, values.numbers.value(rank))
         rank = int((values.string_min if rule.ascending else values.string_max)[docid])
         if rank >= 0:
-            return (1, rank if rule.ascending else -rank), self._field_detail(rule, order, values.strings.value(rank))
-        return (2,), self._field_detail(rule, order, None)
+            return (_field_key(1, rank, rule.ascending),), self._field_detail(rule, order, values.strings.value(rank))
+        return (_MISSING,), self._field_detail(rule, order, None)
 
     def rank_column(self, name: str, docids: np.ndarray) -> np.ndarray | None:
-        """int64 keys of `docids` for a field sort rule, ordered as `rule_key`'s keys are (numbers, then
-        strings, then missing values); None for a geo rule."""
+        """`rule_key`'s keys of `docids` for a field sort rule as an int64 column; None for a geo rule."""
         rule = self.rule(name)
         if rule.point is not None:
             return None
         assert rule.field is not None
-        missing = np.full(len(docids), 2 << 40, dtype=np.int64)
+        missing = np.full(len(docids), _MISSING, dtype=np.int64)
         fid = self.store.fid(rule.field)
         if fid is None:
             return missing
@@ -191,10 +197,7 @@ class Ordering:
         for cls, ranks in ((1, values.string_min if rule.ascending else values.string_max),
                            (0, values.number_min if rule.ascending else values.number_max)):
             rank = np.asarray(ranks)[ids].astype(np.int64)
-            present = inside & (rank >= 0)
-            # ranks are below 2**40; descending keys count down from the class's top
-            key = (cls << 40) + (rank if rule.ascending else (1 << 40) - 1 - rank)
-            out = np.where(present, key, out)
+            out = np.where(inside & (rank >= 0), _field_key(cls, rank, rule.ascending), out)
         return out
 
     def _field_detail(self, rule: SortRule, order: int, value: Any) -> dict[str, Any]:
