@@ -1,5 +1,6 @@
 /* Roaring portable-format merge; see bitmap_merge.h. */
 #include "bitmap_merge.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,27 +49,6 @@ struct hz_bitmap_work {
     uint16_t vals[ARRAY_MAX];     /* an old array container */
     uint16_t merged[ARRAY_MAX];   /* a small result */
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t item, size_t first)
-{
-    if (need <= *cap) {
-        return 0;
-    }
-    size_t c = *cap ? *cap : first;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / item) {
-            return -1;
-        }
-        c *= 2;
-    }
-    void *q = realloc(*p, c * item);
-    if (q == NULL) {
-        return -1;
-    }
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 hz_bitmap_work *hz_bitmap_work_new(void)
 {

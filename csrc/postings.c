@@ -1,31 +1,11 @@
 /* Full-text indexing core; see postings.h for the data model and the forward entry format. */
 #include "postings.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- growable buffers ------------------------------------------------------------------------- */
-
-static int grow(void **p, size_t *cap, size_t need, size_t item, size_t first)
-{
-    if (need <= *cap) {
-        return 0;
-    }
-    size_t c = *cap ? *cap : first;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / item) {
-            return -1;
-        }
-        c *= 2;
-    }
-    void *q = realloc(*p, c * item);
-    if (q == NULL) {
-        return -1;
-    }
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 static int buf_reserve(hz_buf *b, size_t extra)
 {
