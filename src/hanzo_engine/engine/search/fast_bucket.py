@@ -209,26 +209,31 @@ class FastBuckets:
                 return None
         if sort_rule is None:
             return None
-        docids = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
-        column = ordering.rank_column(sort_rule, docids)
-        if column is None:
+        if ordering.rule(sort_rule).point is not None:
             return None
-        order = np.argsort(column, kind="stable")
-        sorted_ids, sorted_keys = docids[order], column[order]
+        # the field's values are walked in sort order (facet level groups): the whole bucket is never sorted
+        ranked = ordering.parts_in_order(docs, sort_rule)
         parts: list[Keyed] = []
-        reached = start = 0
-        end = min(len(docids), 4 * want)
+        reached = keyed = 0
+        target = 4 * want
         while True:
-            if end < len(docids):  # keep the ties of the last key
-                end = int(np.searchsorted(sorted_keys, sorted_keys[end - 1], side="right"))
-            part = self._key(bq, bm25_terms, BitMap(sorted_ids[start:end].tolist()), deadline)
-            if part.rest:
-                return None
-            parts.append(part)
-            reached += part.reaching(best)
-            if reached >= want or end >= len(docids):
-                return Keyed.join(parts)
-            start, end = end, min(len(docids), 4 * end)
+            batch = BitMap()
+            exhausted = True
+            for part in ranked:  # whole values: the ties of the slice's last key stay together
+                batch |= part
+                if keyed + len(batch) >= target:
+                    exhausted = False
+                    break
+            if batch:
+                keyed_part = self._key(bq, bm25_terms, batch, deadline)
+                if keyed_part.rest:
+                    return None
+                parts.append(keyed_part)
+                reached += keyed_part.reaching(best)
+                keyed += len(batch)
+            if reached >= want or exhausted:
+                return Keyed.join(parts) if parts else None
+            target = 4 * keyed
 
     def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
         """(a subset of `docs` holding every document whose keys on the leading proximity, attribute

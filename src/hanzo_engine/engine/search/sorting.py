@@ -200,6 +200,12 @@ class Ordering:
             out = np.where(inside & (rank >= 0), _field_key(cls, rank, rule.ascending), out)
         return out
 
+    def parts_in_order(self, docs: BitMap, name: str) -> Iterator[BitMap]:
+        """`docs` cut by a field sort rule, lazily in `rank_column`'s key order: one part per value
+        (numbers, then strings), then the documents without a value."""
+        for part, _ in self._split(docs, self.rule(name)):
+            yield part
+
     def _field_detail(self, rule: SortRule, order: int, value: Any) -> dict[str, Any]:
         assert rule.field is not None
         if self.displayed is not None and rule.field not in self.displayed:
