@@ -76,11 +76,13 @@ def record_sizes(monkeypatch: pytest.MonkeyPatch, method: str, arg: int) -> list
 
 
 def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.MonkeyPatch,
-        sort: list[str] | None = None) -> list[Any]:
+        sort: list[str] | None = None, walk: bool = False) -> list[Any]:
     with monkeypatch.context() as m:
         if fast:
             m.setattr(ranking, "FAST_MIN_DOCS", 0)
             m.setattr(fast_bucket, "PREFILTER_MIN", 0)
+            if walk:  # sorted scans walk the sort field's values instead of partitioning the bucket
+                m.setattr(fast_bucket, "WALK_MIN", 0)
         else:
             m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
         with index.read() as r:
@@ -95,9 +97,10 @@ def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.Mon
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(docs=st.lists(document, min_size=1, max_size=40), cfg=config,
        queries=st.lists(query, min_size=1, max_size=4),
-       strategy=st.sampled_from(["last", "all", "frequency"]), sort=st.sampled_from(SORTS))
+       strategy=st.sampled_from(["last", "all", "frequency"]), sort=st.sampled_from(SORTS), walk=st.booleans())
 def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, Any], queries: list[str],
-                                   strategy: str, sort: list[str] | None, monkeypatch: pytest.MonkeyPatch) -> None:
+                                   strategy: str, sort: list[str] | None, walk: bool,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
         new = complete_settings(cfg)
@@ -108,7 +111,7 @@ def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, An
                 w.put_document(str(i), {"id": i, **doc}, merge=False)
             w.touch()
         for q in queries:
-            fast = run(index, q, strategy, True, monkeypatch, sort)
+            fast = run(index, q, strategy, True, monkeypatch, sort, walk)
             assert fast == run(index, q, strategy, False, monkeypatch, sort), q
         index.close()
 
@@ -186,6 +189,9 @@ def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyP
     keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
     for sort in (["rank:asc"], ["rank:desc"]):
-        assert run(index, "sun", "last", True, monkeypatch, sort) == run(index, "sun", "last", False, monkeypatch, sort)
-    assert keyed and min(keyed) < 150  # not the 400 documents of the bucket
+        for walk in (False, True):
+            expected = run(index, "sun", "last", False, monkeypatch, sort)
+            keyed.clear()
+            assert run(index, "sun", "last", True, monkeypatch, sort, walk) == expected
+            assert keyed and min(keyed) < 150  # not the 400 documents of the bucket
     index.close()

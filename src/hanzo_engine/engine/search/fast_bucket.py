@@ -18,6 +18,7 @@ quoted phrases, geo sort rules, `distinct`, a ranking score threshold.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,6 +43,7 @@ MIN_DOCS = 48  # smaller buckets are scored in Python directly
 MARGIN = 8  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
+WALK_MIN = 200_000  # from this size, a bucket is put in sort order by walking the field's values
 S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
@@ -54,6 +56,45 @@ def _supported(node: Node) -> bool:
     synonyms) of at most MAX_SLOTS words, without the `None` slots of quoted stop words."""
     return node.kind != "phrase" and len(node.alts) <= 3 and all(
         len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
+
+
+
+def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> Iterator[BitMap]:
+    """`docs` in the order of the field sort `rule`, as successive slices of about `first`, then four
+    times everything sliced so far; the ties of a slice's last key stay in that slice.
+
+    A bucket up to WALK_MIN documents gets its sort keys at once (`rank_column`, vectorized) and each
+    slice is cut by a partition at the slice's last key; a larger bucket walks the field's values in
+    order instead (facet level groups), which never looks at the documents past the slices."""
+    if len(docs) > WALK_MIN:
+        batch = BitMap()
+        target = first
+        for part in ordering.parts_in_order(docs, rule):
+            batch |= part
+            if len(batch) >= target:
+                yield batch
+                target = 4 * target
+                batch = BitMap()
+        if batch:
+            yield batch
+        return
+    docids = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
+    column = ordering.rank_column(rule, docids)
+    assert column is not None
+    target = first
+    low: int | None = None  # the previous slice's last key: slices hold keys in (low, cut]
+    while True:
+        remaining = column if low is None else column[column > low]
+        if not len(remaining):
+            return
+        if target >= len(remaining):
+            cut = int(remaining.max())
+        else:
+            cut = int(np.partition(remaining, target - 1)[target - 1])
+        inside = column <= cut if low is None else (column > low) & (column <= cut)
+        yield BitMap(docids[inside].tolist())
+        low = cut
+        target = 4 * target
 
 
 class Keyed(NamedTuple):
@@ -211,29 +252,17 @@ class FastBuckets:
             return None
         if ordering.rule(sort_rule).point is not None:
             return None
-        # the field's values are walked in sort order (facet level groups): the whole bucket is never sorted
-        ranked = ordering.parts_in_order(docs, sort_rule)
         parts: list[Keyed] = []
-        reached = keyed = 0
-        target = 4 * want
-        while True:
-            batch = BitMap()
-            exhausted = True
-            for part in ranked:  # whole values: the ties of the slice's last key stay together
-                batch |= part
-                if keyed + len(batch) >= target:
-                    exhausted = False
-                    break
-            if batch:
-                keyed_part = self._key(bq, bm25_terms, batch, deadline)
-                if keyed_part.rest:
-                    return None
-                parts.append(keyed_part)
-                reached += keyed_part.reaching(best)
-                keyed += len(batch)
-            if reached >= want or exhausted:
-                return Keyed.join(parts) if parts else None
-            target = 4 * keyed
+        reached = 0
+        for batch in _sorted_slices(ordering, sort_rule, docs, 4 * want):
+            part = self._key(bq, bm25_terms, batch, deadline)
+            if part.rest:
+                return None
+            parts.append(part)
+            reached += part.reaching(best)
+            if reached >= want:
+                break
+        return Keyed.join(parts) if parts else None
 
     def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
         """(a subset of `docs` holding every document whose keys on the leading proximity, attribute
