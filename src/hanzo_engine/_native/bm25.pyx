@@ -18,7 +18,7 @@ import numpy as np
 
 cimport numpy as cnp
 
-from hanzo_engine._native.mpack cimport Reader, find_word, read_header, read_str, read_uint
+from hanzo_engine._native.mpack cimport Reader, fill_heads, find_word_in, read_header, read_str, read_uint
 
 cnp.import_array()
 
@@ -28,6 +28,7 @@ cdef class QueryWords:
 
     cdef list _keep  # the bytes objects `words` points into
     cdef const uint8_t **words
+    cdef uint8_t heads[8192]  # mpack.HEAD_BYTES
     cdef Py_ssize_t *lens
     cdef Py_ssize_t n
     cdef int *start  # word i's pairs are pairs[start[i] : start[i + 1]]
@@ -58,6 +59,7 @@ cdef class QueryWords:
                 self.pair_tol[k] = 1 if tol else 0
                 k += 1
         self.start[self.n] = <int>k
+        fill_heads(self.heads, self.words, self.lens, self.n)
 
     def __dealloc__(self) -> None:
         free(self.words)
@@ -67,7 +69,7 @@ cdef class QueryWords:
         free(self.pair_tol)
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
-        return find_word(self.words, self.lens, self.n, s, n)
+        return find_word_in(self.heads, self.words, self.lens, self.n, s, n)
 
 
 def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allowed, uint8_t[::1] allowed_tol,

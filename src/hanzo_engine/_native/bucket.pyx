@@ -29,7 +29,7 @@ import numpy as np
 
 cimport numpy as cnp
 
-from hanzo_engine._native.mpack cimport Reader, find_word, read_header, read_str, read_uint
+from hanzo_engine._native.mpack cimport Reader, fill_heads, find_word_in, read_header, read_str, read_uint
 
 cnp.import_array()
 
@@ -147,6 +147,7 @@ cdef class BucketQuery:
 
     cdef list _keep
     cdef const uint8_t **words
+    cdef uint8_t heads[8192]  # mpack.HEAD_BYTES
     cdef Py_ssize_t *lens
     cdef Py_ssize_t n_words
     cdef int *start  # word i's entries are [start[i], start[i + 1])
@@ -253,6 +254,7 @@ cdef class BucketQuery:
                 self.e_slot[k] = slot
                 k += 1
         self.start[self.n_words] = <int>k
+        fill_heads(self.heads, self.words, self.lens, self.n_words)
         for i in range(self.n_nodes):
             qs, ln, fi, sp, cg, ex = nodes[i]
             self.qstart[i] = qs
@@ -309,7 +311,7 @@ cdef class BucketQuery:
         free(self.field_len)
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
-        return find_word(self.words, self.lens, self.n_words, s, n)
+        return find_word_in(self.heads, self.words, self.lens, self.n_words, s, n)
 
     cdef int collect(self, const uint8_t *data, Py_ssize_t size) noexcept nogil:
         """Fills the node buffers and field lengths from one forward entry; -1 when malformed."""

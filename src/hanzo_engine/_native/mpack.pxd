@@ -107,3 +107,34 @@ cdef inline Py_ssize_t find_word(const uint8_t **words, const Py_ssize_t *lens, 
         else:
             hi = mid
     return -1
+
+
+# A 65,536-bit set of the first two bytes of a word list: most words of a document share neither
+# with the query's words, and one bit test is far cheaper than a binary search of memcmps.
+DEF HEAD_BYTES = 8192
+
+
+cdef inline unsigned int word_head(const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    if n <= 0:
+        return 0
+    return (<unsigned int>s[0] << 8) | (<unsigned int>s[1] if n > 1 else 0)
+
+
+cdef inline void fill_heads(uint8_t *heads, const uint8_t **words, const Py_ssize_t *lens,
+                            Py_ssize_t n_words) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef unsigned int h
+    for i in range(HEAD_BYTES):
+        heads[i] = 0
+    for i in range(n_words):
+        h = word_head(words[i], lens[i])
+        heads[h >> 3] |= <uint8_t>(1 << (h & 7))
+
+
+cdef inline Py_ssize_t find_word_in(const uint8_t *heads, const uint8_t **words, const Py_ssize_t *lens,
+                                    Py_ssize_t n_words, const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    """`find_word`, after the head test."""
+    cdef unsigned int h = word_head(s, n)
+    if not (heads[h >> 3] >> (h & 7)) & 1:
+        return -1
+    return find_word(words, lens, n_words, s, n)
