@@ -196,8 +196,9 @@ static int doc_occurrence(hz_doc *d, const char *w, size_t len, uint32_t packed)
         d->pairs[d->n_pairs++] = (doc_pair){(uint32_t)i, fid};
         e->last_fid = fid;
     }
-    if ((packed & 0xFFFF) == 0 && fid < HZ_FIRST_WORD_FID) {
-        /* The first word of a field also goes under the pseudo field fid | HZ_FIRST_WORD_FID. */
+    if ((packed & 0xFFFF) == 0 && fid < HZ_SOLE_WORD_FID) {
+        /* The first word of a field also goes under the pseudo field fid | HZ_FIRST_WORD_FID (fields
+         * from HZ_SOLE_WORD_FID on have none: their keys would be the sole-word keys of others). */
         if (grow((void **)&d->pairs, &d->cap_pairs, d->n_pairs + 1, sizeof(doc_pair), 64) < 0) {
             return -1;
         }
@@ -761,6 +762,17 @@ static int log_reserve(hz_postings *p, size_t extra)
     return 0;
 }
 
+/* The number of words of field `fid` in the document (0 when it has none). */
+static uint32_t field_count(const hz_doc *d, uint32_t fid)
+{
+    for (size_t i = 0; i < d->n_fields; i++) {
+        if (d->fields[i].fid == fid) {
+            return d->fields[i].count;
+        }
+    }
+    return 0;
+}
+
 int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
 {
     if (p->prepared) {
@@ -783,15 +795,22 @@ int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
         }
         p->wids[i] = (uint32_t)id;
     }
-    if (log_reserve(p, d->n_pairs) < 0) {
+    /* a first-word pair may add its sole-word pair (at most one more event per pair) */
+    if (log_reserve(p, 2 * d->n_pairs) < 0) {
         return -1;
     }
     uint64_t flag = add ? 1 : 0;
     for (size_t i = 0; i < d->n_pairs; i++) {
-        p->keys[p->n_log] = (uint64_t)p->wids[d->pairs[i].word] << KEY_WORD_SHIFT
-                            | (uint64_t)d->pairs[i].fid << KEY_FID_SHIFT | flag;
+        uint64_t wid = (uint64_t)p->wids[d->pairs[i].word] << KEY_WORD_SHIFT;
+        uint32_t fid = d->pairs[i].fid;
+        p->keys[p->n_log] = wid | (uint64_t)fid << KEY_FID_SHIFT | flag;
         p->docids[p->n_log] = docid;
         p->n_log++;
+        if ((fid & HZ_FIRST_WORD_FID) && field_count(d, fid & ~HZ_FIRST_WORD_FID) == 1) {
+            p->keys[p->n_log] = wid | (uint64_t)(fid | HZ_SOLE_WORD_FID) << KEY_FID_SHIFT | flag;
+            p->docids[p->n_log] = docid;
+            p->n_log++;
+        }
     }
     return 0;
 }

@@ -149,6 +149,41 @@ def test_first_words_narrow_a_large_bucket(tmp_path: Path, monkeypatch: pytest.M
     index.close()
 
 
+def test_exact_first_words_narrow_further(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `sun` is a prefix of `sunflower` and `sunn`: every title below starts with one of them (the best
+    # word position), a third with `sun` itself (exactness: `matchesStart`) and a sixth is `sun` alone
+    # (`exactMatch`); exactness comes right after word position, so the tiers are keyed narrowest first
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    others = [w for w in VOCAB if not w.startswith("sun")]
+    with index.write() as w:
+        for i in range(600):
+            words = [others[(i * 5 + k * 7) % len(others)] for k in range(i % 7 + 2)]
+            first = ["sun", "sunflower", "sunn"][i % 3]
+            title = "sun" if i % 6 == 0 else " ".join([first, *words[:2]])
+            w.put_document(str(i), {"id": i, "title": title, "body": " ".join(words)}, merge=False)
+        w.touch()
+    keyed = record_sizes(monkeypatch, "_key", 2)
+    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    expected = run(index, "sun", "last", False, monkeypatch)
+    keyed.clear()
+    assert run(index, "sun", "last", True, monkeypatch) == expected
+    assert keyed == [100]  # the titles that are `sun` alone
+    # a page past them: the next tier holding enough documents is keyed whole (the `sun ...` titles,
+    # then every title)
+    for limit_past in (100, 200):
+        with index.read() as r:
+            settings_view = complete_settings(r.settings())
+            keyed.clear()
+            with monkeypatch.context() as m:
+                m.setattr(ranking, "FAST_MIN_DOCS", 0)
+                fast = search(r, SearchRequest(q="sun", limit=10, offset=limit_past), settings_view)
+                m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
+                slow = search(r, SearchRequest(q="sun", limit=10, offset=limit_past), settings_view)
+        assert [fast.docids, fast.scores, fast.details] == [slow.docids, slow.scores, slow.details]
+        assert keyed == ([200] if limit_past == 100 else [600])
+    index.close()
+
+
 @settings(max_examples=60, deadline=None)
 @given(docs=st.lists(document, min_size=1, max_size=30), left=st.sampled_from(VOCAB), right=st.sampled_from(VOCAB))
 def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], left: str, right: str) -> None:

@@ -31,6 +31,7 @@ from hanzo_engine.engine.update.indexer import (
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    SOLE_WORD_FID,
     field_stats,
     field_text,
     search_fields,
@@ -130,6 +131,10 @@ def check_consistent(index: Index, settings_: dict[str, Any]) -> None:
                 for fid in {p >> 16 for p in positions if p & 0xFFFF == 0}:
                     # the field starts with the word: also under the pseudo field fid | FIRST_WORD_FID
                     expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID), set()).add(docid)
+                    if lengths[fid] == 1:
+                        # ... and holds it alone: under fid | FIRST_WORD_FID | SOLE_WORD_FID too
+                        expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID | SOLE_WORD_FID),
+                                                 set()).add(docid)
             for fid, n in lengths.items():
                 st_ = expected_stats.setdefault(fid, [0, 0])
                 st_[0] += 1

@@ -18,7 +18,8 @@ quoted phrases, geo sort rules, `distinct`, a ranking score threshold.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,8 +29,9 @@ from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine.engine.update.indexer import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    SOLE_WORD_FID,
+    first_words_level,
     forward_entries,
-    has_first_words,
     read_forward,
 )
 
@@ -110,6 +112,14 @@ class Keyed(NamedTuple):
         """How many documents have exactly `best` as their leading keys."""
         return int(np.all(self.key[:, : len(best)] == np.array(best, dtype=np.int32), axis=1).sum())
 
+    def reaching_exact(self, best: list[int], match: int = -2) -> int:
+        """How many documents have exactly `best` as their leading keys and then an exact attribute
+        match of `match` or better (exactness's first column: -3 `exactMatch`, -2 `matchesStart`,
+        -1 neither)."""
+        col = len(best)
+        lead = np.all(self.key[:, :col] == np.array(best, dtype=np.int32), axis=1)
+        return int((lead & (self.key[:, col] <= match)).sum())
+
     @staticmethod
     def join(parts: list[Keyed]) -> Keyed:
         rest = BitMap()
@@ -132,7 +142,7 @@ class FastBuckets:
         self._scorers: dict[tuple[int, ...], _Scorer] = {}
         self._queries: dict[Path, BucketQuery | None] = {}
         self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._has_first_words: bool | None = None
+        self._first_words_level: int | None = None
 
     @staticmethod
     def applicable(rules: list[str], ordering: Ordering | None = None) -> bool:
@@ -207,19 +217,68 @@ class FastBuckets:
             scanned = self._sorted_scan(bq, bm25_terms, path, docs, want, deadline)
             if scanned is not None:
                 return self._select(scanned, want), BitMap()
+        # nested tiers, narrowest first, each with how to tell that enough of its documents reach
+        # keys no document outside it can reach (the last tier is the whole bucket)
+        tiers: list[tuple[BitMap, Callable[[Keyed], int] | None]] = []
         if len(docs) >= PREFILTER_MIN:
             first = self._first_words(path, level, docs)
             if first is not None and len(first[0]) >= want:
                 subset, best_prefix = first
-                keyed = self._key(bq, bm25_terms, subset, deadline)
-                if not keyed.rest:
-                    if keyed.reaching(best_prefix) >= want:
-                        return self._select(keyed, want), BitMap()
-                    # too few reach the best keys: the rest of the bucket too (the subset is keyed already)
-                    keyed = Keyed.join([keyed, self._key(bq, bm25_terms, docs - subset, deadline)])
-                    return self._select(keyed, want), keyed.rest
-        keyed = self._key(bq, bm25_terms, docs, deadline)
+                exact = self._exact_starts(path, subset, len(best_prefix))
+                if exact is not None:
+                    sole, starts = exact
+                    if sole is not None and want <= len(sole) < len(starts):
+                        tiers.append((sole, partial(Keyed.reaching_exact, best=best_prefix, match=-3)))
+                    if want <= len(starts) < len(subset):
+                        tiers.append((starts, partial(Keyed.reaching_exact, best=best_prefix)))
+                tiers.append((subset, partial(Keyed.reaching, best=best_prefix)))
+        tiers.append((docs, None))
+        parts: list[Keyed] = []
+        covered = BitMap()
+        for tier, reaching in tiers:
+            parts.append(self._key(bq, bm25_terms, tier - covered if covered else tier, deadline))
+            covered = tier
+            keyed = Keyed.join(parts) if len(parts) > 1 else parts[0]
+            if keyed.rest or reaching is None or reaching(keyed) >= want:
+                break
         return self._select(keyed, want), keyed.rest
+
+    def _exact_starts(self, path: Path, subset: BitMap, col: int) -> tuple[BitMap | None, BitMap] | None:
+        """(the documents of `subset` where some searched field is the path's one query word alone, when
+        the index has those keys, else None; the documents of `subset` where some searched field
+        starts with the exact word of the path's first node), when the rule keyed right after the
+        leading `col` columns is exactness; else None.
+
+        Only the second can have an exact attribute match (`exactMatch` or `matchesStart`: the exact
+        words at their query positions, the first one at position 0), and for a one-word path only
+        the first an `exactMatch` (a field equal to the query), so once `want` of them reach the
+        leading best keys with such a match, no other document ranks before them."""
+        node = self.nodes[path[0]]
+        if node.exact is None or node.exact.words[0] is None:
+            return None
+        width = 0
+        for code in self.codes:
+            if width == col:
+                if code != RULE_CODES["exactness"]:
+                    return None
+                break
+            width += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
+        else:
+            return None
+        s = self.s
+        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
+        base = node.exact.words[0].encode() + b"\x00"
+        one_word = len(path) == 1 and node.qend == node.qstart and self._level >= 2
+        starts, sole = BitMap(), BitMap()
+        for fid in s.weight:
+            raw = s.reader.txn.get(base + _FID.pack(fid | FIRST_WORD_FID), db=db)
+            if raw is not None:
+                starts |= BitMap.deserialize(bytes(raw))
+            if one_word:
+                raw = s.reader.txn.get(base + _FID.pack(fid | FIRST_WORD_FID | SOLE_WORD_FID), db=db)
+                if raw is not None:
+                    sole |= BitMap.deserialize(bytes(raw))
+        return (sole & subset if one_word else None), starts & subset
 
     def _sorted_scan(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, docs: BitMap, want: int,
                      deadline: float) -> Keyed | None:
@@ -331,9 +390,13 @@ class FastBuckets:
 
     @property
     def _first_words_complete(self) -> bool:
-        if self._has_first_words is None:
-            self._has_first_words = has_first_words(self.s.reader)
-        return self._has_first_words
+        return self._level >= 1 and all(fid < SOLE_WORD_FID for fid in self.s.weight)
+
+    @property
+    def _level(self) -> int:
+        if self._first_words_level is None:
+            self._first_words_level = first_words_level(self.s.reader)
+        return self._first_words_level
 
     def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float) -> Keyed:
         """The native keys and raw BM25 of `docs`, chunk by chunk until `deadline`."""

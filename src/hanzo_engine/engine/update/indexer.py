@@ -8,7 +8,9 @@ Structures (databases of the index env, all written in the batch's write transac
                      attribute-rank rule as bitmap operations.
                      Under fid | FIRST_WORD_FID (0x8000): the docids whose field fid starts with the
                      word (position 0), the best word-position bucket of a one-word query as a bitmap
-                     (`search/fast_bucket.py`); complete when `first-words` is set in the main db.
+                     (`search/fast_bucket.py`); under fid | FIRST_WORD_FID | SOLE_WORD_FID (0xC000) the
+                     docids whose field fid holds that word alone (a one-word query's exact attribute
+                     matches). Only fields below 0x4000 have them; complete as `first-words` says.
 - `docid-words`      docid (u32 BE) -> msgpack `[lengths, postings]` — the forward index: `lengths` maps
                      fid -> number of words of that field, `postings` maps word -> packed positions
                      (`fid << 16 | position`). Proximity, word position, exactness, phrases and BM25
@@ -54,9 +56,12 @@ DB_DOCID_WORDS: Final = b"docid-words"
 KEY_SEARCH_FIELDS: Final = b"search-fields"
 KEY_FIELD_STATS: Final = b"field-stats"
 # Set once every document's first words are under FIRST_WORD_FID keys: indexes made before those keys
-# existed lack them until they are reindexed, and search must not trust a partial set.
+# existed lack them until they are reindexed, and search must not trust a partial set. The value is
+# the level of completeness: b"1" first words, b"2" also sole words (SOLE_WORD_FID).
 KEY_FIRST_WORDS: Final = b"first-words"
-FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
+FIRST_WORDS_LEVEL: Final = 2  # what this version writes
+FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID (fields below SOLE_WORD_FID only)
+SOLE_WORD_FID: Final = 0x4000  # with FIRST_WORD_FID: the field holds that word alone (HZ_SOLE_WORD_FID)
 # The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
 KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
 KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
@@ -148,9 +153,11 @@ def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None
         txn.delete(KEY_DICTIONARY_DELTA + _U64.pack(version - DICTIONARY_DELTAS), db=db_main)
 
 
-def has_first_words(reader: IndexReader) -> bool:
-    """Whether the FIRST_WORD_FID keys are complete (`KEY_FIRST_WORDS`)."""
-    return reader._main(KEY_FIRST_WORDS) is not None
+def first_words_level(reader: IndexReader) -> int:
+    """How complete the FIRST_WORD_FID keys are (`KEY_FIRST_WORDS`): 0 not, 1 first words, 2 also
+    sole words."""
+    raw = reader._main(KEY_FIRST_WORDS)
+    return 0 if raw is None else int(bytes(raw))
 
 
 def search_fields(reader: IndexReader) -> list[str]:
@@ -188,8 +195,10 @@ class SearchIndexer:
         self.pending: set[int] = set()
         self.dirty = False
         db_main = writer.index.db_main
-        self.first_words = (self.txn.get(KEY_FIRST_WORDS, db=db_main) is not None
-                            or self.txn.stat(self.db_forward)["entries"] == 0)
+        stored = self.txn.get(KEY_FIRST_WORDS, db=db_main)
+        # an empty index gets complete keys from its first document on; else the stored level holds
+        self.first_words = (FIRST_WORDS_LEVEL if self.txn.stat(self.db_forward)["entries"] == 0
+                            else 0 if stored is None else int(bytes(stored)))
 
     def analyze(self, document: dict[str, Any]) -> Forward:
         """(field lengths, word -> packed positions) of `document`, as its forward entry stores them."""
@@ -222,7 +231,7 @@ class SearchIndexer:
         self.changes.clear()
         self.pending.clear()
         self.stats = {}
-        self.first_words = True
+        self.first_words = FIRST_WORDS_LEVEL
         self.dirty = True
         record_dictionary_change(self.txn, self.writer.index.db_main, None, None)
 
@@ -246,7 +255,7 @@ class SearchIndexer:
         txn.put(KEY_SEARCH_FIELDS, _json_encode(self.fields), db=db_main)
         txn.put(KEY_FIELD_STATS, _json_encode({str(k): v for k, v in self.stats.items()}), db=db_main)
         if self.first_words:
-            txn.put(KEY_FIRST_WORDS, b"1", db=db_main)
+            txn.put(KEY_FIRST_WORDS, str(self.first_words).encode(), db=db_main)
         self.pending.clear()
         self.dirty = False
 
