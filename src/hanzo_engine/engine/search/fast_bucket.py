@@ -100,13 +100,15 @@ def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> I
 
 
 class Keyed(NamedTuple):
-    """Native keys (documents x columns), raw BM25 and docids of keyed documents, and the documents
-    left unkeyed when the deadline passed."""
+    """Native keys (documents x columns), raw BM25 (NaN where not computed yet) and docids of keyed
+    documents, the documents left unkeyed when the deadline passed, and the forward entries of the
+    keyed documents (for BM25 computed later)."""
 
     key: np.ndarray
     raw: np.ndarray
     docids: np.ndarray
     rest: BitMap
+    entries: list[bytes | None]
 
     def reaching(self, best: list[int]) -> int:
         """How many documents have exactly `best` as their leading keys."""
@@ -126,7 +128,7 @@ class Keyed(NamedTuple):
         for part in parts:
             rest |= part.rest
         return Keyed(np.concatenate([p.key for p in parts]), np.concatenate([p.raw for p in parts]),
-                     np.concatenate([p.docids for p in parts]), rest)
+                     np.concatenate([p.docids for p in parts]), rest, [e for p in parts for e in p.entries])
 
 
 class FastBuckets:
@@ -216,7 +218,7 @@ class FastBuckets:
         if len(docs) >= PREFILTER_MIN:
             scanned = self._sorted_scan(bq, bm25_terms, path, docs, want, deadline)
             if scanned is not None:
-                return self._select(scanned, want), BitMap()
+                return self._select(scanned, want, bm25_terms), BitMap()
         # nested tiers, narrowest first, each with how to tell that enough of its documents reach
         # keys no document outside it can reach (the last tier is the whole bucket)
         tiers: list[tuple[BitMap, Callable[[Keyed], int] | None]] = []
@@ -241,7 +243,7 @@ class FastBuckets:
             keyed = Keyed.join(parts) if len(parts) > 1 else parts[0]
             if keyed.rest or reaching is None or reaching(keyed) >= want:
                 break
-        return self._select(keyed, want), keyed.rest
+        return self._select(keyed, want, bm25_terms), keyed.rest
 
     def _exact_starts(self, path: Path, subset: BitMap, col: int) -> tuple[BitMap | None, BitMap] | None:
         """(the documents of `subset` where some searched field is the path's one query word alone, when
@@ -398,13 +400,18 @@ class FastBuckets:
             self._first_words_level = first_words_level(self.s.reader)
         return self._first_words_level
 
-    def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float) -> Keyed:
-        """The native keys and raw BM25 of `docs`, chunk by chunk until `deadline`."""
+    def _scorer(self, bm25_terms: tuple[int, ...]) -> _Scorer:
         scorer = self._scorers.get(bm25_terms)
         if scorer is None:
             scorer = self._scorers[bm25_terms] = _Scorer(self.s, [self.nodes[i] for i in bm25_terms])
+        return scorer
+
+    def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float) -> Keyed:
+        """The native keys of `docs`, chunk by chunk until `deadline`; their raw BM25 too when a `bm25`
+        rule needs it for every document (else `_select` computes it for the documents at its cut)."""
+        scorer = self._scorer(bm25_terms) if RULE_CODES["bm25"] in self.codes else None
         parts = [Keyed(np.empty((0, max(bq.n_cols, 1)), dtype=np.int32), np.empty(0), np.empty(0, dtype=np.int64),
-                       BitMap())]
+                       BitMap(), [])]
         n = len(docs)
         for start in range(0, n, CHUNK):
             if start and time.monotonic() > deadline:
@@ -412,12 +419,13 @@ class FastBuckets:
                 break
             chunk = BitMap(docs[start : start + CHUNK]) if n > CHUNK else docs
             entries = forward_entries(self.s.reader, chunk)
-            parts.append(Keyed(bq.keys(entries), scorer.score_entries(chunk, entries),
-                               np.frombuffer(chunk.to_array(), dtype=np.uint32).astype(np.int64), BitMap()))
+            raw = scorer.score_entries(chunk, entries) if scorer is not None else np.full(len(entries), np.nan)
+            parts.append(Keyed(bq.keys(entries), raw, np.frombuffer(chunk.to_array(), dtype=np.uint32).astype(np.int64),
+                               BitMap(), entries))
         return Keyed.join(parts)
 
-    def _select(self, keyed: Keyed, want: int) -> list[tuple[int, list[int]]]:
-        key, raw, docids, _ = keyed
+    def _select(self, keyed: Keyed, want: int, bm25_terms: tuple[int, ...]) -> list[tuple[int, list[int]]]:
+        key, raw, docids, _, entries = keyed
         columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
         col = 0
         for rule, code in zip(self.rules, self.codes, strict=True):
@@ -431,7 +439,24 @@ class FastBuckets:
                 assert sort_keys is not None
                 columns[col] = sort_keys
             col += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
-        order = np.lexsort((docids, -raw, *reversed(columns)))[:want]
+        rows = np.arange(len(docids))
+        missing = np.isnan(raw)
+        if missing.any():
+            # BM25 only breaks ties: it is needed for the documents up to the want-th by the other keys
+            # and for the ties of that one, no other document can make the page
+            by_keys = np.lexsort((docids, *reversed(columns)))
+            if len(by_keys) > want:
+                cut = by_keys[want - 1]
+                ties = np.all(np.stack([c == c[cut] for c in columns], axis=1), axis=1)
+                needed = np.zeros(len(docids), dtype=bool)
+                needed[by_keys[:want]] = True
+                rows = np.flatnonzero(needed | ties)
+            todo = rows[missing[rows]]
+            todo = todo[np.argsort(docids[todo], kind="stable")]
+            raw = raw.copy()
+            raw[todo] = self._scorer(bm25_terms).score_entries(BitMap(docids[todo].tolist()),
+                                                               [entries[i] for i in todo.tolist()])
+        order = rows[np.lexsort((docids[rows], -raw[rows], *[c[rows] for c in reversed(columns)]))][:want]
         return [(int(d), row) for d, row in zip(docids[order].tolist(), key[order].tolist(), strict=True)]
 
     def scored(self, ranker: Any, bucket: Any, picks: list[tuple[int, list[int]]]) -> list[Scored]:
