@@ -60,30 +60,30 @@ def _supported(node: Node) -> bool:
         len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
 
 
-
 def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> Iterator[BitMap]:
     """`docs` in the order of the field sort `rule`, as successive slices of about `first`, then four
-    times everything sliced so far; the ties of a slice's last key stay in that slice.
+    times the previous slice; the ties of a slice's last key stay in that slice.
 
-    A bucket up to WALK_MIN documents gets its sort keys at once (`rank_column`, vectorized) and each
-    slice is cut by a partition at the slice's last key; a larger bucket walks the field's values in
-    order instead (facet level groups), which never looks at the documents past the slices."""
+    A bucket of more than WALK_MIN documents gets its first slice by walking the field's values in
+    order (facet level groups), which never looks at the documents past it; the rest (or a smaller
+    bucket) gets its sort keys at once (`rank_column`, vectorized), each slice cut by a partition at
+    the slice's last key: walking costs a bitmap operation per value, too much past a first slice
+    when values are nearly unique."""
+    target = first
     if len(docs) > WALK_MIN:
         batch = BitMap()
-        target = first
         for part in ordering.parts_in_order(docs, rule):
             batch |= part
             if len(batch) >= target:
-                yield batch
-                target = 4 * target
-                batch = BitMap()
-        if batch:
-            yield batch
-        return
+                break
+        yield batch
+        docs = docs - batch
+        target *= 4
+        if not docs:
+            return
     docids = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
     column = ordering.rank_column(rule, docids)
     assert column is not None
-    target = first
     low: int | None = None  # the previous slice's last key: slices hold keys in (low, cut]
     while True:
         remaining = column if low is None else column[column > low]
