@@ -2,10 +2,11 @@
 the whole-filter fast path (`_fast.fast_chain` hands them to the general parser's geo rule).
 
 `test_filter_parser_props.test_clause_fast_path_agrees_with_general_parser` wraps clauses with a
-`_geoRadius` to keep the whole-filter path out; a value with an escaped quote does that now (only the
-general parser unescapes), so the general parser runs at the top level and tries `fast_group` /
-`fast_clause` on the rest. The geo wrappers are kept: there the whole-filter path, geo rule included,
-must agree with the general parser too.
+`_geoRadius` to keep the whole-filter path out; geo clauses and escaped quotes go through it now, so
+nine levels of parentheses (one more than `fast_chain` takes) keep it out here: the general parser
+runs at the top level and tries `fast_group` / `fast_clause` on the rest. The geo and escaped-quote
+wrappers are kept: there the whole-filter path, geo rule and unescaping included, must agree with the
+general parser too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from tests.property.test_filter_parser_props import SETTINGS, _outcome, clauses
 
 ESCAPED = 'title = "a \\" b"'
 GEO = "_geoRadius(1, 2, 3)"
+DEEP = "(" * 9 + "{}" + ")" * 9
 WRAPPERS = [
+    DEEP,
+    DEEP + " AND " + ESCAPED,
+    "NOT " + DEEP + " OR (x = 1)",
     "{} AND " + ESCAPED,
     ESCAPED + " OR ({} )",
     "(" + ESCAPED + " AND {})",

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ._lexer import KEYWORDS
+from ._lexer import KEYWORDS, UnescapeError, unquote
 from .ast import (
     And,
     Comparison,
@@ -59,8 +59,10 @@ __all__ = ["fast_chain", "fast_clause"]
 
 # Possessive `++`: a word must never give characters back (nom's `take_while1` does not backtrack),
 # otherwise `xIN [a]` would match as `x IN [a]`.
-_V = r"""("[^"\\]*"|'[^'\\]*'|[\w.\-]++)"""
-_VN = r"""(?:"[^"\\]*"|'[^'\\]*'|[\w.\-]++)"""
+_DQ = r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"'
+_SQ = r"'[^'\\]*(?:\\[\s\S][^'\\]*)*'"
+_V = rf"""({_DQ}|{_SQ}|[\w.\-]++)"""
+_VN = rf"""(?:{_DQ}|{_SQ}|[\w.\-]++)"""
 _WS = r"[ \t\r\n]"
 
 # Group numbers: 1 field | 2 op, 3 value, 4 trailing ws | 5 NOT, 6 list body | 7 low, 8 high,
@@ -105,7 +107,8 @@ _TAIL = rf"(?:{_WS}*(AND|OR)(?![\w.\-]|[^\x00-\x7f]){_WS}*)?"
 
 def _operand_re(group: int, word_guard: str, content_guard: str = "", last: bool = False) -> str:
     """Two groups: the opening quote (`group`) and the content."""
-    quoted = rf"(?:(?<=\"){content_guard}[^\"\\]*|(?<='){content_guard}[^'\\]*)"
+    quoted = (rf"(?:(?<=\"){content_guard}[^\"\\]*(?:\\[\s\S][^\"\\]*)*"
+              rf"|(?<='){content_guard}[^'\\]*(?:\\[\s\S][^'\\]*)*)")
     unquoted = rf"{word_guard}{content_guard}[\w.\-]++"
     close = rf"(?({group})\{group}|(?![^\x00-\x7f]))" if last else rf"(?({group})\{group})"
     return rf"([\"'])?((?({group}){quoted}|{unquoted})){close}"
@@ -131,17 +134,33 @@ _QUICK = re.compile(_QUICK_BODY + _TAIL)
 _QUICK_CLAUSE = re.compile(_QUICK_BODY)  # the clause alone (for `fast_clause`)
 
 
+def _token(s: str, a: int, b: int) -> Token | None:
+    """The token of the operand content `s[a:b]`; a backslash can only be in a quoted string's
+    content (its quote at `a - 1`), decoded as the general parser does (`unquote`). None when an
+    escape is invalid: the general parser gives the error."""
+    val = s[a:b]
+    if "\\" in val:
+        try:
+            val = unquote(val, s[a - 1])
+        except UnescapeError:
+            return None
+    return Token(val, s, a, b)
+
+
 def _quick_node(s: str, m: re.Match[str]) -> Node | None:
     """The node of a `_QUICK` match; None for a `_`-prefixed unquoted field outside a comparison
     (a `_vectors` filter maybe: the general parser decides). (`span` / `start` of the few groups
     needed: `Match.regs` builds a tuple for every group of the pattern.)"""
     start = m.start
     fs, fe = m.span(2)
-    fid = Token(s[fs:fe], s, fs, fe)
+    fid = _token(s, fs, fe)
+    if fid is None:
+        return None
     os_, oe = m.span(3)
     if os_ >= 0:
         vs, ve = m.span(5)
-        return Comparison(fid, s[os_:oe], Token(s[vs:ve], s, vs, ve))
+        value = _token(s, vs, ve)
+        return None if value is None else Comparison(fid, s[os_:oe], value)
     if start(1) < 0 and s[fs] == "_":
         return None
     if start(7) >= 0:
@@ -156,7 +175,10 @@ def _quick_node(s: str, m: re.Match[str]) -> Node | None:
         for item in _LIST_ITEM.finditer(s, bs, be):
             a, b = item.span()
             if s[a] == '"' or s[a] == "'":
-                values.append(Token(s[a + 1 : b - 1], s, a + 1, b - 1))
+                quoted = _token(s, a + 1, b - 1)
+                if quoted is None:
+                    return None
+                values.append(quoted)
                 continue
             word = s[a:b]
             if word in KEYWORDS or word.startswith("_geo"):
@@ -165,14 +187,15 @@ def _quick_node(s: str, m: re.Match[str]) -> Node | None:
         return NotIn(fid, values) if start(14) >= 0 else In(fid, values)
     ls, le = m.span(11)
     hs, he = m.span(13)
-    return Range(fid, Token(s[ls:le], s, ls, le), Token(s[hs:he], s, hs, he))
+    low, high = _token(s, ls, le), _token(s, hs, he)
+    return None if low is None or high is None else Range(fid, low, high)
 
 
 def _operand(s: str, start: int, end: int) -> Token | None:
     """The token for a matched operand, or None if the general parser must decide."""
     first = s[start]
     if first == '"' or first == "'":
-        return Token(s[start + 1 : end - 1], s, start + 1, end - 1)
+        return _token(s, start + 1, end - 1)
     word = s[start:end]
     if word in KEYWORDS or word.startswith("_geo"):
         return None
@@ -257,9 +280,8 @@ FAST_DEPTH_UNITS = (_MAX_FAST_LEVELS + 1) * (4 + _MAX_FAST_NOTS)
 def fast_chain(s: str, geo: GeoRule | None = None) -> Node | None:
     """The whole filter if it is built only from plain clauses, geo clauses (parsed by `geo`, the
     general parser's rule), parentheses, NOT, AND and OR."""
-    if "_vectors" in s or "\\" in s or (geo is None and "_geo" in s):
-        # never in the fast path (bar `_vectors = x`; a backslash is only ever read in a quoted value
-        # the general parser unescapes): do not waste a partial parse
+    if "_vectors" in s or (geo is None and "_geo" in s):
+        # never in the fast path (bar `_vectors = x`): do not waste a partial parse
         return None
     r = _fast_or(s, 0, 0, geo)
     if r is None or r[1] != len(s):
@@ -285,12 +307,13 @@ def _fast_or(s: str, pos: int, level: int, geo: GeoRule | None) -> tuple[Node, i
     ands: list[Node] = []
     stack: list[tuple[list[Node], list[Node], int]] = []
     quick_match = _QUICK.match
+    plain = "\\" not in s  # no escape to decode: comparisons are built inline
     while True:
         c = s[pos : pos + 1]
         if c != "(" and c != "N" and c not in _SPACE_CHARS and (m := quick_match(s, pos)) is not None:
             # the hot case: a plain clause with neither NOT nor parenthesis before it
             os_, oe = m.span(3)
-            if os_ >= 0:  # a comparison, inlined
+            if os_ >= 0 and plain:  # a comparison, inlined
                 fs, fe = m.span(2)
                 vs, ve = m.span(5)
                 node: Node = Comparison(Token(s[fs:fe], s, fs, fe), s[os_:oe], Token(s[vs:ve], s, vs, ve))

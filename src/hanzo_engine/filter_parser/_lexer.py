@@ -29,6 +29,7 @@ __all__ = [
     "error_word_end",
     "skip_multispace",
     "unescape",
+    "unquote",
     "word_end",
 ]
 
@@ -127,6 +128,14 @@ def _radix16(digits: str, limit: int) -> int:
     if value > limit:
         raise UnescapeError("parse_int")
     return value
+
+
+def unquote(content: str, quote: str) -> str:
+    """A quoted value's content decoded as the parser does: escaped quotes first (inside the content
+    every quote is escaped), then `unescape` if a backslash is left; raises `UnescapeError`."""
+    if quote in content:
+        content = content.replace("\\" + quote, quote)
+    return unescape(content) if "\\" in content else content
 
 
 def unescape(value: str) -> str:
