@@ -196,13 +196,15 @@ static int doc_occurrence(hz_doc *d, const char *w, size_t len, uint32_t packed)
         d->pairs[d->n_pairs++] = (doc_pair){(uint32_t)i, fid};
         e->last_fid = fid;
     }
-    if ((packed & 0xFFFF) == 0 && fid < HZ_SOLE_WORD_FID) {
-        /* The first word of a field also goes under the pseudo field fid | HZ_FIRST_WORD_FID (fields
-         * from HZ_SOLE_WORD_FID on have none: their keys would be the sole-word keys of others). */
+    if ((packed & 0xFFFF) <= 1 && fid < HZ_PSEUDO_FID_LIMIT) {
+        /* The first (second) word of a field also goes under the pseudo field fid | HZ_FIRST_WORD_FID
+         * (| HZ_SECOND_WORD_FID); fields from HZ_PSEUDO_FID_LIMIT on have none: their keys would be
+         * the pseudo keys of others. */
         if (grow((void **)&d->pairs, &d->cap_pairs, d->n_pairs + 1, sizeof(doc_pair), 64) < 0) {
             return -1;
         }
-        d->pairs[d->n_pairs++] = (doc_pair){(uint32_t)i, fid | HZ_FIRST_WORD_FID};
+        d->pairs[d->n_pairs++] = (doc_pair){
+            (uint32_t)i, fid | HZ_FIRST_WORD_FID | ((packed & 0xFFFF) ? HZ_SECOND_WORD_FID : 0)};
     }
     if (e->n_pos == UINT32_MAX || d->n_occ >= UINT32_MAX
         || grow((void **)&d->occ, &d->cap_occ, d->n_occ + 1, sizeof(doc_occ), 256) < 0) {
@@ -806,7 +808,8 @@ int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
         p->keys[p->n_log] = wid | (uint64_t)fid << KEY_FID_SHIFT | flag;
         p->docids[p->n_log] = docid;
         p->n_log++;
-        if ((fid & HZ_FIRST_WORD_FID) && field_count(d, fid & ~HZ_FIRST_WORD_FID) == 1) {
+        if ((fid & (HZ_FIRST_WORD_FID | HZ_SECOND_WORD_FID)) == HZ_FIRST_WORD_FID
+            && field_count(d, fid & ~HZ_FIRST_WORD_FID) == 1) {
             p->keys[p->n_log] = wid | (uint64_t)(fid | HZ_SOLE_WORD_FID) << KEY_FID_SHIFT | flag;
             p->docids[p->n_log] = docid;
             p->n_log++;

@@ -42,9 +42,14 @@ extern "C" {
 /* word-fid-docids keys with fid | HZ_FIRST_WORD_FID hold the documents whose field fid starts with
  * the word (position 0): the search's first word-position bucket, without reading forward entries. */
 #define HZ_FIRST_WORD_FID 0x8000u
-/* ... and with fid | HZ_FIRST_WORD_FID | HZ_SOLE_WORD_FID the documents whose field fid holds that word
- * alone (one word): a one-word query's exact attribute matches (exactness), without forward entries. */
+/* ... with fid | HZ_FIRST_WORD_FID | HZ_SOLE_WORD_FID the documents whose field fid holds that word
+ * alone (one word): a one-word query's exact attribute matches (exactness), without forward entries;
+ * with fid | HZ_FIRST_WORD_FID | HZ_SECOND_WORD_FID the documents whose field fid has the word at
+ * position 1 (with the first word's keys: the fields starting with a given pair of words). Only
+ * fields below HZ_PSEUDO_FID_LIMIT have these keys. */
 #define HZ_SOLE_WORD_FID 0x4000u
+#define HZ_SECOND_WORD_FID 0x2000u
+#define HZ_PSEUDO_FID_LIMIT 0x2000u
 #define HZ_ARRAY_GAP 8u           /* distance between two elements of an array field */
 
 typedef struct {

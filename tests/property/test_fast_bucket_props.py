@@ -184,6 +184,36 @@ def test_exact_first_words_narrow_further(tmp_path: Path, monkeypatch: pytest.Mo
     index.close()
 
 
+def test_first_pairs_narrow_a_two_word_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `sun light`: three quarters of the titles start with `sun`, only half with `sun light` or
+    # `sun lights` (the best keys need the words adjacent from position 0): only those are keyed
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
+    with index.write() as w:
+        for i in range(600):
+            x, y = others[i % len(others)], others[(i * 7) % len(others)]
+            title = [f"sun light {x} {y}", f"sun {x} light", f"{x} sun light", f"sun lights {y}"][i % 4]
+            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}"}, merge=False)
+        w.touch()
+    keyed = record_sizes(monkeypatch, "_key", 2)
+    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    for q in ("sun light", "sun lig"):
+        expected = run(index, q, "last", False, monkeypatch)
+        keyed.clear()
+        assert run(index, q, "last", True, monkeypatch) == expected, q
+        assert keyed == [300], q
+    # with proximity by attribute, adjacency is not needed for the best keys: no pair tier
+    with index.write() as w:
+        new = complete_settings({"proximityPrecision": "byAttribute"})
+        reindex_for_settings(w, complete_settings({}), new)
+        w.set_settings(new)
+    expected = run(index, "sun light", "last", False, monkeypatch)
+    keyed.clear()
+    assert run(index, "sun light", "last", True, monkeypatch) == expected
+    assert 300 not in keyed
+    index.close()
+
+
 @settings(max_examples=60, deadline=None)
 @given(docs=st.lists(document, min_size=1, max_size=30), left=st.sampled_from(VOCAB), right=st.sampled_from(VOCAB))
 def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], left: str, right: str) -> None:

@@ -31,6 +31,7 @@ from hanzo_engine.engine.update.indexer import (
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    SECOND_WORD_FID,
     SOLE_WORD_FID,
     field_stats,
     field_text,
@@ -128,6 +129,10 @@ def check_consistent(index: Index, settings_: dict[str, Any]) -> None:
                 expected_words.setdefault(word.encode(), set()).add(docid)
                 for fid in {p >> 16 for p in positions}:
                     expected_fids.setdefault(word_fid_key(word, fid), set()).add(docid)
+                for fid in {p >> 16 for p in positions if p & 0xFFFF == 1}:
+                    # the word at position 1: under fid | FIRST_WORD_FID | SECOND_WORD_FID
+                    expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID | SECOND_WORD_FID),
+                                             set()).add(docid)
                 for fid in {p >> 16 for p in positions if p & 0xFFFF == 0}:
                     # the field starts with the word: also under the pseudo field fid | FIRST_WORD_FID
                     expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID), set()).add(docid)

@@ -29,6 +29,8 @@ from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine.engine.update.indexer import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    PSEUDO_FID_LIMIT,
+    SECOND_WORD_FID,
     SOLE_WORD_FID,
     first_words_level,
     forward_entries,
@@ -41,6 +43,7 @@ from .rule_scores import RuleScores
 from .sorting import Ordering
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
+_POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
 MIN_DOCS = 48  # smaller buckets are scored in Python directly
 MARGIN = 8  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
@@ -226,14 +229,19 @@ class FastBuckets:
             first = self._first_words(path, level, docs)
             if first is not None and len(first[0]) >= want:
                 subset, best_prefix = first
-                exact = self._exact_starts(path, subset, len(best_prefix))
+                # every document reaching the best keys is in `pairs` when the path's first two nodes
+                # must be adjacent at the start of a field: the subset past it cannot help
+                pairs = self._first_pairs(path, subset)
+                inner = subset if pairs is None else pairs
+                exact = self._exact_starts(path, inner, len(best_prefix))
                 if exact is not None:
                     sole, starts = exact
                     if sole is not None and want <= len(sole) < len(starts):
                         tiers.append((sole, partial(Keyed.reaching_exact, best=best_prefix, match=-3)))
-                    if want <= len(starts) < len(subset):
+                    if want <= len(starts) < len(inner):
                         tiers.append((starts, partial(Keyed.reaching_exact, best=best_prefix)))
-                tiers.append((subset, partial(Keyed.reaching, best=best_prefix)))
+                if len(inner) >= want:
+                    tiers.append((inner, partial(Keyed.reaching, best=best_prefix)))
         tiers.append((docs, None))
         parts: list[Keyed] = []
         covered = BitMap()
@@ -244,6 +252,54 @@ class FastBuckets:
             if keyed.rest or reaching is None or reaching(keyed) >= want:
                 break
         return self._select(keyed, want, bm25_terms), keyed.rest
+
+    def _first_pairs(self, path: Path, subset: BitMap) -> BitMap | None:
+        """A subset of `subset` holding every document where a searched field starts with a
+        derivation of the path's first node right followed by one of its second, from the first- and
+        second-word keys (positions 0 and 1), when the leading rules `_first_words` reads hold
+        proximity with word-level precision (the best keys then need every two consecutive nodes
+        adjacent); else None.
+
+        A one-word derivation of the first node then has one of the second's first words at
+        position 1; a phrase-like one (a split word, a multi-word synonym) its own second word,
+        which is all that is checked for it."""
+        s = self.s
+        if len(path) < 2 or self._level < 2 or s.by_attribute:
+            return None
+        leading = []
+        for code in self.codes:
+            if code not in _POSITIONAL:
+                break
+            leading.append(code)
+        if RULE_CODES["proximity"] not in leading:
+            return None
+        first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
+        if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
+            return None
+        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
+        get = s.reader.txn.get
+
+        def docs_of(word: str | None, fid: int) -> BitMap:
+            raw = get(str(word).encode() + b"\x00" + _FID.pack(fid), db=db)
+            return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
+
+        pairs = BitMap()
+        for fid in s.searched:
+            starts, follows = BitMap(), BitMap()
+            for alt in first:
+                if not s.allowed(fid, alt.tolerant):
+                    continue
+                if len(alt.words) == 1:
+                    starts |= docs_of(alt.words[0], fid | FIRST_WORD_FID)
+                else:
+                    pairs |= (docs_of(alt.words[0], fid | FIRST_WORD_FID)
+                              & docs_of(alt.words[1], fid | FIRST_WORD_FID | SECOND_WORD_FID))
+            if starts:
+                for alt in second:
+                    if s.allowed(fid, alt.tolerant):
+                        follows |= docs_of(alt.words[0], fid | FIRST_WORD_FID | SECOND_WORD_FID)
+                pairs |= starts & follows
+        return pairs & subset
 
     def _exact_starts(self, path: Path, subset: BitMap, col: int) -> tuple[BitMap | None, BitMap] | None:
         """(the documents of `subset` where some searched field is the path's one query word alone, when
@@ -392,7 +448,7 @@ class FastBuckets:
 
     @property
     def _first_words_complete(self) -> bool:
-        return self._level >= 1 and all(fid < SOLE_WORD_FID for fid in self.s.weight)
+        return self._level >= 1 and all(fid < PSEUDO_FID_LIMIT for fid in self.s.weight)
 
     @property
     def _level(self) -> int:

@@ -10,7 +10,10 @@ Structures (databases of the index env, all written in the batch's write transac
                      word (position 0), the best word-position bucket of a one-word query as a bitmap
                      (`search/fast_bucket.py`); under fid | FIRST_WORD_FID | SOLE_WORD_FID (0xC000) the
                      docids whose field fid holds that word alone (a one-word query's exact attribute
-                     matches). Only fields below 0x4000 have them; complete as `first-words` says.
+                     matches); under fid | FIRST_WORD_FID | SECOND_WORD_FID (0xA000) the docids whose
+                     field fid has the word at position 1 (with the first words: the fields starting
+                     with a pair of words). Only fields below PSEUDO_FID_LIMIT (0x2000) have them;
+                     complete as `first-words` says.
 - `docid-words`      docid (u32 BE) -> msgpack `[lengths, postings]` — the forward index: `lengths` maps
                      fid -> number of words of that field, `postings` maps word -> packed positions
                      (`fid << 16 | position`). Proximity, word position, exactness, phrases and BM25
@@ -57,11 +60,14 @@ KEY_SEARCH_FIELDS: Final = b"search-fields"
 KEY_FIELD_STATS: Final = b"field-stats"
 # Set once every document's first words are under FIRST_WORD_FID keys: indexes made before those keys
 # existed lack them until they are reindexed, and search must not trust a partial set. The value is
-# the level of completeness: b"1" first words, b"2" also sole words (SOLE_WORD_FID).
+# the level of completeness: b"1" first words, b"2" also sole and second words, fields below
+# PSEUDO_FID_LIMIT only.
 KEY_FIRST_WORDS: Final = b"first-words"
 FIRST_WORDS_LEVEL: Final = 2  # what this version writes
-FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID (fields below SOLE_WORD_FID only)
+FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
 SOLE_WORD_FID: Final = 0x4000  # with FIRST_WORD_FID: the field holds that word alone (HZ_SOLE_WORD_FID)
+SECOND_WORD_FID: Final = 0x2000  # with FIRST_WORD_FID: the word at position 1 (HZ_SECOND_WORD_FID)
+PSEUDO_FID_LIMIT: Final = 0x2000  # fields from this one on have no pseudo keys (HZ_PSEUDO_FID_LIMIT)
 # The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
 KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
 KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
@@ -155,7 +161,7 @@ def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None
 
 def first_words_level(reader: IndexReader) -> int:
     """How complete the FIRST_WORD_FID keys are (`KEY_FIRST_WORDS`): 0 not, 1 first words, 2 also
-    sole words."""
+    sole and second words (fields below PSEUDO_FID_LIMIT)."""
     raw = reader._main(KEY_FIRST_WORDS)
     return 0 if raw is None else int(bytes(raw))
 
