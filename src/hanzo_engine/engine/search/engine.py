@@ -51,6 +51,7 @@ from hanzo_engine.engine.update.indexer import (
 
 from .query import MAX_WORD_BYTES, QueryTerm
 from .types import SearchRequest, SearchResult
+from .union_cache import cached_union
 
 K1 = 1.2
 B = 0.75
@@ -514,13 +515,26 @@ class Searcher:
         # ngram nodes that match nothing can never be on a path that matches something
         return [n for n in nodes if n.kind != "ngram" or n.docids]
 
+    def restriction(self) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
+        """What a word's documents depend on besides the index: part of a union cache key."""
+        return self.restricted, tuple(sorted(self.searched)), tuple(sorted(self.exact_fids))
+
+    def _alts_docids(self, alts: list[Alt]) -> BitMap:
+        """The documents of any of `alts` (shared between searches for a prefix's many words)."""
+
+        def union() -> BitMap:
+            out = BitMap()
+            for alt in alts:
+                out |= self.alt_docids(alt)
+            return out
+
+        return cached_union(self.reader, ("alts", self.restriction(), tuple(alts)), len(alts), union)
+
     def _resolve(self, node: Node) -> None:
         seen = BitMap()
         node.levels = []
         for alts in node.alts:
-            level = BitMap()
-            for alt in alts:
-                level |= self.alt_docids(alt)
+            level = self._alts_docids(alts)
             level -= seen
             seen |= level
             node.levels.append(level)

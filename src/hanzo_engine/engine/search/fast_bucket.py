@@ -41,6 +41,7 @@ from .disjunctive import _field_arrays, _Scorer
 from .engine import _FID, Node, Path, Searcher
 from .rule_scores import RuleScores
 from .sorting import Ordering
+from .union_cache import cached_union
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
 _POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
@@ -48,6 +49,7 @@ MIN_DOCS = 48  # smaller buckets are scored in Python directly
 MARGIN = 8  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
+PAIR_LOOKUP_COST = 3  # documents keyed in the time of one first/second-word bitmap lookup
 WALK_MIN = 200_000  # from this size, a bucket is put in sort order by walking the field's values
 S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
@@ -276,6 +278,8 @@ class FastBuckets:
         first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
         if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
             return None
+        if len(subset) < PAIR_LOOKUP_COST * (len(first) + len(second)) * len(s.searched):
+            return None  # a prefix with many expansions: the lookups would cost more than keying
         db = s.reader.index.db(DB_WORD_FID_DOCIDS)
         get = s.reader.txn.get
 
@@ -422,28 +426,28 @@ class FastBuckets:
         if len({s.weight[f] for f in s.searched}) <= 1:
             weighted = False  # every searched field has the smallest weight
         alts = node.alts[level] if len(nodes) == 1 else [alt for group in node.alts for alt in group]
+        if any(alt.words[0] is None for alt in alts):
+            return None
         db = s.reader.index.db(DB_WORD_FID_DOCIDS)
         get = s.reader.txn.get
-        starts: list[BitMap] = []
-        in_best: list[BitMap] = []
-        for alt in alts:
-            word = alt.words[0]
-            if word is None:
-                return None
-            base = word.encode() + b"\x00"
-            for fid in s.searched:
-                if not s.allowed(fid, alt.tolerant):
-                    continue
-                raw = get(base + _FID.pack(fid | FIRST_WORD_FID), db=db)
-                if raw is not None:
-                    starts.append(BitMap.deserialize(bytes(raw)))
-                if weighted and s.weight[fid] == wmin:
-                    raw = get(base + _FID.pack(fid), db=db)
-                    if raw is not None:
-                        in_best.append(BitMap.deserialize(bytes(raw)))
-        subset = BitMap.union(*starts) & docs if starts else BitMap()
+
+        def union(flag: int, fids: list[int]) -> BitMap:
+            parts: list[BitMap] = []
+            for alt in alts:
+                base = str(alt.words[0]).encode() + b"\x00"
+                for fid in fids:
+                    if s.allowed(fid, alt.tolerant):
+                        raw = get(base + _FID.pack(fid | flag), db=db)
+                        if raw is not None:
+                            parts.append(BitMap.deserialize(bytes(raw)))
+            return BitMap.union(*parts) if parts else BitMap()
+
+        searched = list(s.searched)
+        key = (s.restriction(), tuple(alts))
+        subset = cached_union(s.reader, ("first", key), len(alts), lambda: union(FIRST_WORD_FID, searched)) & docs
         if weighted:
-            subset &= BitMap.union(*in_best) if in_best else BitMap()
+            best_fids = [fid for fid in searched if s.weight[fid] == wmin]
+            subset &= cached_union(s.reader, ("in", key, tuple(best_fids)), len(alts), lambda: union(0, best_fids))
         return subset, best
 
     @property
