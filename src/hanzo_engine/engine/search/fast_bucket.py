@@ -5,7 +5,8 @@ bucket of a common word holds tens of thousands of documents. When every rule le
 keyer implements (proximity, attribute rank, word position, exactness, bm25, field sort rules) and the bucket has one
 path of word nodes (derivations: words, split words, synonyms), `_native.bucket.BucketQuery` computes the same
 sort keys for every document from the raw forward entries (one LMDB get and one in-place parse each),
-and `_native.bm25` the BM25 tie-break. For the best `need + MARGIN` documents by those keys, the
+and `_native.bm25` the BM25 tie-break (only for the documents at the page's cut and its ties, unless a
+`bm25` rule needs it for all). For the best `need + MARGIN` documents by those keys, the
 score details are rebuilt from the native keys as `Ranker.apply` builds them and BM25 is recomputed
 by `Searcher.bm25`, which gives the final order: the page is exactly the Python ranker's as long as
 the native keys agree with it (tests/property/test_fast_bucket_props.py compares both on random
@@ -215,9 +216,11 @@ class FastBuckets:
 
         A large bucket is first narrowed to the documents that may reach the best keys: in the order of
         its first sort rule when only proximity and attribute rank come before it (`_sorted_scan`),
-        or to the documents where a field starts with the first query word (`_first_words`); when enough of
-        those do reach the best keys, no document outside can rank before them and the rest is never
-        read.
+        or to nested tiers from the first/second/sole-word keys, keyed narrowest first: the
+        documents where a field starts with the first query word (`_first_words`), with the first
+        two adjacent (`_first_pairs`), then those that may have an exact attribute match when
+        exactness follows (`_exact_starts`). Once enough documents of a tier reach keys no document
+        outside it can reach, the rest is never read.
         """
         want = need + MARGIN
         if len(docs) >= PREFILTER_MIN:
