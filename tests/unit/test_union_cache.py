@@ -48,3 +48,19 @@ def test_a_write_invalidates_the_cached_prefix_unions(tmp_path: Path, monkeypatc
         m.setattr(union_cache, "MIN_PARTS", 10**9)  # no cache: the same answer
         assert hits(index, "ka") == third
     index.close()
+
+
+def test_the_cache_keeps_within_its_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    add(index, {i: " ".join(f"{p}{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}" for p in ("ka", "mo", "ri"))
+                for i in range(2000)})
+    unlimited = {q: hits(index, q) for q in ("ka", "mo", "ri")}
+    cache = index.__dict__["_union_cache"]
+    one_entry = max(size for _, size in cache.entries.values())
+    monkeypatch.setattr(union_cache, "MAX_BYTES", one_entry)
+    cache.entries.clear()
+    cache.size = 0
+    for q in ("ka", "mo", "ri", "ka"):
+        assert hits(index, q) == unlimited[q]
+        assert cache.size <= one_entry and len(cache.entries) <= 1
+    index.close()

@@ -20,7 +20,7 @@ from pyroaring import BitMap, FrozenBitMap
 from hanzo_engine.engine.index import IndexReader
 
 MIN_PARTS: Final = 32  # fewer bitmaps are merged faster than a cache key is hashed
-MAX_ENTRIES: Final = 64  # per index; least recently used out first
+MAX_BYTES: Final = 64 << 20  # per index, of bitmap containers; least recently used out first
 
 _LOCK = threading.Lock()
 
@@ -28,7 +28,14 @@ _LOCK = threading.Lock()
 class UnionCache:
     def __init__(self) -> None:
         self.txn_id = -1
-        self.entries: OrderedDict[Hashable, FrozenBitMap] = OrderedDict()
+        self.entries: OrderedDict[Hashable, tuple[FrozenBitMap, int]] = OrderedDict()
+        self.size = 0  # bytes of the entries' containers
+
+
+def _bytes(bitmap: FrozenBitMap) -> int:
+    stats = bitmap.get_statistics()
+    return (stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
+            + stats["n_bytes_bitset_containers"] + 64)
 
 
 def cached_union(reader: IndexReader, key: Hashable, parts: int, compute: Callable[[], BitMap]) -> BitMap:
@@ -44,15 +51,18 @@ def cached_union(reader: IndexReader, key: Hashable, parts: int, compute: Callab
                 return compute()
             cache.txn_id = txn_id
             cache.entries.clear()
+            cache.size = 0
         found = cache.entries.get(key)
         if found is not None:
             cache.entries.move_to_end(key)
-            return BitMap(found)
+            return BitMap(found[0])
     computed = compute()
     value = FrozenBitMap(computed)
+    size = _bytes(value)
     with _LOCK:
-        if cache.txn_id == txn_id:
-            cache.entries[key] = value
-            while len(cache.entries) > MAX_ENTRIES:
-                cache.entries.popitem(last=False)
+        if cache.txn_id == txn_id and key not in cache.entries and size <= MAX_BYTES:
+            cache.entries[key] = (value, size)
+            cache.size += size
+            while cache.size > MAX_BYTES:
+                cache.size -= cache.entries.popitem(last=False)[1][1]
     return computed
