@@ -574,6 +574,10 @@ struct hz_postings {
     size_t n_arena, cap_arena;
     uint32_t *wids;           /* the global ids of the words of the doc being marked */
     size_t cap_wids;
+    uint64_t *scratch_occ;    /* the doc's occurrences by position (next-word events) */
+    size_t cap_scratch_occ;
+    uint64_t *scratch_next;   /* its next-word events, deduplicated */
+    size_t cap_scratch_next;
     uint64_t *keys;           /* the event log */
     uint32_t *docids;
     size_t n_log, cap_log;
@@ -637,6 +641,8 @@ void hz_postings_free(hz_postings *p)
     }
     hz_postings_clear(p);
     free(p->wids);
+    free(p->scratch_occ);
+    free(p->scratch_next);
     free(p->gather_add);
     free(p->gather_rem);
     free(p->key);
@@ -764,6 +770,79 @@ static int log_reserve(hz_postings *p, size_t extra)
     return 0;
 }
 
+uint32_t hz_next_word_bits(const char *w, size_t len)
+{
+    return (uint32_t)(hash_bytes(w, len) >> 58) & HZ_NEXT_WORD_MASK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Logs (word, HZ_NEXT_WORD_FID | hash bits of the next word) for every word directly followed by
+ * another in the same field (every word at position p pairs with every word at p + 1), once per
+ * distinct key. The occurrences are sorted by position here: a forward entry read back for a removal
+ * lists them per word. */
+static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint64_t flag)
+{
+    size_t n = d->n_occ, m = 0;
+    if (n < 2) {
+        return 0;
+    }
+    if (grow((void **)&p->scratch_occ, &p->cap_scratch_occ, n, sizeof(uint64_t), 256) < 0) {
+        return -1;
+    }
+    uint64_t *occ = p->scratch_occ;
+    for (size_t i = 0; i < n; i++) {
+        occ[i] = (uint64_t)d->occ[i].pos << 32 | d->occ[i].word;
+    }
+    qsort(occ, n, sizeof(uint64_t), cmp_u64);
+    size_t g = 0;
+    while (g < n) {   /* the words at position `pos` are [g, h), those at pos + 1 [h, k) */
+        uint32_t pos = (uint32_t)(occ[g] >> 32);
+        size_t h = g;
+        while (h < n && (uint32_t)(occ[h] >> 32) == pos) {
+            h++;
+        }
+        size_t k = h;
+        while (k < n && (uint32_t)(occ[k] >> 32) == pos + 1) {
+            k++;
+        }
+        if (k > h && ((pos + 1) >> 16) == (pos >> 16)) {
+            if (grow((void **)&p->scratch_next, &p->cap_scratch_next, m + (h - g) * (k - h), sizeof(uint64_t),
+                     256) < 0) {
+                return -1;
+            }
+            for (size_t a = g; a < h; a++) {
+                uint64_t wid = (uint64_t)p->wids[(uint32_t)occ[a]] << KEY_WORD_SHIFT;
+                for (size_t b = h; b < k; b++) {
+                    uint32_t bits = (uint32_t)(d->words[(uint32_t)occ[b]].hash >> 58) & HZ_NEXT_WORD_MASK;
+                    p->scratch_next[m++] = wid | (uint64_t)(HZ_NEXT_WORD_FID | bits) << KEY_FID_SHIFT | flag;
+                }
+            }
+        }
+        g = h;
+    }
+    if (m == 0) {
+        return 0;
+    }
+    qsort(p->scratch_next, m, sizeof(uint64_t), cmp_u64);
+    if (log_reserve(p, m) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (i && p->scratch_next[i] == p->scratch_next[i - 1]) {
+            continue;
+        }
+        p->keys[p->n_log] = p->scratch_next[i];
+        p->docids[p->n_log] = docid;
+        p->n_log++;
+    }
+    return 0;
+}
+
 /* The number of words of field `fid` in the document (0 when it has none). */
 static uint32_t field_count(const hz_doc *d, uint32_t fid)
 {
@@ -815,7 +894,7 @@ int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
             p->n_log++;
         }
     }
-    return 0;
+    return log_next_words(p, d, docid, flag);
 }
 
 typedef struct {

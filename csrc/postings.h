@@ -50,6 +50,11 @@ extern "C" {
 #define HZ_SOLE_WORD_FID 0x4000u
 #define HZ_SECOND_WORD_FID 0x2000u
 #define HZ_PSEUDO_FID_LIMIT 0x2000u
+/* word-fid-docids keys with HZ_NEXT_WORD_FID | bits hold the documents where the word is directly
+ * followed, in some field, by a word whose hz_next_word_bits are `bits` (6 bits of its hash): a
+ * superset of the documents where it is followed by a given word (the proximity rule's best). */
+#define HZ_NEXT_WORD_FID 0xE000u
+#define HZ_NEXT_WORD_MASK 0x3Fu
 #define HZ_ARRAY_GAP 8u           /* distance between two elements of an array field */
 
 typedef struct {
@@ -92,6 +97,8 @@ void hz_postings_clear(hz_postings *p);
 /* Records that docid has (add=1) or no longer has (add=0) the words and fields of d. -1 on OOM or
  * after hz_postings_prepare (until the next clear). */
 int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add);
+/* The hash bits a word has in HZ_NEXT_WORD_FID keys. */
+uint32_t hz_next_word_bits(const char *w, size_t len);
 /* Bytes currently allocated by the accumulator. */
 size_t hz_postings_memory(const hz_postings *p);
 

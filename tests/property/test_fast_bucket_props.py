@@ -83,6 +83,7 @@ def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.Mon
             m.setattr(fast_bucket, "PREFILTER_MIN", 0)
             if walk:  # sorted scans walk the sort field's values instead of partitioning the bucket
                 m.setattr(fast_bucket, "WALK_MIN", 0)
+                m.setattr(fast_bucket, "WALK_SHARE", 1)
         else:
             m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
         with index.read() as r:
@@ -211,6 +212,31 @@ def test_first_pairs_narrow_a_two_word_query(tmp_path: Path, monkeypatch: pytest
     keyed.clear()
     assert run(index, "sun light", "last", True, monkeypatch) == expected
     assert 300 not in keyed
+    index.close()
+
+
+def test_next_words_narrow_to_adjacent_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every title holds `sun` and `light`, a third of them adjacent (never at the start): with
+    # proximity first only those (and the few a 6-bit hash confuses with them) are keyed, sorted or not
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    new = complete_settings({"sortableAttributes": ["rank"]})
+    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
+    with index.write() as w:
+        reindex_for_settings(w, complete_settings({}), new)
+        w.set_settings(new)
+        for i in range(600):
+            x, y = others[i % len(others)], others[(i * 7) % len(others)]
+            title = [f"{x} sun light {y}", f"sun {x} light", f"light {y} sun {x}"][i % 3]
+            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}", "rank": (i * 37) % 101}, merge=False)
+        w.touch()
+    keyed = record_sizes(monkeypatch, "_key", 2)
+    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    for sort in (None, ["rank:asc"]):
+        for q in ("sun light", "sun ligh"):
+            expected = run(index, q, "last", False, monkeypatch, sort)
+            keyed.clear()
+            assert run(index, q, "last", True, monkeypatch, sort) == expected, (q, sort)
+            assert keyed and sum(keyed) < 400, (q, sort, keyed)  # not the 600 documents of the bucket
     index.close()
 
 

@@ -22,7 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from hanzo_engine._native.indexing import MAX_POSITION, PostingAccumulator, analyze, merge_bitmap
+from hanzo_engine._native.indexing import (
+    MAX_POSITION,
+    PostingAccumulator,
+    analyze,
+    merge_bitmap,
+    next_word_bits,
+)
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
@@ -31,6 +37,7 @@ from hanzo_engine.engine.update.indexer import (
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    NEXT_WORD_FID,
     SECOND_WORD_FID,
     SOLE_WORD_FID,
     field_stats,
@@ -140,6 +147,17 @@ def check_consistent(index: Index, settings_: dict[str, Any]) -> None:
                         # ... and holds it alone: under fid | FIRST_WORD_FID | SOLE_WORD_FID too
                         expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID | SOLE_WORD_FID),
                                                  set()).add(docid)
+            # a word directly followed by another in the same field: under NEXT_WORD_FID | its bits
+            at: dict[int, list[str]] = {}
+            for word, positions in postings.items():
+                for p in positions:
+                    at.setdefault(p, []).append(word)
+            for p, words in at.items():
+                if (p + 1) >> 16 == p >> 16:
+                    for word in words:
+                        for after in at.get(p + 1, ()):
+                            key = word_fid_key(word, NEXT_WORD_FID | next_word_bits(after.encode()))
+                            expected_fids.setdefault(key, set()).add(docid)
             for fid, n in lengths.items():
                 st_ = expected_stats.setdefault(fid, [0, 0])
                 st_[0] += 1

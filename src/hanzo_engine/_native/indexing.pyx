@@ -68,6 +68,7 @@ cdef extern from "postings.h" nogil:
     void hz_postings_free(hz_postings *p)
     void hz_postings_clear(hz_postings *p)
     int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
+    uint32_t hz_next_word_bits(const char *w, size_t len)
     size_t hz_postings_memory(const hz_postings *p)
     int hz_postings_prepare(hz_postings *p)
     size_t hz_postings_n_keys(const hz_postings *p, int table)
@@ -467,3 +468,8 @@ cdef class PostingAccumulator:
     def memory_usage(self):
         """Bytes allocated for the accumulated changes and the merge buffers."""
         return hz_postings_memory(self.acc) + hz_bitmap_work_memory(self.work)
+
+
+def next_word_bits(word: bytes) -> int:
+    """The hash bits `word` has in the next-word keys (csrc/postings.h HZ_NEXT_WORD_FID)."""
+    return hz_next_word_bits(word, len(word))

@@ -27,9 +27,11 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
+from hanzo_engine._native.indexing import next_word_bits
 from hanzo_engine.engine.update.indexer import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
+    NEXT_WORD_FID,
     PSEUDO_FID_LIMIT,
     SECOND_WORD_FID,
     SOLE_WORD_FID,
@@ -52,6 +54,7 @@ CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
 PAIR_LOOKUP_COST = 3  # documents keyed in the time of one first/second-word bitmap lookup
 WALK_MIN = 200_000  # from this size, a bucket is put in sort order by walking the field's values
+WALK_SHARE = 1000  # ... until the walk has covered this fraction (1/WALK_SHARE) of it
 S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
@@ -70,21 +73,28 @@ def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> I
     """`docs` in the order of the field sort `rule`, as successive slices of about `first`, then four
     times the previous slice; the ties of a slice's last key stay in that slice.
 
-    A bucket of more than WALK_MIN documents gets its first slice by walking the field's values in
-    order (facet level groups), which never looks at the documents past it; the rest (or a smaller
-    bucket) gets its sort keys at once (`rank_column`, vectorized), each slice cut by a partition at
-    the slice's last key: walking costs a bitmap operation per value, too much past a first slice
-    when values are nearly unique."""
+    A bucket of more than WALK_MIN documents gets its first slices by walking the field's values in
+    order (facet level groups), which never looks at the documents past them, as long as the walk has
+    covered less than a thousandth of the bucket; the rest (or a smaller bucket) gets its sort keys at
+    once (`rank_column`, vectorized), each slice cut by a partition at the slice's last key. Walking
+    costs a bitmap operation per value (~25 µs), the keys and partition ~25 ns per document of the
+    bucket: for nearly unique values they break even at a thousandth."""
     target = first
     if len(docs) > WALK_MIN:
-        batch = BitMap()
-        for part in ordering.parts_in_order(docs, rule):
-            batch |= part
-            if len(batch) >= target:
-                break
-        yield batch
-        docs = docs - batch
-        target *= 4
+        walked, limit = 0, max(len(docs) // WALK_SHARE, 1)
+        values = ordering.parts_in_order(docs, rule)
+        while walked < limit:
+            batch = BitMap()
+            for part in values:
+                batch |= part
+                if len(batch) >= target:
+                    break
+            if not batch:
+                return
+            yield batch
+            walked += len(batch)
+            docs = docs - batch
+            target *= 4
         if not docs:
             return
     docids = np.frombuffer(docs.to_array(), dtype=np.uint32).astype(np.int64)
@@ -247,6 +257,16 @@ class FastBuckets:
                         tiers.append((starts, partial(Keyed.reaching_exact, best=best_prefix)))
                 if len(inner) >= want:
                     tiers.append((inner, partial(Keyed.reaching, best=best_prefix)))
+            if self._adjacency_needed(path, (RULE_CODES["proximity"],)):
+                # proximity first: every document with the best proximity has the first two nodes
+                # adjacent (with the tiers before, to keep them nested)
+                adjacent = self._adjacent(path, docs)
+                if adjacent is not None:
+                    if tiers:
+                        adjacent |= tiers[-1][0]
+                    if want <= len(adjacent) < len(docs):
+                        proximity = [sum(self.nodes[i].length - 1 for i in path)]
+                        tiers.append((adjacent, partial(Keyed.reaching, best=proximity)))
         tiers.append((docs, None))
         parts: list[Keyed] = []
         covered = BitMap()
@@ -268,16 +288,9 @@ class FastBuckets:
         A one-word derivation of the first node then has one of the second's first words at
         position 1; a phrase-like one (a split word, a multi-word synonym) its own second word,
         which is all that is checked for it."""
+        if self._level < 2 or not self._adjacency_needed(path, _POSITIONAL):
+            return None
         s = self.s
-        if len(path) < 2 or self._level < 2 or s.by_attribute:
-            return None
-        leading = []
-        for code in self.codes:
-            if code not in _POSITIONAL:
-                break
-            leading.append(code)
-        if RULE_CODES["proximity"] not in leading:
-            return None
         first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
         if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
             return None
@@ -307,6 +320,53 @@ class FastBuckets:
                         follows |= docs_of(alt.words[0], fid | FIRST_WORD_FID | SECOND_WORD_FID)
                 pairs |= starts & follows
         return pairs & subset
+
+    def _adjacency_needed(self, path: Path, leading: tuple[int, ...]) -> bool:
+        """Whether the best keys of `path` need its first two nodes adjacent: proximity with word-level
+        precision among the leading rules (the codes up to the first not in `leading`), and the two
+        nodes consecutive in the query (else their proximity costs nothing)."""
+        if len(path) < 2 or self.s.by_attribute:
+            return False
+        a, b = self.nodes[path[0]], self.nodes[path[1]]
+        if a.qend + 1 != b.qstart:
+            return False
+        for code in self.codes:
+            if code not in leading:
+                return False
+            if code == RULE_CODES["proximity"]:
+                return True
+        return False
+
+    def _adjacent(self, path: Path, docs: BitMap) -> BitMap | None:
+        """A subset of `docs` holding every document where a derivation of the path's first node is
+        directly followed by one of its second (the next-word keys: the first's last word followed by a
+        word with the hash bits of the second's first word), when the index has those keys; else None.
+        The caller checks that the best keys need that adjacency (`_adjacency_needed`)."""
+        s = self.s
+        if self._level < 3:
+            return None
+        first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
+        if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
+            return None
+        lasts = sorted({str(alt.words[-1]) for alt in first})
+        bits = sorted({next_word_bits(str(alt.words[0]).encode()) for alt in second})
+        lookups = len(lasts) * len(bits)
+        if len(docs) < PAIR_LOOKUP_COST * lookups:
+            return None  # the lookups would cost more than keying
+        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
+        get = s.reader.txn.get
+
+        def union() -> BitMap:
+            parts: list[BitMap] = []
+            for word in lasts:
+                base = word.encode() + b"\x00"
+                for b in bits:
+                    raw = get(base + _FID.pack(NEXT_WORD_FID | b), db=db)
+                    if raw is not None:
+                        parts.append(BitMap.deserialize(bytes(raw)))
+            return BitMap.union(*parts) if parts else BitMap()
+
+        return cached_union(s.reader, ("next", tuple(lasts), tuple(bits)), lookups, union) & docs
 
     def _exact_starts(self, path: Path, subset: BitMap, col: int) -> tuple[BitMap | None, BitMap] | None:
         """(the documents of `subset` where some searched field is the path's one query word alone, when
@@ -376,16 +436,24 @@ class FastBuckets:
             return None
         if ordering.rule(sort_rule).point is not None:
             return None
-        parts: list[Keyed] = []
-        reached = 0
-        for batch in _sorted_slices(ordering, sort_rule, docs, 4 * want):
-            part = self._key(bq, bm25_terms, batch, deadline)
-            if part.rest:
-                return None
-            parts.append(part)
-            reached += part.reaching(best)
-            if reached >= want:
-                break
+        # the documents that can reach the best proximity first, when it needs the first two nodes
+        # adjacent; the whole bucket when fewer than `want` of those reach the best keys
+        scopes = [docs]
+        if self._adjacency_needed(path, (RULE_CODES["proximity"], RULE_CODES["attributeRank"])):
+            adjacent = self._adjacent(path, docs)
+            if adjacent is not None and len(adjacent) < len(docs):
+                scopes.insert(0, adjacent)
+        for scope in scopes:
+            parts: list[Keyed] = []
+            reached = 0
+            for batch in _sorted_slices(ordering, sort_rule, scope, 4 * want):
+                part = self._key(bq, bm25_terms, batch, deadline)
+                if part.rest:
+                    return None
+                parts.append(part)
+                reached += part.reaching(best)
+                if reached >= want:
+                    return Keyed.join(parts)
         return Keyed.join(parts) if parts else None
 
     def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:

@@ -12,8 +12,11 @@ Structures (databases of the index env, all written in the batch's write transac
                      docids whose field fid holds that word alone (a one-word query's exact attribute
                      matches); under fid | FIRST_WORD_FID | SECOND_WORD_FID (0xA000) the docids whose
                      field fid has the word at position 1 (with the first words: the fields starting
-                     with a pair of words). Only fields below PSEUDO_FID_LIMIT (0x2000) have them;
-                     complete as `first-words` says.
+                     with a pair of words). Only fields below PSEUDO_FID_LIMIT (0x2000) have them.
+                     Under NEXT_WORD_FID | bits (0xE000 + 6 bits): the docids where the word is
+                     directly followed, in some field, by a word with those `next_word_bits` (the
+                     documents where it is followed by a given word, and a few more). Complete as
+                     `first-words` says.
 - `docid-words`      docid (u32 BE) -> msgpack `[lengths, postings]` — the forward index: `lengths` maps
                      fid -> number of words of that field, `postings` maps word -> packed positions
                      (`fid << 16 | position`). Proximity, word position, exactness, phrases and BM25
@@ -61,13 +64,14 @@ KEY_FIELD_STATS: Final = b"field-stats"
 # Set once every document's first words are under FIRST_WORD_FID keys: indexes made before those keys
 # existed lack them until they are reindexed, and search must not trust a partial set. The value is
 # the level of completeness: b"1" first words, b"2" also sole and second words, fields below
-# PSEUDO_FID_LIMIT only.
+# PSEUDO_FID_LIMIT only, b"3" also next words.
 KEY_FIRST_WORDS: Final = b"first-words"
-FIRST_WORDS_LEVEL: Final = 2  # what this version writes
+FIRST_WORDS_LEVEL: Final = 3  # what this version writes
 FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
 SOLE_WORD_FID: Final = 0x4000  # with FIRST_WORD_FID: the field holds that word alone (HZ_SOLE_WORD_FID)
 SECOND_WORD_FID: Final = 0x2000  # with FIRST_WORD_FID: the word at position 1 (HZ_SECOND_WORD_FID)
 PSEUDO_FID_LIMIT: Final = 0x2000  # fields from this one on have no pseudo keys (HZ_PSEUDO_FID_LIMIT)
+NEXT_WORD_FID: Final = 0xE000  # | the next word's `next_word_bits` (HZ_NEXT_WORD_FID)
 # The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
 KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
 KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
@@ -161,7 +165,7 @@ def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None
 
 def first_words_level(reader: IndexReader) -> int:
     """How complete the FIRST_WORD_FID keys are (`KEY_FIRST_WORDS`): 0 not, 1 first words, 2 also
-    sole and second words (fields below PSEUDO_FID_LIMIT)."""
+    sole and second words (fields below PSEUDO_FID_LIMIT), 3 also next words."""
     raw = reader._main(KEY_FIRST_WORDS)
     return 0 if raw is None else int(bytes(raw))
 
