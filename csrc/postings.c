@@ -816,6 +816,9 @@ static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint6
                 return -1;
             }
             for (size_t a = g; a < h; a++) {
+                if (d->words[(uint32_t)occ[a]].len > HZ_NEXT_WORD_MAX_LEN) {
+                    continue;
+                }
                 uint64_t wid = (uint64_t)p->wids[(uint32_t)occ[a]] << KEY_WORD_SHIFT;
                 for (size_t b = h; b < k; b++) {
                     uint32_t bits = (uint32_t)(d->words[(uint32_t)occ[b]].hash >> 58) & HZ_NEXT_WORD_MASK;

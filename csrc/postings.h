@@ -55,6 +55,7 @@ extern "C" {
  * superset of the documents where it is followed by a given word (the proximity rule's best). */
 #define HZ_NEXT_WORD_FID 0xE000u
 #define HZ_NEXT_WORD_MASK 0x3Fu
+#define HZ_NEXT_WORD_MAX_LEN 4u  /* bytes: only short (frequent) words have next-word keys */
 #define HZ_ARRAY_GAP 8u           /* distance between two elements of an array field */
 
 typedef struct {

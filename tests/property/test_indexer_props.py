@@ -38,6 +38,7 @@ from hanzo_engine.engine.update.indexer import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
     NEXT_WORD_FID,
+    NEXT_WORD_MAX_LEN,
     SECOND_WORD_FID,
     SOLE_WORD_FID,
     field_stats,
@@ -154,7 +155,7 @@ def check_consistent(index: Index, settings_: dict[str, Any]) -> None:
                     at.setdefault(p, []).append(word)
             for p, words in at.items():
                 if (p + 1) >> 16 == p >> 16:
-                    for word in words:
+                    for word in (w for w in words if len(w.encode()) <= NEXT_WORD_MAX_LEN):
                         for after in at.get(p + 1, ()):
                             key = word_fid_key(word, NEXT_WORD_FID | next_word_bits(after.encode()))
                             expected_fids.setdefault(key, set()).add(docid)

@@ -32,6 +32,7 @@ from hanzo_engine.engine.update.indexer import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
     NEXT_WORD_FID,
+    NEXT_WORD_MAX_LEN,
     PSEUDO_FID_LIMIT,
     SECOND_WORD_FID,
     SOLE_WORD_FID,
@@ -340,7 +341,8 @@ class FastBuckets:
     def _adjacent(self, path: Path, docs: BitMap) -> BitMap | None:
         """A subset of `docs` holding every document where a derivation of the path's first node is
         directly followed by one of its second (the next-word keys: the first's last word followed by a
-        word with the hash bits of the second's first word), when the index has those keys; else None.
+        word with the hash bits of the second's first word), when the index has those keys (the last
+        words are short: the frequent words whose buckets are large); else None.
         The caller checks that the best keys need that adjacency (`_adjacency_needed`)."""
         s = self.s
         if self._level < 3:
@@ -349,6 +351,8 @@ class FastBuckets:
         if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
             return None
         lasts = sorted({str(alt.words[-1]) for alt in first})
+        if any(len(word.encode()) > NEXT_WORD_MAX_LEN for word in lasts):
+            return None  # only short words have next-word keys
         bits = sorted({next_word_bits(str(alt.words[0]).encode()) for alt in second})
         lookups = len(lasts) * len(bits)
         if len(docs) < PAIR_LOOKUP_COST * lookups:

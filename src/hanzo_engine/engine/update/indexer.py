@@ -13,10 +13,10 @@ Structures (databases of the index env, all written in the batch's write transac
                      matches); under fid | FIRST_WORD_FID | SECOND_WORD_FID (0xA000) the docids whose
                      field fid has the word at position 1 (with the first words: the fields starting
                      with a pair of words). Only fields below PSEUDO_FID_LIMIT (0x2000) have them.
-                     Under NEXT_WORD_FID | bits (0xE000 + 6 bits): the docids where the word is
-                     directly followed, in some field, by a word with those `next_word_bits` (the
-                     documents where it is followed by a given word, and a few more). Complete as
-                     `first-words` says.
+                     Under NEXT_WORD_FID | bits (0xE000 + 6 bits), for words of at most
+                     NEXT_WORD_MAX_LEN bytes: the docids where the word is directly followed, in some
+                     field, by a word with those `next_word_bits` (the documents where it is followed
+                     by a given word, and a few more). Complete as `first-words` says.
 - `docid-words`      docid (u32 BE) -> msgpack `[lengths, postings]` — the forward index: `lengths` maps
                      fid -> number of words of that field, `postings` maps word -> packed positions
                      (`fid << 16 | position`). Proximity, word position, exactness, phrases and BM25
@@ -72,6 +72,7 @@ SOLE_WORD_FID: Final = 0x4000  # with FIRST_WORD_FID: the field holds that word 
 SECOND_WORD_FID: Final = 0x2000  # with FIRST_WORD_FID: the word at position 1 (HZ_SECOND_WORD_FID)
 PSEUDO_FID_LIMIT: Final = 0x2000  # fields from this one on have no pseudo keys (HZ_PSEUDO_FID_LIMIT)
 NEXT_WORD_FID: Final = 0xE000  # | the next word's `next_word_bits` (HZ_NEXT_WORD_FID)
+NEXT_WORD_MAX_LEN: Final = 4  # bytes: longer words have no next-word keys (HZ_NEXT_WORD_MAX_LEN)
 # The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
 KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
 KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
