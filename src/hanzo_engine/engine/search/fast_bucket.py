@@ -42,7 +42,7 @@ from hanzo_engine.engine.update.indexer import (
 )
 
 from .disjunctive import _field_arrays, _Scorer
-from .engine import _FID, Node, Path, Searcher
+from .engine import _FID, Alt, Node, Path, Searcher
 from .rule_scores import RuleScores
 from .sorting import Ordering
 from .union_cache import cached_union
@@ -68,6 +68,16 @@ def _supported(node: Node) -> bool:
     synonyms) of at most MAX_SLOTS words, without the `None` slots of quoted stop words."""
     return node.kind != "phrase" and len(node.alts) <= 3 and all(
         len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
+
+
+def _union(parts: list[BitMap]) -> BitMap:
+    return BitMap.union(*parts) if parts else BitMap()
+
+
+def _width(code: int) -> int:
+    """The key columns of a rule code (attribute: fid and position; exactness: attribute match and
+    exact words)."""
+    return 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
 
 
 def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> Iterator[BitMap]:
@@ -292,18 +302,13 @@ class FastBuckets:
         if self._level < 2 or not self._adjacency_needed(path, _POSITIONAL):
             return None
         s = self.s
-        first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
-        if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
+        alts = self._first_two(path)
+        if alts is None:
             return None
+        first, second = alts
         if len(subset) < PAIR_LOOKUP_COST * (len(first) + len(second)) * len(s.searched):
             return None  # a prefix with many expansions: the lookups would cost more than keying
-        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
-        get = s.reader.txn.get
-
-        def docs_of(word: str | None, fid: int) -> BitMap:
-            raw = get(str(word).encode() + b"\x00" + _FID.pack(fid), db=db)
-            return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
-
+        docs_of = self._word_fid_docs
         pairs = BitMap()
         for fid in s.searched:
             starts, follows = BitMap(), BitMap()
@@ -344,12 +349,12 @@ class FastBuckets:
         word with the hash bits of the second's first word), when the index has those keys (the last
         words are short: the frequent words whose buckets are large); else None.
         The caller checks that the best keys need that adjacency (`_adjacency_needed`)."""
-        s = self.s
         if self._level < 3:
             return None
-        first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
-        if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
+        alts = self._first_two(path)
+        if alts is None:
             return None
+        first, second = alts
         lasts = sorted({str(alt.words[-1]) for alt in first})
         if any(len(word.encode()) > NEXT_WORD_MAX_LEN for word in lasts):
             return None  # only short words have next-word keys
@@ -357,20 +362,11 @@ class FastBuckets:
         lookups = len(lasts) * len(bits)
         if len(docs) < PAIR_LOOKUP_COST * lookups:
             return None  # the lookups would cost more than keying
-        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
-        get = s.reader.txn.get
 
         def union() -> BitMap:
-            parts: list[BitMap] = []
-            for word in lasts:
-                base = word.encode() + b"\x00"
-                for b in bits:
-                    raw = get(base + _FID.pack(NEXT_WORD_FID | b), db=db)
-                    if raw is not None:
-                        parts.append(BitMap.deserialize(bytes(raw)))
-            return BitMap.union(*parts) if parts else BitMap()
+            return _union([self._word_fid_docs(word, NEXT_WORD_FID | b) for word in lasts for b in bits])
 
-        return cached_union(s.reader, ("next", tuple(lasts), tuple(bits)), lookups, union) & docs
+        return cached_union(self.s.reader, ("next", tuple(lasts), tuple(bits)), lookups, union) & docs
 
     def _exact_starts(self, path: Path, subset: BitMap, col: int) -> tuple[BitMap | None, BitMap] | None:
         """(the documents of `subset` where some searched field is the path's one query word alone, when
@@ -391,22 +387,16 @@ class FastBuckets:
                 if code != RULE_CODES["exactness"]:
                     return None
                 break
-            width += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
+            width += _width(code)
         else:
             return None
-        s = self.s
-        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
-        base = node.exact.words[0].encode() + b"\x00"
+        word = node.exact.words[0]
         one_word = len(path) == 1 and node.qend == node.qstart and self._level >= 2
         starts, sole = BitMap(), BitMap()
-        for fid in s.weight:
-            raw = s.reader.txn.get(base + _FID.pack(fid | FIRST_WORD_FID), db=db)
-            if raw is not None:
-                starts |= BitMap.deserialize(bytes(raw))
+        for fid in self.s.weight:
+            starts |= self._word_fid_docs(word, fid | FIRST_WORD_FID)
             if one_word:
-                raw = s.reader.txn.get(base + _FID.pack(fid | FIRST_WORD_FID | SOLE_WORD_FID), db=db)
-                if raw is not None:
-                    sole |= BitMap.deserialize(bytes(raw))
+                sole |= self._word_fid_docs(word, fid | FIRST_WORD_FID | SOLE_WORD_FID)
         return (sole & subset if one_word else None), starts & subset
 
     def _sorted_scan(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, docs: BitMap, want: int,
@@ -440,24 +430,29 @@ class FastBuckets:
             return None
         if ordering.rule(sort_rule).point is not None:
             return None
-        # the documents that can reach the best proximity first, when it needs the first two nodes
-        # adjacent; the whole bucket when fewer than `want` of those reach the best keys
-        scopes = [docs]
+        # when the best proximity needs the first two nodes adjacent, only the documents where they
+        # can be are scanned: if fewer than `want` of those reach the best keys, no other document
+        # can, and the page needs the keys of the whole bucket (the rest keyed at once)
+        scope = docs
         if self._adjacency_needed(path, (RULE_CODES["proximity"], RULE_CODES["attributeRank"])):
             adjacent = self._adjacent(path, docs)
             if adjacent is not None and len(adjacent) < len(docs):
-                scopes.insert(0, adjacent)
-        for scope in scopes:
-            parts: list[Keyed] = []
-            reached = 0
-            for batch in _sorted_slices(ordering, sort_rule, scope, 4 * want):
-                part = self._key(bq, bm25_terms, batch, deadline)
-                if part.rest:
-                    return None
-                parts.append(part)
-                reached += part.reaching(best)
-                if reached >= want:
-                    return Keyed.join(parts)
+                scope = adjacent
+        parts: list[Keyed] = []
+        reached = 0
+        for batch in _sorted_slices(ordering, sort_rule, scope, 4 * want):
+            part = self._key(bq, bm25_terms, batch, deadline)
+            if part.rest:
+                return None
+            parts.append(part)
+            reached += part.reaching(best)
+            if reached >= want:
+                return Keyed.join(parts)
+        if scope is not docs:
+            part = self._key(bq, bm25_terms, docs - scope, deadline)
+            if part.rest:
+                return None
+            parts.append(part)
         return Keyed.join(parts) if parts else None
 
     def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
@@ -503,19 +498,10 @@ class FastBuckets:
         alts = node.alts[level] if len(nodes) == 1 else [alt for group in node.alts for alt in group]
         if any(alt.words[0] is None for alt in alts):
             return None
-        db = s.reader.index.db(DB_WORD_FID_DOCIDS)
-        get = s.reader.txn.get
 
         def union(flag: int, fids: list[int]) -> BitMap:
-            parts: list[BitMap] = []
-            for alt in alts:
-                base = str(alt.words[0]).encode() + b"\x00"
-                for fid in fids:
-                    if s.allowed(fid, alt.tolerant):
-                        raw = get(base + _FID.pack(fid | flag), db=db)
-                        if raw is not None:
-                            parts.append(BitMap.deserialize(bytes(raw)))
-            return BitMap.union(*parts) if parts else BitMap()
+            return _union([self._word_fid_docs(alt.words[0], fid | flag)
+                           for alt in alts for fid in fids if s.allowed(fid, alt.tolerant)])
 
         searched = list(s.searched)
         key = (s.restriction(), tuple(alts))
@@ -524,6 +510,21 @@ class FastBuckets:
             best_fids = [fid for fid in searched if s.weight[fid] == wmin]
             subset &= cached_union(s.reader, ("in", key, tuple(best_fids)), len(alts), lambda: union(0, best_fids))
         return subset, best
+
+    def _word_fid_docs(self, word: str | None, fid: int) -> BitMap:
+        """The bitmap stored under `word` and `fid` (a field, or a pseudo field of the first-, second-,
+        sole- or next-word keys) in word-fid-docids; empty when absent."""
+        reader = self.s.reader
+        raw = reader.txn.get(str(word).encode() + b"\x00" + _FID.pack(fid), db=reader.index.db(DB_WORD_FID_DOCIDS))
+        return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
+
+    def _first_two(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
+        """The derivations (every typo level) of the path's first two nodes, when none has a quoted
+        stop word where the pair keys would be read."""
+        first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
+        if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
+            return None
+        return first, second
 
     @property
     def _first_words_complete(self) -> bool:
@@ -573,7 +574,7 @@ class FastBuckets:
                 sort_keys = ordering.rank_column(rule, docids)
                 assert sort_keys is not None
                 columns[col] = sort_keys
-            col += 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
+            col += _width(code)
         rows = np.arange(len(docids))
         missing = np.isnan(raw)
         if missing.any():
