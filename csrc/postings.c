@@ -770,9 +770,15 @@ static int log_reserve(hz_postings *p, size_t extra)
     return 0;
 }
 
+/* The next-word key bits of a word of hash `h` (its top bits: the low ones place it in hash tables). */
+static uint32_t next_bits(uint64_t h)
+{
+    return (uint32_t)(h >> 58) & HZ_NEXT_WORD_MASK;
+}
+
 uint32_t hz_next_word_bits(const char *w, size_t len)
 {
-    return (uint32_t)(hash_bytes(w, len) >> 58) & HZ_NEXT_WORD_MASK;
+    return next_bits(hash_bytes(w, len));
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -821,7 +827,7 @@ static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint6
                 }
                 uint64_t wid = (uint64_t)p->wids[(uint32_t)occ[a]] << KEY_WORD_SHIFT;
                 for (size_t b = h; b < k; b++) {
-                    uint32_t bits = (uint32_t)(d->words[(uint32_t)occ[b]].hash >> 58) & HZ_NEXT_WORD_MASK;
+                    uint32_t bits = next_bits(d->words[(uint32_t)occ[b]].hash);
                     p->scratch_next[m++] = wid | (uint64_t)(HZ_NEXT_WORD_FID | bits) << KEY_FID_SHIFT | flag;
                 }
             }

@@ -50,6 +50,7 @@ from ._lexer import (
     UnescapeError,
     error_word_end,
     unescape,
+    unquote,
     word_end,
 )
 from .ast import (
@@ -207,14 +208,14 @@ class _Parser:
                     return PErr("expected_value", j, error_word_end(s, j), True)
                 # no backslash can be in a word: nothing to unescape
                 return Token(val, s, j, close), end
+        quote = ""
         if c == "'" or c == '"':
             start = j + 1
-            close, escaped = self._quoted_by(start, c)
+            close, _ = self._quoted_by(start, c)
             if close >= n:
                 raise ParseFailure(PErr("missing_closing", j, n, c))
             val = s[start:close]
-            if escaped:
-                val = val.replace("\\" + c, c)
+            quote = c
             end = close + 1
         else:
             we = word_end(s, j)
@@ -226,7 +227,8 @@ class _Parser:
             end += 1
         if "\\" in val:
             try:
-                val = unescape(val)
+                # a quoted value's escaped quotes, then the escapes (`unquote`, which the fast paths use)
+                val = unquote(val, quote) if quote else unescape(val)
             except UnescapeError as exc:
                 if exc.kind == "parse_int":
                     return PErr("invalid_escaped_number", start, close)

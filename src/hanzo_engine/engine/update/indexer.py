@@ -167,8 +167,12 @@ def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None
 def first_words_level(reader: IndexReader) -> int:
     """How complete the FIRST_WORD_FID keys are (`KEY_FIRST_WORDS`): 0 not, 1 first words, 2 also
     sole and second words (fields below PSEUDO_FID_LIMIT), 3 also next words."""
-    raw = reader._main(KEY_FIRST_WORDS)
-    return 0 if raw is None else int(bytes(raw))
+    return _level(reader._main(KEY_FIRST_WORDS))
+
+
+def _level(marker: Any) -> int:
+    """The level a stored `first-words` marker says (0: none)."""
+    return 0 if marker is None else int(bytes(marker))
 
 
 def search_fields(reader: IndexReader) -> list[str]:
@@ -209,7 +213,7 @@ class SearchIndexer:
         stored = self.txn.get(KEY_FIRST_WORDS, db=db_main)
         # an empty index gets complete keys from its first document on; else the stored level holds
         self.first_words = (FIRST_WORDS_LEVEL if self.txn.stat(self.db_forward)["entries"] == 0
-                            else 0 if stored is None else int(bytes(stored)))
+                            else _level(stored))
 
     def analyze(self, document: dict[str, Any]) -> Forward:
         """(field lengths, word -> packed positions) of `document`, as its forward entry stores them."""
