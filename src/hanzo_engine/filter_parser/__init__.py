@@ -1,7 +1,8 @@
 """Meilisearch's filter language: parse, print, inspect; errors byte-identical to Meilisearch's.
 
-Standard library only and no import from the rest of `hanzo_engine` (it sits just above `_native`
-in the layering but does not use it).
+Standard library only, plus the layer below it: the whole-filter fast path is `_native.filter_scan`,
+which is given this package's AST classes (it imports nothing from above). No other import from
+`hanzo_engine`.
 
 Typical use by the engine::
 

@@ -33,15 +33,18 @@ frames per parenthesis level (~100 at most) whatever the input.
 Hot spots are inlined, with the same results as the code they stand for: `value` of an ASCII word is
 one regex match, and `primary` reads a ``word op word`` comparison without calling `value`.
 
-Before any of this, `parse_expression` and `primary` try the regex fast paths of `_fast` (whole filter,
-parenthesised group, single clause); they only accept inputs on which they provably agree with the
-general parser, spans included (`fast=False` turns them off: the tests compare both).
+Before any of this, `parse_expression` tries the native whole-filter scanner
+(`_native.filter_scan`, ASCII filters of the common shapes), then `parse_expression` and `primary`
+try the regex fast paths of `_fast` (whole filter, parenthesised group, single clause); they only
+accept inputs on which they agree with the general parser, spans included (`fast=False` turns them
+all off: the tests compare both).
 """
 
 from __future__ import annotations
 
 import re
 
+from .._native.filter_scan import ChainScanner
 from ._fast import FAST_DEPTH_UNITS, fast_chain, fast_clause, fast_group
 from ._lexer import (
     KEYWORDS,
@@ -841,13 +844,43 @@ def _geo_rule(source: str, j: int) -> tuple[Node, int] | None:
     return None
 
 
+# The native whole-filter fast path, over this package's AST (it imports nothing from above it).
+_SCANNER = ChainScanner(
+    token=Token,
+    comparison=Comparison,
+    range_=Range,
+    in_=In,
+    not_in=NotIn,
+    exists=Exists,
+    not_exists=NotExists,
+    is_null=IsNull,
+    is_not_null=IsNotNull,
+    is_empty=IsEmpty,
+    is_not_empty=IsNotEmpty,
+    contains=Contains,
+    not_contains=NotContains,
+    starts_with=StartsWith,
+    not_starts_with=NotStartsWith,
+    and_=And,
+    or_=Or,
+    negate=negate,
+    unquote=unquote,
+    unquote_error=UnescapeError,
+    keywords=KEYWORDS,
+    geo_rule=_geo_rule,
+)
+scan_expression = _SCANNER.parse
+
+
 def parse_expression(source: str, *, fast: bool = True) -> Node:
     """Parse a non-blank filter string; raises `ParseFailure` carrying Meilisearch's error.
 
-    `fast=False` disables the regex fast paths (the tests compare both).
+    `fast=False` disables the fast paths (the tests compare both).
     """
     if fast:
-        node = fast_chain(source, _geo_rule)
+        node: Node | None = scan_expression(source)
+        if node is None:
+            node = fast_chain(source, _geo_rule)
         if node is not None:
             return node
     p = _Parser(source, fast)
