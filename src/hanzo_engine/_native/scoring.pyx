@@ -63,13 +63,13 @@ cdef class SortedWords:
     """A sorted word list flattened to UTF-32, with the common-prefix length of each word and the one
     before it (capped at MAX_LEN + 1)."""
 
-    cdef readonly list words
+    cdef readonly tuple words  # a tuple of str: untracked by the cyclic GC (a list is traversed by every full collection)
     cdef cnp.ndarray chars
     cdef cnp.ndarray offsets
     cdef cnp.ndarray lcp
 
-    def __init__(self, list words):
-        self.words = words
+    def __init__(self, words):
+        self.words = tuple(words)
         joined = "".join(words)
         self.chars = (np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).copy() if joined
                       else np.zeros(1, dtype=np.uint32))

@@ -152,7 +152,7 @@ def _word_table(reader: IndexReader) -> SortedWords:
     if cached is not None and cached[0] == version:
         table: SortedWords = cached[1]
         return table
-    words: list[str] | None = None
+    words: Sequence[str] | None = None
     if cached is not None and cached[0] < version:
         words = cached[1].words
         for v in range(cached[0] + 1, version + 1):
@@ -169,7 +169,7 @@ def _word_table(reader: IndexReader) -> SortedWords:
     return table
 
 
-def _patched(words: list[str], added: list[str], removed: set[str]) -> list[str]:
+def _patched(words: Sequence[str], added: list[str], removed: set[str]) -> Sequence[str]:
     """`words` (sorted by code point, as LMDB orders UTF-8 keys) without `removed`, with `added`:
     whole slices copied between the changed places, so a few changes cost one pass in C."""
     if removed:

@@ -64,7 +64,9 @@ class Column:
 
     def __init__(self, kind: str, keys: list[bytes], offsets: np.ndarray, postings: np.ndarray) -> None:
         self.kind = kind
-        self.keys = keys
+        # a tuple of bytes is untracked by the cyclic GC once it has seen it: a list of a million keys
+        # would be traversed by every full collection (~15 ms per million, a search's tail latency)
+        self.keys: tuple[bytes, ...] = tuple(keys)
         self.offsets = offsets
         self.postings = postings
         sizes = [len(keys)]
@@ -76,7 +78,7 @@ class Column:
         self.sizes = sizes  # number of entries of each level; the top is the last
         self._groups: dict[tuple[int, int], BitMap] = {}
         self._numbers: np.ndarray | None = None
-        self._texts: list[str] | None = None
+        self._texts: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -88,9 +90,9 @@ class Column:
         return self._numbers
 
     @property
-    def texts(self) -> list[str]:
+    def texts(self) -> tuple[str, ...]:
         if self._texts is None:
-            self._texts = [k.decode() for k in self.keys]
+            self._texts = tuple(k.decode() for k in self.keys)
         return self._texts
 
     def value(self, i: int) -> float | str:

@@ -259,7 +259,7 @@ class FastBuckets:
                 # must be adjacent at the start of a field: the subset past it cannot help
                 pairs = self._first_pairs(path, subset)
                 inner = subset if pairs is None else pairs
-                exact = self._exact_starts(path, inner, len(best_prefix))
+                exact = self._exact_starts(path, level, inner, len(best_prefix))
                 if exact is not None:
                     sole, starts = exact
                     if sole is not None and want <= len(sole) < len(starts):
@@ -368,16 +368,20 @@ class FastBuckets:
 
         return cached_union(self.s.reader, ("next", tuple(lasts), tuple(bits)), lookups, union) & docs
 
-    def _exact_starts(self, path: Path, subset: BitMap, col: int) -> tuple[BitMap | None, BitMap] | None:
+    def _exact_starts(self, path: Path, level: int, subset: BitMap,
+                      col: int) -> tuple[BitMap | None, BitMap] | None:
         """(the documents of `subset` where some searched field is the path's one query word alone, when
-        the index has those keys, else None; the documents of `subset` where some searched field
-        starts with the exact word of the path's first node), when the rule keyed right after the
-        leading `col` columns is exactness; else None.
+        the index has those keys, else None; the documents of `subset` that may have an exact
+        attribute match), when the rule keyed right after the leading `col` columns is exactness;
+        else None.
 
-        Only the second can have an exact attribute match (`exactMatch` or `matchesStart`: the exact
-        words at their query positions, the first one at position 0), and for a one-word path only
-        the first an `exactMatch` (a field equal to the query), so once `want` of them reach the
-        leading best keys with such a match, no other document ranks before them."""
+        An exact attribute match (`exactMatch` or `matchesStart`) needs the exact word of each node
+        the document matched without typo at its query position in some field (`exact_attribute`):
+        the first node's at position 0 (first-word keys) and, in a bucket without typos where the
+        second node is the query's second word, the second's at position 1 (second-word keys). For a
+        one-word path only the first set can have an `exactMatch` (a field equal to the query). So
+        once `want` of them reach the leading best keys with such a match, no other document ranks
+        before them."""
         node = self.nodes[path[0]]
         if node.exact is None or node.exact.words[0] is None:
             return None
@@ -392,11 +396,21 @@ class FastBuckets:
             return None
         word = node.exact.words[0]
         one_word = len(path) == 1 and node.qend == node.qstart and self._level >= 2
-        starts, sole = BitMap(), BitMap()
+        second: str | None = None
+        if level == 0 and len(path) >= 2 and self._level >= 2:
+            # without typos every node's exact word counts in `exact_attribute`, at its query position
+            nxt = self.nodes[path[1]]
+            if nxt.qstart == 1 and nxt.exact is not None and len(nxt.exact.words) == 1:
+                second = nxt.exact.words[0]
+        starts, sole, seconds = BitMap(), BitMap(), BitMap()
         for fid in self.s.weight:
             starts |= self._word_fid_docs(word, fid | FIRST_WORD_FID)
             if one_word:
                 sole |= self._word_fid_docs(word, fid | FIRST_WORD_FID | SOLE_WORD_FID)
+            if second is not None:
+                seconds |= self._word_fid_docs(second, fid | FIRST_WORD_FID | SECOND_WORD_FID)
+        if second is not None:
+            starts &= seconds
         return (sole & subset if one_word else None), starts & subset
 
     def _sorted_scan(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, docs: BitMap, want: int,
