@@ -156,9 +156,11 @@ class Column:
             self.keys, hi)
         return start, max(start, end)
 
-    def walk(self, candidates: BitMap, reverse: bool = False) -> Iterator[tuple[int, BitMap]]:
+    def walk(self, candidates: BitMap, reverse: bool = False, coarse: int = 0) -> Iterator[tuple[int, BitMap]]:
         """(entry, its documents among `candidates`) for every entry touching them, in key order
-        (descending with `reverse`); a group no candidate touches is skipped whole."""
+        (descending with `reverse`); a group no candidate touches is skipped whole. With `coarse`, a
+        group holding at most that many candidates comes whole, as entry -1: whole runs of values in
+        order, for callers that need the order of runs only (one bitmap per value costs ~10 µs)."""
         top = len(self.sizes) - 1
         entries = range(self.sizes[top])
         stack: list[tuple[int, int, BitMap]] = [(top, j, candidates) for j in (entries if reverse else reversed(entries))]
@@ -167,8 +169,8 @@ class Column:
             common = self.group(level, j) & within
             if not common:
                 continue
-            if level == 0:
-                yield j, common
+            if level == 0 or len(common) <= coarse:
+                yield (j if level == 0 else -1), common
                 continue
             children = self._children(level, j)
             stack.extend((level - 1, c, common) for c in (children if reverse else reversed(children)))

@@ -200,10 +200,12 @@ class Ordering:
             out = np.where(inside & (rank >= 0), _field_key(cls, rank, rule.ascending), out)
         return out
 
-    def parts_in_order(self, docs: BitMap, name: str) -> Iterator[BitMap]:
+    def parts_in_order(self, docs: BitMap, name: str, coarse: int = 0) -> Iterator[BitMap]:
         """`docs` cut by a field sort rule, lazily in `rank_column`'s key order: one part per value
-        (numbers, then strings), then the documents without a value."""
-        for part, _ in self._split(docs, self.rule(name)):
+        (numbers, then strings), then the documents without a value. With `coarse`, runs of
+        consecutive values holding at most that many documents of `docs` come as one part (a value's
+        documents are never split)."""
+        for part, _ in self._split(docs, self.rule(name), coarse):
             yield part
 
     def _field_detail(self, rule: SortRule, order: int, value: Any) -> dict[str, Any]:
@@ -284,8 +286,9 @@ class Ordering:
             out.append(next(iter(detail.values())).get("value"))
         return out
 
-    def _split(self, bucket: BitMap, rule: SortRule) -> Iterator[tuple[BitMap, Any]]:
-        """`bucket` cut by one rule, in rank order: (documents, their value for the details)."""
+    def _split(self, bucket: BitMap, rule: SortRule, coarse: int = 0) -> Iterator[tuple[BitMap, Any]]:
+        """`bucket` cut by one rule, in rank order: (documents, their value for the details; None for
+        a run of values, with `coarse`)."""
         if rule.point is not None:
             yield from self._split_geo(bucket, rule)
             return
@@ -295,11 +298,11 @@ class Ordering:
         if fid is not None:
             for kind in (NUMBERS, STRINGS):
                 column = self.store.column(fid, kind)
-                for i, docs in column.walk(bucket, reverse=not rule.ascending):
+                for i, docs in column.walk(bucket, reverse=not rule.ascending, coarse=coarse):
                     docs -= seen
                     if docs:
                         seen |= docs
-                        yield docs, column.value(i)
+                        yield docs, (column.value(i) if i >= 0 else None)
         rest = bucket - seen
         if rest:
             yield rest, None
