@@ -196,7 +196,19 @@ def _patched(words: Sequence[str], added: list[str], removed: set[str]) -> Seque
 
 
 def _prefix_words(reader: IndexReader, prefix: str, limit: int) -> list[str]:
-    """Indexed words starting with `prefix`, the word itself excluded, at most `limit`."""
+    """Indexed words starting with `prefix`, the word itself excluded, at most `limit`: a slice of
+    the cached dictionary when it is the transaction's (~20 µs), else a cursor walk (~1 ms for 1,000)."""
+    cached = getattr(reader.index, "_word_table", None)
+    if cached is not None and prefix and cached[0] == dictionary_version(reader):
+        words: Sequence[str] = cached[1].words  # sorted by code point, as LMDB orders UTF-8 keys
+        start = bisect.bisect_left(words, prefix)
+        if start < len(words) and words[start] == prefix:
+            start += 1
+        picked = words[start : start + limit]
+        if picked and not picked[-1].startswith(prefix):
+            # the words starting with `prefix` are the slice's first ones
+            return [w for w in picked if w.startswith(prefix)]
+        return list(picked)
     out: list[str] = []
     key = prefix.encode()
     with reader.txn.cursor(db=reader.index.db(DB_WORD_DOCIDS)) as cursor:
