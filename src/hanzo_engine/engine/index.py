@@ -38,6 +38,7 @@ from hanzo_engine.apitypes.errors import MeiliError
 if TYPE_CHECKING:
     from hanzo_engine.engine.update.facets import FacetIndexer
     from hanzo_engine.engine.update.indexer import SearchIndexer
+    from hanzo_engine.engine.vector.status import StatusWriter
     from hanzo_engine.engine.vector.store import VectorStore
 
 DB_MAIN: Final = b"main"
@@ -276,6 +277,7 @@ class IndexWriter(IndexReader):
         self._search: SearchIndexer | None = None
         self._facets: FacetIndexer | None = None
         self._docids: BitMap | None = None
+        self._embedding_status: StatusWriter | None = None
 
     @property
     def docids(self) -> BitMap:
@@ -303,6 +305,16 @@ class IndexWriter(IndexReader):
 
             self._facets = FacetIndexer(self, self.settings())
         return self._facets
+
+    @property
+    def embedding_status(self) -> StatusWriter:
+        """The embedding statuses of this transaction (engine/vector/status.py), loaded on first use;
+        an index written before they existed gets them rebuilt from its documents then."""
+        if self._embedding_status is None:
+            from hanzo_engine.engine.vector.status import StatusWriter
+
+            self._embedding_status = StatusWriter(self)
+        return self._embedding_status
 
     def _vectors(self) -> VectorStore:
         """The index's vector store (engine/vector/store.py): documents' vectors go with them."""
@@ -346,6 +358,8 @@ class IndexWriter(IndexReader):
             self._search.flush()
         if self._facets is not None:
             self._facets.flush()
+        if self._embedding_status is not None:
+            self._embedding_status.flush()
         if self._docids is not None:
             self.txn.put(KEY_DOCUMENTS_IDS, self._docids.serialize(), db=self.index.db_main)
         if not self._dirty:
@@ -426,6 +440,7 @@ class IndexWriter(IndexReader):
         if raw_docid is None:
             return False
         self._dirty = True
+        self.embedding_status.remove_document(_U32.unpack(raw_docid)[0])
         old_raw = self.txn.get(raw_docid, db=self.index.db_documents)
         if old_raw is not None:
             self._count_fields(_decode(old_raw), -1)
@@ -448,6 +463,11 @@ class IndexWriter(IndexReader):
         self.search.clear()
         self.facets.clear()
         self._vectors().clear(self)
+        if self._embedding_status is None:
+            from hanzo_engine.engine.vector.status import StatusWriter
+
+            self._embedding_status = StatusWriter(self, rebuild=False)
+        self._embedding_status.clear()
         self._docids = BitMap()
         self._distribution = {}
         # an empty index allocates from 0 again, as milli after a clear

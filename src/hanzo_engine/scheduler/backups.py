@@ -12,7 +12,8 @@ first pass over the same read transaction, then the bytes are copied; nothing is
 
 Dump import (`import_dump`), as Meilisearch's `import_dump`: instance uid, keys (replacing the defaults,
 uids kept), the enabled experimental features, each index (settings first, then documents streamed in write transactions of
-`IMPORT_CHUNK` documents, so indexing memory stays bounded), batches, and last the tasks with their
+`IMPORT_CHUNK` documents, so indexing memory stays bounded; their `_vectors` go to the vector store, as
+user-provided embeddings with their `regenerate`, nothing is embedded), batches, and last the tasks with their
 uids, statuses and dates; enqueued tasks get their payloads back and run once the server starts.
 
 Snapshot (`create_snapshot`): compacted copies of the tasks env, of every index env and of the auth env
@@ -53,6 +54,7 @@ from hanzo_engine.dump.format import DumpFormatError, dump_uid, index_metadata, 
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexReader, now_ns
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
+from hanzo_engine.engine.vector.documents import import_vectors
 
 from .dump_records import RecordError, batch_line, batch_record, task_line, task_record
 from .store import KEY_NEXT_TASK, Batch, Task
@@ -367,7 +369,9 @@ def _import_index(sched: Scheduler, dump: IndexDump) -> int:
                     if primary_key is None:
                         primary_key = infer_primary_key(document)
                         w.set_primary_key(primary_key)
-                    w.put_document(extract_document_id(document, primary_key), document, merge=False)
+                    ext_id = extract_document_id(document, primary_key)
+                    w.put_document(ext_id, document, merge=False)
+                    import_vectors(w, ext_id, document, new)
                 except MeiliError as err:
                     raise DumpImportError(f"index `{dump.uid}`, document {count + 1}: {err.message}") from None
                 count += 1

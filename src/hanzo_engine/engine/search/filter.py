@@ -21,6 +21,7 @@ equality is one lookup per kind, ranges and `STARTS WITH` are key ranges of a fi
   (haversine, earth radius 6 371 000 m, as milli's `distance_between_two_points`); `_geoBoundingBox`
   is a range on `_geo.lat` and `_geo.lng` (two ranges when it crosses the antimeridian). Both apply
   when `_geo` is filterable;
+- `_vectors` filters select the documents that have embeddings (`filter_vector.py`);
 - geo on `_geojson` shapes (when `_geojson` is filterable, see "geo shapes" below): `_geoPolygon` only
   ever looks at shapes (never at `_geo`), `_geoRadius` and `_geoBoundingBox` add the shapes that
   intersect their area (an inscribed `resolution`-gon for the circle, the four corners for the box) to
@@ -84,6 +85,7 @@ from hanzo_engine.filter_parser import (
 )
 
 from .facet_store import NUMBERS, STRINGS, FacetStore
+from .filter_vector import evaluate_vector_filter
 
 EARTH_RADIUS_M: Final = 6_371_000.0
 F64_EPSILON: Final = 2.220446049250313e-16
@@ -174,6 +176,7 @@ class FilterContext:
 
     def __init__(self, reader: IndexReader, settings: dict[str, Any], store: FacetStore | None = None) -> None:
         self.reader = reader
+        self.settings = settings
         self.rules = FacetRules(settings)
         self.store = store if store is not None else FacetStore(reader)
         self._all: BitMap | None = None
@@ -218,7 +221,7 @@ class FilterContext:
         if isinstance(node, GeoPolygon):
             return self._geo_polygon(node)
         if isinstance(node, VectorExists):
-            return BitMap()  # `_vectors` filters (multimodal) are not indexed by this engine yet
+            return evaluate_vector_filter(self.reader, self.settings, node)
         return self._condition(node)
 
     def _complement(self, selected: BitMap, hint: BitMap | None) -> BitMap:

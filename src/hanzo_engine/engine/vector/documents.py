@@ -14,6 +14,12 @@ write transaction. Entries naming no configured embedder are kept as sent.
 Every document of a task is validated, and embedded, before the first write, so a failing task
 leaves the index as it was. Settings changes are planned the same way (`plan_embedders`) and
 applied by `configure_embedders`.
+
+Each write also keeps the embedding status (`status.py`: which documents' embeddings the user
+provided, which must not be regenerated) in step, in the same transaction: `prepare_documents`
+decides a `StatusAction` per document and embedder, `write_vectors` applies it, settings changes
+update or drop the statuses of the embedders they touch, and `import_vectors` loads a dumped
+document's vectors and status.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
@@ -39,6 +46,14 @@ from hanzo_engine.engine.vector.generate import (
     render_error,
 )
 from hanzo_engine.engine.vector.prompt import RenderError
+from hanzo_engine.engine.vector.status import (
+    FREEZE,
+    GENERATED,
+    EmbedderStatus,
+    StatusAction,
+    provided,
+    tracked_embedders,
+)
 from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore
 
 VECTORS: Final = "_vectors"
@@ -125,8 +140,24 @@ def parse_entry(name: str, value: Any) -> tuple[list[list[float]] | None, bool]:
     raise ValueError(f"Invalid value type at `{path}`: expected null, an array or an object, but found {_describe(value)}")
 
 
-# (external id, the document to write, {embedder: vectors to set, [] = none})
-Prepared = tuple[str, dict[str, Any], dict[str, list[list[float]]]]
+@dataclass
+class DocumentVectors:
+    """What writing one document does to the vectors: `changes` {embedder: vectors to set, [] = none}
+    and `status` {embedder: its `StatusAction`; absent = unchanged}."""
+
+    changes: dict[str, list[list[float]]] = field(default_factory=dict)
+    status: dict[str, StatusAction] = field(default_factory=dict)
+
+
+# (external id, the document to write, its vectors)
+Prepared = tuple[str, dict[str, Any], DocumentVectors]
+
+
+def _sent_action(embeddings: list[list[float]] | None, regenerate: bool) -> StatusAction:
+    """The status of an entry the document sent (`status.py` transitions)."""
+    if embeddings is not None:
+        return provided(regenerate)
+    return GENERATED if regenerate else FREEZE
 
 
 def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items: Iterable[tuple[str, dict[str, Any]]],
@@ -135,6 +166,7 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
     the index), and computes the embeddings of generating embedders (`generate.decide`), before
     anything is written. With `merge`, entries the update does not name are kept."""
     settings = complete(settings)
+    _ = w.embedding_status  # loaded (or rebuilt, for an older index) before the first write
     embedders = user_provided(settings)
     gens = generators(w, settings, uid) if any(embedder_rules.is_generating(c)
                                                for c in settings["embedders"].values()) else {}
@@ -150,7 +182,7 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
                              f"`{ext_id}` is not an object. Was expecting an object with a key for each embedder "
                              f"with manually provided vectors, but instead got `{json.dumps(raw, separators=(',', ':'))}`")
         if not embedders and not gens:
-            out.append((ext_id, doc, {}))
+            out.append((ext_id, doc, DocumentVectors()))
             continue
         sent: dict[str, Any] = dict(raw or {})
         old: dict[str, Any] = {}
@@ -160,9 +192,13 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
             if existing is not None and isinstance(existing.get(VECTORS), dict):
                 old = existing[VECTORS]
         merged = {**old, **sent} if merge else dict(sent)
-        changes: dict[str, list[list[float]]] = {}
+        prepared = DocumentVectors()
+        changes, actions = prepared.changes, prepared.status
         for name, config in embedders.items():
             if name not in sent:
+                kept = entry_of(parse_entry, name, merged.get(name, MISSING))
+                if kept is not None and kept["regenerate"]:
+                    actions[name] = GENERATED  # an update naming no vectors: regenerated (Meilisearch)
                 if name not in merged:
                     missing.setdefault(name, []).append(ext_id)
                     for key in sent:
@@ -177,9 +213,10 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
             except ValueError as err:
                 raise MeiliError("invalid_vectors_type", f"Index `{uid}`: Bad embedder configuration in the document "
                                  f"with id: `{ext_id}`. {err}") from None
+            actions[name] = _sent_action(embeddings, regenerate)
             if embeddings is None:  # `{regenerate}` alone: the old vectors stay
-                prev = old.get(name)
-                embeddings = prev.get("embeddings", []) if isinstance(prev, dict) else []
+                prev = entry_of(parse_entry, name, old.get(name, MISSING))
+                embeddings = (prev["embeddings"] if prev is not None else None) or []
             else:
                 changes[name] = embeddings
             _check_vectors(uid, ext_id, name, embeddings, config.dimensions)
@@ -203,13 +240,17 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
                     _check_vectors(uid, ext_id, name, embeddings, gen.dimensions)
                     merged[name] = {"embeddings": embeddings, "regenerate": regenerate}
                     changes[name] = embeddings
+                    actions[name] = _sent_action(parse_entry(name, sent[name])[0], regenerate)
                 elif kind == "keep":
                     merged[name] = value
+                    if value["regenerate"]:
+                        actions[name] = GENERATED
                 else:
                     pending.add(name, value, merged, changes)
+                    actions[name] = GENERATED
         if raw is not None or merged or gens:
             doc = {**doc, VECTORS: merged}  # `merged` itself: pending embeddings land in it
-        out.append((ext_id, doc, changes))
+        out.append((ext_id, doc, prepared))
     for name, ids in missing.items():
         more = f" and at least {len(ids) - 1} other document(s)" if len(ids) > 1 else ""
         hint = f"- Hint: opt-out for a document with `_vectors.{name}: null`"
@@ -240,19 +281,52 @@ def complete(settings: dict[str, Any]) -> dict[str, Any]:
     return settings if "embedders" in settings else {**settings, "embedders": {}}
 
 
-def write_vectors(w: IndexWriter, ext_id: str, changes: dict[str, list[list[float]]]) -> None:
-    """Sets the vectors of a document just written by `put_document`."""
-    if not changes:
+def write_vectors(w: IndexWriter, ext_id: str, vectors: DocumentVectors) -> None:
+    """Sets the vectors and the embedding status of a document just written by `put_document`."""
+    if not vectors.changes and not vectors.status:
         return
     docid = w.internal_id(ext_id)
     if docid is None:
         return
     store = VectorStore.of(w.index)
     unconfigured = _UNCONFIGURED.get(w)
-    for name, embeddings in changes.items():
+    for name, embeddings in vectors.changes.items():
         if unconfigured and name in unconfigured:
             store.configure(w, name, unconfigured.pop(name))
         store.add(w, name, docid, embeddings)
+    status = w.embedding_status
+    for name, action in vectors.status.items():
+        status.apply(name, docid, action)
+
+
+def import_vectors(w: IndexWriter, ext_id: str, document: dict[str, Any], settings: dict[str, Any]) -> None:
+    """Loads the `_vectors` of a document a dump import just wrote (`put_document`) into the vector
+    store and the embedding status. As in Meilisearch, dumped embeddings count as user-provided and
+    keep their `regenerate`; nothing is embedded (a document without vectors stays without), and
+    vectors whose dimensions do not fit the embedder are skipped."""
+    raw = document.get(VECTORS)
+    if not isinstance(raw, dict):
+        return
+    tracked = tracked_embedders(settings)
+    docid = w.internal_id(ext_id)
+    if docid is None or not tracked:
+        return
+    store = VectorStore.of(w.index)
+    for name, value in raw.items():
+        if name not in tracked:
+            continue
+        try:
+            embeddings, regenerate = parse_entry(name, value)
+        except ValueError:
+            continue
+        config = store.config(w, name)
+        if embeddings is not None and config is not None:
+            fitting = [e for e in embeddings if len(e) == config.dimensions]
+            try:
+                store.add(w, name, docid, fitting)
+            except ValueError:  # a non-finite value
+                pass
+        w.embedding_status.apply(name, docid, _sent_action(embeddings, regenerate))
 
 
 def embedders_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -267,6 +341,7 @@ def embedders_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def plan_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> SettingsPlan:
     """The generating embedders' part of a settings change, computed before any write (it may embed
     documents over the network and fail the task); `configure_embedders` applies it."""
+    _ = w.embedding_status  # loaded (or rebuilt, for an older index) before the first write
     return plan_for_settings(w, uid, complete(old), complete(new), parse_entry)
 
 
@@ -275,11 +350,15 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
     """Brings the vector store in line with the `embedders` setting: the generating embedders' `plan`
     is applied first (a source switching to `userProvided` was dropped there); then removed
     `userProvided` embedders are dropped, new ones (or ones whose dimensions changed) are created
-    and filled from the stored documents' `_vectors`, others are reconfigured (binary quantization)."""
+    and filled from the stored documents' `_vectors`, others are reconfigured (binary quantization).
+    The embedding statuses follow: those of removed embedders are dropped, the filled ones rebuilt."""
+    status = w.embedding_status
     if plan is not None:
         plan.apply(w)
     before, after = user_provided(old), user_provided(new)
     store = VectorStore.of(w.index)
+    for name in status.names - set(new.get("embedders") or {}):
+        status.drop(name)
     for name in before:
         if name not in after and not embedder_rules.is_generating((new.get("embedders") or {}).get(name)):
             store.drop(w, name)
@@ -303,6 +382,7 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
                                  "regenerate the vectors.") from None
     if not fill:
         return
+    filled = {name: EmbedderStatus() for name in fill}
     for docid, raw in w.iter_raw_documents():
         doc = json.loads(raw)
         vectors = doc.get(VECTORS)
@@ -312,12 +392,15 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
             if name not in vectors:
                 continue
             try:
-                embeddings, _ = parse_entry(name, vectors[name])
+                embeddings, regenerate = parse_entry(name, vectors[name])
             except ValueError:
                 continue
+            filled[name].apply(docid, _sent_action(embeddings, regenerate))
             ok = [e for e in embeddings or [] if len(e) == after[name].dimensions]
             if ok:
                 store.add(w, name, docid, ok)
+    for name, fresh in filled.items():
+        status.replace(name, fresh)
 
 
 def check_embedders(settings: dict[str, Any], uid: str) -> None:

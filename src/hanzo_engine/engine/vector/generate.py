@@ -14,6 +14,8 @@ and generating embedder (`decide`):
 On a settings change (`regenerate_for_settings`), `embedders.reindex_action` decides: `full`
 recomputes every `regenerate: true` document (a new embedder also takes the vectors documents
 carried in `_vectors` before it existed); `prompts` recomputes those whose rendered text changed.
+The plan also records the embedding status of the documents it touches (`status.py`): taken vectors
+are user-provided, every `regenerate: true` document of a reindexed embedder is (false, true).
 
 Texts are embedded after every document of the task was rendered and checked, in batches, and the
 results written only when all succeeded: a failure (`vector_embedding_error`, Meilisearch's
@@ -34,6 +36,7 @@ from hanzo_engine.engine.vector.embedders import Runtime, build, is_generating, 
 from hanzo_engine.engine.vector.json_template import osa_distance
 from hanzo_engine.engine.vector.prompt import RenderError
 from hanzo_engine.engine.vector.rest import EmbedderError
+from hanzo_engine.engine.vector.status import FREEZE, GENERATED, StatusAction, provided
 from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore
 
 if TYPE_CHECKING:
@@ -222,6 +225,7 @@ class SettingsPlan:
     removed: list[str] = field(default_factory=list)
     documents: dict[int, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # docid -> (id, new doc)
     vectors: dict[str, list[tuple[int, list[list[float]]]]] = field(default_factory=dict)
+    status: dict[str, dict[int, StatusAction]] = field(default_factory=dict)  # name -> docid -> action
 
     def apply(self, w: IndexWriter) -> None:
         store = VectorStore.of(w.index)
@@ -241,6 +245,12 @@ class SettingsPlan:
         for name, items in self.vectors.items():
             if items:
                 store.add_many(w, name, items)
+        status = w.embedding_status
+        for name in self.removed:
+            status.drop(name)
+        for name, actions in self.status.items():
+            for docid, action in actions.items():
+                status.apply(name, docid, action)
 
 
 def plan_for_settings(w: IndexWriter, uid: str, old: dict[str, Any], new: dict[str, Any],
@@ -293,6 +303,7 @@ def _plan_documents(w: IndexWriter, uid: str, plan: SettingsPlan, old_all: dict[
     externals = _external_ids(w)
     pending = Pending()
     plan.vectors = {name: [] for name in actions}
+    plan.status = {name: {} for name in actions}
     filled: list[tuple[int, dict[str, list[list[float]]]]] = []
     for docid, raw in w.iter_raw_documents():
         doc = json.loads(raw)
@@ -322,10 +333,13 @@ def _plan_documents(w: IndexWriter, uid: str, plan: SettingsPlan, old_all: dict[
                     check_dimensions(uid, ext_id, name, embeddings, gen.dimensions)
                     entries[name] = {"embeddings": embeddings, "regenerate": regenerate}
                     plan.vectors[name].append((docid, embeddings))
+                    plan.status[name][docid] = provided(regenerate)
                     dirty = dirty or entries[name] != value
                 elif regenerate and action == "full":
                     pending.add(name, gen.render(plain), entries, changes)
+                    plan.status[name][docid] = GENERATED
                 elif regenerate:  # prompts: only the documents whose text changed
+                    plan.status[name][docid] = GENERATED
                     text = gen.render(plain)
                     try:
                         same = embeddings is not None and olds[name].render(plain) == text
@@ -337,6 +351,8 @@ def _plan_documents(w: IndexWriter, uid: str, plan: SettingsPlan, old_all: dict[
                     kept = [e for e in embeddings if len(e) == gen.dimensions]
                     if kept:  # user-provided vectors survive the rebuild of the graph
                         plan.vectors[name].append((docid, kept))
+                elif name not in old_all:  # `{"regenerate": false}` carried before the embedder existed
+                    plan.status[name][docid] = FREEZE
             except RenderError as err:
                 raise render_error(uid, ext_id, err) from None
         if dirty or pending.size > queued:

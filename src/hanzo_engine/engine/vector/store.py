@@ -29,7 +29,8 @@ a complete graph. Versions keep the cache right without copying it:
 - Operations that replace the graph (clear, reconfiguration) keep the previous graph for readers of
   older versions until the commit is seen.
 - Which documents have vectors is read from the graph as of the reader's version (`docids`), so no
-  bitmap is rewritten on every change.
+  bitmap is rewritten on every change; the bitmap of a committed version is cached per embedder.
+- Keys starting with `ff ff` other than the registry belong to the embedding statuses (`status.py`).
 - Deleted vectors are tombstones (still walked, never returned). When tombstones exceed
   `CLEANUP_RATIO` of the nodes, the next write transaction removes those deleted by committed versions
   and repairs their neighbours' links.
@@ -190,6 +191,7 @@ class VectorStore:
         self._lock = threading.RLock()
         self._caches: dict[int, _Cache] = {}
         self._sessions: weakref.WeakKeyDictionary[IndexWriter, _Session] = weakref.WeakKeyDictionary()
+        self._docids: dict[int, tuple[HnswGraph, int, BitMap]] = {}  # emb id -> (graph, version, docids)
 
     @classmethod
     def of(cls, index: Index) -> VectorStore:
@@ -509,10 +511,19 @@ class VectorStore:
     def docids(self, reader: IndexReader, embedder: str) -> BitMap:
         """The documents that have vectors for `embedder` (empty for an unknown embedder); read from
         the graph as of the reader's version."""
-        if self._emb_id(reader.txn, embedder) is None:
+        emb_id = self._emb_id(reader.txn, embedder)
+        if emb_id is None:
             return BitMap()
         graph, version, _ = self._view(reader, embedder)
-        return BitMap(graph.labels(version))
+        if self._sessions.get(cast("IndexWriter", reader)) is not None:
+            return BitMap(graph.labels(version))  # a write transaction: its graph changes under it
+        with self._lock:
+            cached = self._docids.get(emb_id)
+        if cached is None or cached[0] is not graph or cached[1] != version:
+            cached = (graph, version, BitMap(graph.labels(version)))
+            with self._lock:
+                self._docids[emb_id] = cached
+        return BitMap(cached[2])
 
     def get_vectors(self, reader: IndexReader, embedder: str, docid: int) -> np.ndarray[Any, Any] | None:
         """A document's vectors (float32, one row each), or None when it has none."""

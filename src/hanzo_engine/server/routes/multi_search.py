@@ -59,6 +59,7 @@ from hanzo_engine.auth.tenant import rust_debug_list
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.vector.hybrid import ai_search
+from hanzo_engine.filter_parser import FilterFeatures
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 from ..app_state import route, state
@@ -262,15 +263,23 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
 
 
+def filter_features_of(features: ExperimentalFeatures) -> FilterFeatures:
+    """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
+    view = features.view()
+    return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
+                          network=view["network"])
+
+
 def _single(scheduler: Scheduler, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            ) -> dict[str, Any]:
-    return read_index(scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata))
+            filters: FilterFeatures) -> dict[str, Any]:
+    return read_index(scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters))
 
 
 def multi(scheduler: Scheduler, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
           with_metadata: bool) -> list[dict[str, Any]]:
     """Each query as its own search, in order; the first failure names its query."""
     results = []
+    filters = filter_features_of(features)
     for i, q in enumerate(queries):
         if q.options is not None:
             raise MultiSearchError(
@@ -279,7 +288,7 @@ def multi(scheduler: Scheduler, queries: list[MultiQuery], features: Experimenta
                 f" - Hint: remove `federationOptions` from query #{i} or add `federation` to the request.", 400)
         try:
             _check_use_network(q.query, features)
-            body = _single(scheduler, q.index_uid, q.query, request_uid, with_metadata)
+            body = _single(scheduler, q.index_uid, q.query, request_uid, with_metadata, filters)
         except MeiliError as err:
             raise inside(err, _query(i)) from None
         results.append({"indexUid": q.index_uid, **body})
@@ -445,7 +454,7 @@ class Federated:
                 self.previous = (rules, item.query_index, uid)
         else:
             self.previous = (rules, item.query_index, uid)
-        prepared = prepare_query(reader, uid, query)
+        prepared = prepare_query(reader, uid, query, filter_features_of(self.features))
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
         request = self._request(query, limit, prepared)
