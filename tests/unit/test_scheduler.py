@@ -140,3 +140,34 @@ def test_index_lifecycle(sched: Scheduler) -> None:
     assert sched.get_task(deletion["taskUid"])["details"] == {"deletedDocuments": 1}  # type: ignore[index]
     assert sched.index("b") is None
     assert list((sched.db_path / "indexes").iterdir()) == []
+
+
+def test_full_collections_are_deferred_while_a_batch_applies(sched: Scheduler, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a full collection walks every live container: a batch's documents are hundreds of thousands of
+    # them, so the writer defers it for the batch and restores the thresholds after, even on failure
+    import gc
+
+    from hanzo_engine.scheduler import processing
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    apply_batch = processing.apply_batch
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.get_threshold())
+        return apply_batch(*args, **kwargs)
+
+    monkeypatch.setattr(processing, "apply_batch", recording)
+    add_docs(sched, "movies", [{"id": 1, "title": "a"}])
+    assert run_all(sched) == 1
+    assert seen and seen[0][:2] == before[:2] and seen[0][2] >= 1 << 30
+    assert gc.get_threshold() == before
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(processing, "apply_batch", failing)
+    task = add_docs(sched, "movies", [{"id": 2}])
+    run_all(sched)
+    assert (sched.get_task(task) or {}).get("status") == "failed"
+    assert gc.get_threshold() == before
