@@ -770,15 +770,20 @@ static int log_reserve(hz_postings *p, size_t extra)
     return 0;
 }
 
-/* The next-word key bits of a word of hash `h` (its top bits: the low ones place it in hash tables). */
-static uint32_t next_bits(uint64_t h)
+/* 3 bits of a byte (Fibonacci hashing: consecutive letters spread over the 8 values). */
+static uint32_t byte_bits(uint32_t b)
 {
-    return (uint32_t)(h >> 58) & HZ_NEXT_WORD_MASK;
+    return ((b + 1u) * 0x9E3779B1u) >> 29;
 }
 
+/* The next-word key bits of a word: 3 bits of its first byte, then 3 of its second (of 0 for a
+ * one-byte word). Every word starting with the same two bytes has the same bits, so the documents
+ * where a word is followed by any word with a given prefix are one key for a prefix of two bytes or
+ * more (the last query word is a prefix: its expansions share the key) and 8 keys for one byte. */
 uint32_t hz_next_word_bits(const char *w, size_t len)
 {
-    return next_bits(hash_bytes(w, len));
+    uint32_t b0 = len > 0 ? (uint8_t)w[0] : 0u, b1 = len > 1 ? (uint8_t)w[1] : 0u;
+    return (byte_bits(b0) << 3 | byte_bits(b1)) & HZ_NEXT_WORD_MASK;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -827,7 +832,8 @@ static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint6
                 }
                 uint64_t wid = (uint64_t)p->wids[(uint32_t)occ[a]] << KEY_WORD_SHIFT;
                 for (size_t b = h; b < k; b++) {
-                    uint32_t bits = next_bits(d->words[(uint32_t)occ[b]].hash);
+                    const doc_word *next = &d->words[(uint32_t)occ[b]];
+                    uint32_t bits = hz_next_word_bits(d->bytes + next->off, next->len);
                     p->scratch_next[m++] = wid | (uint64_t)(HZ_NEXT_WORD_FID | bits) << KEY_FID_SHIFT | flag;
                 }
             }

@@ -51,8 +51,9 @@ extern "C" {
 #define HZ_SECOND_WORD_FID 0x2000u
 #define HZ_PSEUDO_FID_LIMIT 0x2000u
 /* word-fid-docids keys with HZ_NEXT_WORD_FID | bits hold the documents where the word is directly
- * followed, in some field, by a word whose hz_next_word_bits are `bits` (6 bits of its hash): a
- * superset of the documents where it is followed by a given word (the proximity rule's best). */
+ * followed, in some field, by a word whose hz_next_word_bits are `bits` (3 bits of each of its first
+ * two bytes): a superset of the documents where it is followed by a given word, or by any word with
+ * a given prefix (the proximity rule's best). */
 #define HZ_NEXT_WORD_FID 0xE000u
 #define HZ_NEXT_WORD_MASK 0x3Fu
 #define HZ_NEXT_WORD_MAX_LEN 4u  /* bytes: only short (frequent) words have next-word keys */

@@ -26,7 +26,7 @@ from hanzo_engine.engine.search import fast_bucket, ranking
 from hanzo_engine.engine.search.engine import Searcher, search
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
-from hanzo_engine.engine.update.indexer import read_forward
+from hanzo_engine.engine.update.indexer import KEY_FIRST_WORDS, read_forward
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
 VOCAB = ["sun", "flower", "sunflower", "flowers", "sunn", "new", "news", "york", "newyork", "s",
@@ -240,6 +240,32 @@ def test_next_words_narrow_to_adjacent_documents(tmp_path: Path, monkeypatch: py
             keyed.clear()
             assert run(index, q, "last", True, monkeypatch, sort) == expected, (q, sort)
             assert keyed and sum(keyed) < 400, (q, sort, keyed)  # not the 600 documents of the bucket
+    index.close()
+
+
+def test_next_words_of_an_older_index_are_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # level 3 next-word keys hashed the whole next word, level 4 the first two bytes: an index marked
+    # 3 keys the whole bucket (still right) instead of reading keys that no longer mean the same
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
+    with index.write() as w:
+        for i in range(600):
+            x, y = others[i % len(others)], others[(i * 7) % len(others)]
+            title = [f"{x} sun light {y}", f"sun {x} light", f"light {y} sun {x}"][i % 3]
+            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}"}, merge=False)
+        w.touch()
+    keyed = record_sizes(monkeypatch, "_key", 2)
+    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    expected = run(index, "sun ligh", "last", False, monkeypatch)
+    keyed.clear()
+    assert run(index, "sun ligh", "last", True, monkeypatch) == expected
+    assert keyed and sum(keyed) < 400
+    with index.write() as w:
+        w.txn.put(KEY_FIRST_WORDS, b"3", db=index.db_main)
+        w.touch()
+    keyed.clear()
+    assert run(index, "sun ligh", "last", True, monkeypatch) == expected
+    assert sum(keyed) == 600
     index.close()
 
 

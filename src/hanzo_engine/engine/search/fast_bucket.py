@@ -347,11 +347,12 @@ class FastBuckets:
     def _adjacent(self, path: Path, docs: BitMap) -> BitMap | None:
         """A subset of `docs` holding every document where a derivation of the path's first node is
         directly followed by one of its second (the next-word keys: the first's last word followed by a
-        word with the hash bits of the second's first word), when the index has those keys (the last
-        words are short: the frequent words whose buckets are large); else None.
+        word with the next-word bits of the second's first word, bits of its first two bytes, which a
+        prefix's expansions share), when the index has those keys (the last words are short: the
+        frequent words whose buckets are large); else None.
         The caller checks that the best keys need that adjacency (`_adjacency_needed`)."""
-        if self._level < 3:
-            return None
+        if self._level < 4:
+            return None  # level 3 indexes have next-word keys by a hash of the whole word
         alts = self._first_two(path)
         if alts is None:
             return None

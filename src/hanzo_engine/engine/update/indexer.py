@@ -15,8 +15,9 @@ Structures (databases of the index env, all written in the batch's write transac
                      with a pair of words). Only fields below PSEUDO_FID_LIMIT (0x2000) have them.
                      Under NEXT_WORD_FID | bits (0xE000 + 6 bits), for words of at most
                      NEXT_WORD_MAX_LEN bytes: the docids where the word is directly followed, in some
-                     field, by a word with those `next_word_bits` (the documents where it is followed
-                     by a given word, and a few more). Complete as `first-words` says.
+                     field, by a word with those `next_word_bits` (3 bits of each of its first two
+                     bytes: the documents where it is followed by a given word or by any word with a
+                     given prefix, and a few more). Complete as `first-words` says.
 - `docid-words`      docid (u32 BE) -> msgpack `[lengths, postings]` — the forward index: `lengths` maps
                      fid -> number of words of that field, `postings` maps word -> packed positions
                      (`fid << 16 | position`). Proximity, word position, exactness, phrases and BM25
@@ -66,7 +67,7 @@ KEY_FIELD_STATS: Final = b"field-stats"
 # the level of completeness: b"1" first words, b"2" also sole and second words, fields below
 # PSEUDO_FID_LIMIT only, b"3" also next words.
 KEY_FIRST_WORDS: Final = b"first-words"
-FIRST_WORDS_LEVEL: Final = 3  # what this version writes
+FIRST_WORDS_LEVEL: Final = 4  # what this version writes
 FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
 SOLE_WORD_FID: Final = 0x4000  # with FIRST_WORD_FID: the field holds that word alone (HZ_SOLE_WORD_FID)
 SECOND_WORD_FID: Final = 0x2000  # with FIRST_WORD_FID: the word at position 1 (HZ_SECOND_WORD_FID)
@@ -166,7 +167,8 @@ def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None
 
 def first_words_level(reader: IndexReader) -> int:
     """How complete the FIRST_WORD_FID keys are (`KEY_FIRST_WORDS`): 0 not, 1 first words, 2 also
-    sole and second words (fields below PSEUDO_FID_LIMIT), 3 also next words."""
+    sole and second words (fields below PSEUDO_FID_LIMIT), 3 also next words by a hash of the whole
+    next word (no longer used), 4 next words by the bits of the next word's first two bytes."""
     return _level(reader._main(KEY_FIRST_WORDS))
 
 
