@@ -521,10 +521,13 @@ class FastBuckets:
 
         searched = list(s.searched)
         key = (s.restriction(), tuple(alts))
-        subset = cached_union(s.reader, ("first", key), len(alts), lambda: union(FIRST_WORD_FID, searched)) & docs
+        # one lookup per derivation and field: what the cache saves
+        subset = cached_union(s.reader, ("first", key), len(alts) * len(searched),
+                              lambda: union(FIRST_WORD_FID, searched)) & docs
         if weighted:
             best_fids = [fid for fid in searched if s.weight[fid] == wmin]
-            subset &= cached_union(s.reader, ("in", key, tuple(best_fids)), len(alts), lambda: union(0, best_fids))
+            subset &= cached_union(s.reader, ("in", key, tuple(best_fids)), len(alts) * len(best_fids),
+                                   lambda: union(0, best_fids))
         return subset, best
 
     def _word_fid_docs(self, word: str | None, fid: int) -> BitMap:

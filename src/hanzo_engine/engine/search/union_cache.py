@@ -19,7 +19,7 @@ from pyroaring import BitMap, FrozenBitMap
 
 from hanzo_engine.engine.index import IndexReader
 
-MIN_PARTS: Final = 32  # fewer bitmaps are merged faster than a cache key is hashed
+MIN_PARTS: Final = 32  # fewer bitmap lookups and merges cost less than hashing a cache key
 MAX_BYTES: Final = 64 << 20  # per index, of bitmap containers; least recently used out first
 
 _LOCK = threading.Lock()
