@@ -11,6 +11,7 @@ variables > config file > default itself.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -238,6 +239,10 @@ def _run_server(cli_values: dict[str, Any]) -> None:
         log_config=None,
         **ssl,
     )
+    # The modules and the app live as long as the server: out of the cyclic GC's reach, a full
+    # collection walks only what the server creates afterwards (~5 ms less per full collection).
+    # Here, not in the app, so that tests and embedders creating apps keep their collections.
+    gc.freeze()
     try:
         uvicorn.Server(config).run()
     except KeyboardInterrupt:
