@@ -186,19 +186,33 @@ def test_exact_first_words_narrow_further(tmp_path: Path, monkeypatch: pytest.Mo
     index.close()
 
 
+ADJACENT_THIRD = ["{x} sun light {y}", "sun {x} light", "light {y} sun {x}"]  # adjacent, never at the start
+
+
+def sun_light_index(path: Path, titles: list[str], settings: dict[str, Any] | None = None) -> Index:
+    """600 documents whose titles cycle through `titles` (`{x}`, `{y}`: other words of VOCAB), each
+    with a body and a `rank`."""
+    index = Index.create(path, primary_key="id", created_at=0)
+    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
+    with index.write() as w:
+        if settings is not None:
+            new = complete_settings(settings)
+            reindex_for_settings(w, complete_settings({}), new)
+            w.set_settings(new)
+        for i in range(600):
+            x, y = others[i % len(others)], others[(i * 7) % len(others)]
+            title = titles[i % len(titles)].format(x=x, y=y)
+            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}", "rank": (i * 37) % 101}, merge=False)
+        w.touch()
+    return index
+
+
 def test_first_pairs_narrow_a_two_word_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # `sun light`: three quarters of the titles start with `sun`, only half with `sun light` or
     # `sun lights` (the best keys need the words adjacent from position 0): only those are keyed;
     # for `sun light` only the quarter starting with the exact words (they alone can have an exact
     # attribute match, which exactness ranks first)
-    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
-    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
-    with index.write() as w:
-        for i in range(600):
-            x, y = others[i % len(others)], others[(i * 7) % len(others)]
-            title = [f"sun light {x} {y}", f"sun {x} light", f"{x} sun light", f"sun lights {y}"][i % 4]
-            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}"}, merge=False)
-        w.touch()
+    index = sun_light_index(tmp_path / "i", ["sun light {x} {y}", "sun {x} light", "{x} sun light", "sun lights {y}"])
     keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
     for q in ("sun light", "sun lig"):
@@ -220,18 +234,8 @@ def test_first_pairs_narrow_a_two_word_query(tmp_path: Path, monkeypatch: pytest
 
 def test_next_words_narrow_to_adjacent_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # every title holds `sun` and `light`, a third of them adjacent (never at the start): with
-    # proximity first only those (and the few a 6-bit hash confuses with them) are keyed, sorted or not
-    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
-    new = complete_settings({"sortableAttributes": ["rank"]})
-    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
-    with index.write() as w:
-        reindex_for_settings(w, complete_settings({}), new)
-        w.set_settings(new)
-        for i in range(600):
-            x, y = others[i % len(others)], others[(i * 7) % len(others)]
-            title = [f"{x} sun light {y}", f"sun {x} light", f"light {y} sun {x}"][i % 3]
-            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}", "rank": (i * 37) % 101}, merge=False)
-        w.touch()
+    # proximity first only those (and the few the next-word bits confuse with them) are keyed, sorted or not
+    index = sun_light_index(tmp_path / "i", ADJACENT_THIRD, {"sortableAttributes": ["rank"]})
     keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
     for sort in (None, ["rank:asc"]):
@@ -246,14 +250,7 @@ def test_next_words_narrow_to_adjacent_documents(tmp_path: Path, monkeypatch: py
 def test_next_words_of_an_older_index_are_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # level 3 next-word keys hashed the whole next word, level 4 the first two bytes: an index marked
     # 3 keys the whole bucket (still right) instead of reading keys that no longer mean the same
-    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
-    others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
-    with index.write() as w:
-        for i in range(600):
-            x, y = others[i % len(others)], others[(i * 7) % len(others)]
-            title = [f"{x} sun light {y}", f"sun {x} light", f"light {y} sun {x}"][i % 3]
-            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}"}, merge=False)
-        w.touch()
+    index = sun_light_index(tmp_path / "i", ADJACENT_THIRD)
     keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
     expected = run(index, "sun ligh", "last", False, monkeypatch)

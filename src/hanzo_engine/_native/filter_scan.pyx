@@ -54,17 +54,6 @@ cdef inline Py_ssize_t _word_end(const char* p, Py_ssize_t i, Py_ssize_t n) noex
     return i
 
 
-cdef inline bint _is(const char* p, Py_ssize_t i, Py_ssize_t n, const char* word, Py_ssize_t length) noexcept nogil:
-    """The maximal word at `i` is exactly `word`."""
-    cdef Py_ssize_t k
-    if i + length > n:
-        return False
-    for k in range(length):
-        if p[i + k] != word[k]:
-            return False
-    return i + length == n or not _wordc(p[i + length])
-
-
 cdef inline bint _starts(const char* p, Py_ssize_t i, Py_ssize_t n, const char* prefix, Py_ssize_t length) noexcept nogil:
     cdef Py_ssize_t k
     if i + length > n:
@@ -73,6 +62,11 @@ cdef inline bint _starts(const char* p, Py_ssize_t i, Py_ssize_t n, const char* 
         if p[i + k] != prefix[k]:
             return False
     return True
+
+
+cdef inline bint _is(const char* p, Py_ssize_t i, Py_ssize_t n, const char* word, Py_ssize_t length) noexcept nogil:
+    """The maximal word at `i` is exactly `word`."""
+    return _starts(p, i, n, word, length) and (i + length == n or not _wordc(p[i + length]))
 
 
 cdef bint _operand(const char* p, Py_ssize_t i, Py_ssize_t n, Operand* out) noexcept nogil:
@@ -155,6 +149,17 @@ cdef class ChainScanner:
                 return None
         return self.token(value, s, o.start, o.end)
 
+    cdef object _value(self, str s, const char* p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t* end):
+        """The operand after the spaces at `i` as a token, `end` after it and its trailing spaces (the
+        general parser takes them with a value); None when there is none or it is the general parser's."""
+        cdef Operand v
+        if not _operand(p, _skip_ws(p, i, n), n, &v):
+            return None
+        value = self._token(s, p, &v)
+        if value is not None:
+            end[0] = _skip_ws(p, v.after, n)
+        return value
+
     cdef object _list(self, str s, const char* p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t* end):
         """``[v, ...]`` from its ``[`` at `i` (trailing comma allowed), then spaces."""
         cdef list values = []
@@ -183,7 +188,7 @@ cdef class ChainScanner:
     cdef object _clause(self, str s, const char* p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t* end):
         """One plain clause at `i` (no leading spaces); sets `end` after it (and after the spaces the
         general parser takes with it: after a value, not after EXISTS / NULL / EMPTY)."""
-        cdef Operand f, v, hi
+        cdef Operand f, v
         cdef object field, value, high, values
         cdef Py_ssize_t j, k, ks
         cdef char c, c2
@@ -206,13 +211,8 @@ cdef class ChainScanner:
             else:
                 k = j + 1
             op = s[j:k]
-            if not _operand(p, _skip_ws(p, k, n), n, &v):
-                return None
-            value = self._token(s, p, &v)
-            if value is None:
-                return None
-            end[0] = _skip_ws(p, v.after, n)
-            return self.comparison(field, op, value)
+            value = self._value(s, p, k, n, end)
+            return None if value is None else self.comparison(field, op, value)
         if f.kind == WORD and p[f.start] == b'_':
             return None  # a `_vectors` filter maybe: only comparisons are plain for `_` fields
         if _is(p, j, n, b"NOT", 3):
@@ -235,12 +235,9 @@ cdef class ChainScanner:
         if _is(p, j, n, b"CONTAINS", 8) or (_starts(p, j, n, b"STARTS WITH", 11) and _is(p, j + 7, n, b"WITH", 4)):
             ks = j
             k = j + 8 if p[j] == b'C' else j + 11
-            if not _operand(p, _skip_ws(p, k, n), n, &v):
-                return None
-            value = self._token(s, p, &v)
+            value = self._value(s, p, k, n, end)
             if value is None:
                 return None
-            end[0] = _skip_ws(p, v.after, n)
             keyword = self.token(s[ks:k], s, ks, k)
             if k - ks == 8:
                 return self.not_contains(field, value, keyword) if negated else self.contains(field, value, keyword)
@@ -274,13 +271,8 @@ cdef class ChainScanner:
         k = _skip_ws(p, v.after, n)
         if not _starts(p, k, n, b"TO", 2) or k + 2 >= n or not _ws(p[k + 2]):
             return None
-        if not _operand(p, _skip_ws(p, k + 2, n), n, &hi):
-            return None
-        high = self._token(s, p, &hi)
-        if high is None:
-            return None
-        end[0] = _skip_ws(p, hi.after, n)
-        return self.range_(field, value, high)
+        high = self._value(s, p, k + 2, n, end)
+        return None if high is None else self.range_(field, value, high)
 
     cdef inline Py_ssize_t _connector(self, const char* p, Py_ssize_t i, Py_ssize_t n, int* kind) noexcept:
         """``AND`` / ``OR`` after optional spaces (kind 1 / 2, then the spaces after it), else kind 0

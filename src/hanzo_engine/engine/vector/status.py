@@ -45,7 +45,7 @@ generating one none is.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -146,23 +146,31 @@ def tracked_embedders(settings: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def derive_skip_regenerate(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
-                           parse_entry: ParseEntry) -> dict[str, BitMap]:
-    """Per embedder, the documents whose stored `_vectors.<name>` parses with `regenerate: false`."""
-    out = {name: BitMap() for name in names}
+def _stored_entries(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
+                    parse_entry: ParseEntry) -> Iterator[tuple[str, int, bool]]:
+    """(embedder, docid, regenerate) of every stored `_vectors.<name>` entry of `names` that parses."""
+    names = list(names)
     for docid, doc in documents:
         vectors = doc.get(VECTORS)
         if not isinstance(vectors, dict):
             continue
-        for name, skip in out.items():
+        for name in names:
             if name not in vectors:
                 continue
             try:
                 _, regenerate = parse_entry(name, vectors[name])
             except ValueError:
                 continue
-            if not regenerate:
-                skip.add(docid)
+            yield name, docid, regenerate
+
+
+def derive_skip_regenerate(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
+                           parse_entry: ParseEntry) -> dict[str, BitMap]:
+    """Per embedder, the documents whose stored `_vectors.<name>` parses with `regenerate: false`."""
+    out = {name: BitMap() for name in names}
+    for name, docid, regenerate in _stored_entries(documents, out, parse_entry):
+        if not regenerate:
+            out[name].add(docid)
     return out
 
 
@@ -171,19 +179,9 @@ def derive_from_documents(documents: Iterable[tuple[int, dict[str, Any]]], sourc
     """The statuses of an index that has none yet (module docstring): `skip_regenerate` exactly;
     user-provided = an entry of a `userProvided` embedder, or an entry with `regenerate: false`."""
     out = {name: EmbedderStatus() for name in sources}
-    for docid, doc in documents:
-        vectors = doc.get(VECTORS)
-        if not isinstance(vectors, dict):
-            continue
-        for name, status in out.items():
-            if name not in vectors:
-                continue
-            try:
-                _, regenerate = parse_entry(name, vectors[name])
-            except ValueError:
-                continue
-            if sources[name] == "userProvided" or not regenerate:
-                status.assign(docid, True, regenerate)
+    for name, docid, regenerate in _stored_entries(documents, sources, parse_entry):
+        if sources[name] == "userProvided" or not regenerate:
+            out[name].assign(docid, True, regenerate)
     return out
 
 
