@@ -8,7 +8,8 @@ binary search (memcmp) in the query's sorted derivation words; a hit adds its po
 per (term, field) term frequencies of the terms the word derives from, counted only in the fields the
 term may match in (`allowed` for exact words, `allowed_tol` for typo derivations). The score is
 sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl[f])), as
-`Searcher.bm25` computes it for one-word derivations.
+`Searcher.bm25` computes it for one-word derivations, with the same operations in the same order (terms
+in query order, fields ascending), so both give the same float and the fast bucket path can use it.
 """
 
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -70,6 +71,19 @@ cdef class QueryWords:
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
         return find_word_in(self.heads, self.words, self.lens, self.n, s, n)
+
+
+cdef inline void sort_cells(int *cells, Py_ssize_t n) noexcept nogil:
+    """Insertion sort: a document touches a few (term, field) cells."""
+    cdef Py_ssize_t i, j
+    cdef int v
+    for i in range(1, n):
+        v = cells[i]
+        j = i - 1
+        while j >= 0 and cells[j] > v:
+            cells[j + 1] = cells[j]
+            j -= 1
+        cells[j + 1] = v
 
 
 def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allowed, uint8_t[::1] allowed_tol,
@@ -152,6 +166,8 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
                                     tf[cell] += 1
                             if not ok:
                                 break
+                # summed in (term, field) order, as `Searcher.bm25` sums: the same float, bit for bit
+                sort_cells(touched, n_touched)
                 score = 0.0
                 for i in range(n_touched):
                     cell = touched[i]

@@ -656,7 +656,7 @@ class Searcher:
             for first, _last, _phrase in self.occurrences(postings, node, None):
                 f = first >> 16
                 per_field[f] = per_field.get(f, 0) + 1
-            for f, tf in per_field.items():
+            for f, tf in sorted(per_field.items()):  # fields ascending, as `_native.bm25` sums
                 st = self.stats.get(f)
                 avg = (st[1] / st[0]) if st and st[0] else 1.0
                 dl = lengths.get(f, lengths.get(str(f), 1))  # type: ignore[call-overload]

@@ -6,11 +6,11 @@ keyer implements (proximity, attribute rank, word position, exactness, bm25, fie
 path of word nodes (derivations: words, split words, synonyms), `_native.bucket.BucketQuery` computes the same
 sort keys for every document from the raw forward entries (one LMDB get and one in-place parse each),
 and `_native.bm25` the BM25 tie-break (only for the documents at the page's cut and its ties, unless a
-`bm25` rule needs it for all). For the best `need + MARGIN` documents by those keys, the
-score details are rebuilt from the native keys as `Ranker.apply` builds them and BM25 is recomputed
-by `Searcher.bm25`, which gives the final order: the page is exactly the Python ranker's as long as
+`bm25` rule needs it for all), the same float `Searcher.bm25` computes (same operations, same
+order). For the best `need + MARGIN` documents by those keys, the score details are rebuilt from the
+native keys and BM25 as `Ranker.apply` builds them: the page is exactly the Python ranker's as long as
 the native keys agree with it (tests/property/test_fast_bucket_props.py compares both on random
-corpora), and the margin absorbs float rounding differences of the native BM25 at the cut.
+corpora).
 
 Not taken (the caller scores per document): a bucket without a typo split, several paths (ngrams),
 quoted phrases, geo sort rules, `distinct`, a ranking score threshold.
@@ -38,7 +38,6 @@ from hanzo_engine.engine.update.indexer import (
     SOLE_WORD_FID,
     first_words_level,
     forward_entries,
-    read_forward,
 )
 
 from .disjunctive import _field_arrays, _Scorer
@@ -50,7 +49,7 @@ from .union_cache import cached_union
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
 _POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
 MIN_DOCS = 48  # smaller buckets are scored in Python directly
-MARGIN = 8  # documents scored in Python past the ones needed
+MARGIN = 0  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
 PAIR_LOOKUP_COST = 3  # documents keyed in the time of one first/second-word bitmap lookup
@@ -60,6 +59,7 @@ S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
 MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
 Scored = tuple[tuple[Any, ...], float, dict[str, Any]]
+Pick = tuple[int, list[int], float]  # docid, native keys, raw BM25
 SORT_CODE = 7  # a field sort rule: BucketQuery leaves its column to `_select` (`Ordering.rank_column`)
 
 
@@ -231,8 +231,8 @@ class FastBuckets:
                            allowed_tol, weight, s.max_weight, s.by_attribute)
 
     def best(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, level: int, docs: BitMap,
-             need: int, deadline: float) -> tuple[list[tuple[int, list[int]]], BitMap]:
-        """(docid, native keys) of the best `need + MARGIN` documents of `docs` (a bucket of `path`
+             need: int, deadline: float) -> tuple[list[Pick], BitMap]:
+        """(docid, native keys, raw BM25) of the best `need + MARGIN` documents of `docs` (a bucket of `path`
         whose node(s) matched at typo `level`) by the native keys, best first; and the documents left
         unkeyed when `deadline` (time.monotonic) passed.
 
@@ -579,7 +579,7 @@ class FastBuckets:
                                BitMap(), entries))
         return Keyed.join(parts)
 
-    def _select(self, keyed: Keyed, want: int, bm25_terms: tuple[int, ...]) -> list[tuple[int, list[int]]]:
+    def _select(self, keyed: Keyed, want: int, bm25_terms: tuple[int, ...]) -> list[Pick]:
         key, raw, docids, _, entries = keyed
         columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
         col = 0
@@ -612,25 +612,22 @@ class FastBuckets:
             raw[todo] = self._scorer(bm25_terms).score_entries(BitMap(docids[todo].tolist()),
                                                                [entries[i] for i in todo.tolist()])
         order = rows[np.lexsort((docids[rows], -raw[rows], *[c[rows] for c in reversed(columns)]))][:want]
-        return [(int(d), row) for d, row in zip(docids[order].tolist(), key[order].tolist(), strict=True)]
+        return list(zip(docids[order].tolist(), key[order].tolist(), raw[order].tolist(), strict=True))
 
-    def scored(self, ranker: Any, bucket: Any, picks: list[tuple[int, list[int]]]) -> list[Scored]:
+    def scored(self, ranker: Any, bucket: Any, picks: list[Pick]) -> list[Scored]:
         """What `ranker.score` gives the picked documents of `bucket` (`ranking.Ranker`, `Bucket`),
         sorted: the native keys are the rules' values, turned into details and ranks by the same
-        `RuleScores` the ranker uses; BM25 is recomputed by `Searcher.bm25` so ties and rounding are
-        exactly the Python ranker's."""
+        `RuleScores` the ranker uses; the native BM25 is the float `Searcher.bm25` computes (same
+        operations in the same order), so ties and rounding are exactly the Python ranker's."""
         s = self.s
         g = ranker.g
         step = bucket.step
         path = bucket.paths[0]
         covered = g.covered(path)
-        bm25_nodes = ranker._bm25_nodes(step)
         tops = {"proximity": g.max_proximity(path) + 1, "attributeRank": s.max_weight * covered + 1,
                 "wordPosition": 10 * covered + 1}
         out: list[Scored] = []
-        for docid, row in picks:
-            fwd = read_forward(s.reader, docid)
-            raw = s.bm25(fwd[0], fwd[1], bm25_nodes) if fwd is not None else 0.0
+        for docid, row, raw in picks:
             scores = RuleScores()
             values = iter(row)
             for rule in ranker.rules:
