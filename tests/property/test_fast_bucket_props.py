@@ -22,8 +22,9 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.search import parse_sort
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search import fast_bucket, ranking
+from hanzo_engine.engine.search import disjunctive, fast_bucket, ranking
 from hanzo_engine.engine.search.engine import Searcher, search
+from hanzo_engine.engine.search.plan_cache import PlanCache
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.update.indexer import KEY_FIRST_WORDS, read_forward
@@ -312,3 +313,42 @@ def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyP
             assert run(index, "sun", "last", True, monkeypatch, sort, walk) == expected
             assert keyed and min(keyed) < 150  # not the 400 documents of the bucket
     index.close()
+
+
+def test_native_queries_are_shared_between_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a search takes the native tables an earlier search of the same derivations built and puts them
+    # back (`plan_cache`); other searchable fields build others; the answers stay the Python ranker's
+    monkeypatch.setattr(fast_bucket, "BUCKET_QUERIES", PlanCache(64))
+    monkeypatch.setattr(disjunctive, "QUERY_WORDS", PlanCache(64))
+    built: list[int] = []
+    original = fast_bucket.FastBuckets._new_query
+
+    def counted(self: fast_bucket.FastBuckets, *args: Any) -> Any:
+        built.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(fast_bucket.FastBuckets, "_new_query", counted)
+    titles = ["sun light {x} {y}", "sun {x} light", "{x} sun light"]
+    index = sun_light_index(tmp_path / "i", titles)
+    expected = run(index, "sun l", "last", False, monkeypatch)
+    assert run(index, "sun l", "last", True, monkeypatch) == expected
+    first = len(built)
+    assert first and len(fast_bucket.BUCKET_QUERIES._entries) == first  # every taken query is back
+    assert len(disjunctive.QUERY_WORDS._entries) == 1
+    for _ in range(2):
+        assert run(index, "sun l", "last", True, monkeypatch) == expected
+    assert len(built) == first
+    narrower = sun_light_index(tmp_path / "j", titles, {"searchableAttributes": ["title"]})
+    assert run(narrower, "sun l", "last", True, monkeypatch) == run(narrower, "sun l", "last", False, monkeypatch)
+    assert len(built) > first
+
+
+def test_plan_cache_hands_a_taken_entry_to_one_search() -> None:
+    cache = PlanCache(2)
+    cache.put("a", 1)
+    assert cache.take("a") == 1 and cache.take("a") is None and cache.get("a") is None
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # now the most recent: `b` goes first
+    cache.put("c", 3)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)

@@ -28,7 +28,8 @@ from pyroaring import BitMap
 from hanzo_engine._native.bm25 import QueryWords, bm25_scores
 from hanzo_engine.engine.update.indexer import forward_entries, read_forward
 
-from .engine import K1, B, Node, Searcher
+from .engine import K1, B, Node, Searcher, alts_key
+from .plan_cache import QUERY_WORDS
 
 
 def _terms(nodes: list[Node]) -> list[Node]:
@@ -46,23 +47,29 @@ def bm25_candidates(searcher: Searcher, terms: list[Node], universe: BitMap) -> 
 
 
 def _query_words(terms: list[Node]) -> tuple[QueryWords, list[Node]]:
-    """The one-word derivations as the native lookup table, and the nodes having a multi-word
-    derivation (their documents are rescored in Python)."""
-    pairs: dict[bytes, set[tuple[int, bool]]] = {}
-    multi_nodes: list[Node] = []
-    for t, node in enumerate(terms):
-        has_multi = False
-        for level in node.alts:
-            for alt in level:
-                if len(alt.words) == 1 and alt.words[0] is not None:
-                    pairs.setdefault(alt.words[0].encode(), set()).add((t, alt.tolerant))
-                else:
-                    has_multi = True
-        if has_multi:
-            multi_nodes.append(node)
-    words = sorted(pairs)
-    table = QueryWords(words, [sorted(pairs[w]) for w in words])
-    return table, multi_nodes
+    """The one-word derivations as the native lookup table (shared between searches of the same
+    derivations, `plan_cache`), and the nodes having a multi-word derivation (their documents are
+    rescored in Python)."""
+    key = tuple(alts_key(node) for node in terms)
+    found = QUERY_WORDS.get(key)
+    if found is None:
+        pairs: dict[bytes, set[tuple[int, bool]]] = {}
+        multi: list[int] = []
+        for t, node in enumerate(terms):
+            has_multi = False
+            for level in node.alts:
+                for alt in level:
+                    if len(alt.words) == 1 and alt.words[0] is not None:
+                        pairs.setdefault(alt.words[0].encode(), set()).add((t, alt.tolerant))
+                    else:
+                        has_multi = True
+            if has_multi:
+                multi.append(t)
+        words = sorted(pairs)
+        found = (QueryWords(words, [sorted(pairs[w]) for w in words]), tuple(multi))
+        QUERY_WORDS.put(key, found)
+    table, multi_terms = found
+    return table, [terms[t] for t in multi_terms]
 
 
 def _field_arrays(s: Searcher) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

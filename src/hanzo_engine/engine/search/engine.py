@@ -76,6 +76,12 @@ class Alt(NamedTuple):
     tolerant: bool = False  # a typo or ngram derivation: not matched in `disableOnAttributes` fields
 
 
+def alts_key(node: Node) -> tuple[tuple[Alt, ...], ...]:
+    """A node's derivations by typo level, hashable: part of the key of the native tables built
+    from them (`plan_cache`)."""
+    return tuple(tuple(level) for level in node.alts)
+
+
 @dataclass
 class Node:
     """A query-graph node: one term (`first == last`) or an ngram of terms `first..last`."""

@@ -41,7 +41,8 @@ from hanzo_engine.engine.update.indexer import (
 )
 
 from .disjunctive import _field_arrays, _Scorer
-from .engine import _FID, Alt, Node, Path, Searcher
+from .engine import _FID, Alt, Node, Path, Searcher, alts_key
+from .plan_cache import BUCKET_QUERIES
 from .rule_scores import RuleScores
 from .sorting import Ordering
 from .union_cache import cached_union
@@ -173,6 +174,7 @@ class FastBuckets:
         self._queries: dict[Path, BucketQuery | None] = {}
         self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._first_words_level: int | None = None
+        self._taken: list[tuple[Any, BucketQuery]] = []
 
     @staticmethod
     def applicable(rules: list[str], ordering: Ordering | None = None) -> bool:
@@ -189,10 +191,32 @@ class FastBuckets:
         return self._queries[path]
 
     def _build(self, path: Path) -> BucketQuery | None:
+        """The native query of `path`: from the shared cache when an earlier search built it from
+        the same inputs (`plan_cache`), taken out of it until `release`."""
         s = self.s
         nodes = [self.nodes[i] for i in path]
         if not nodes or len(nodes) > 64 or not all(_supported(n) for n in nodes):
             return None
+        if self._fields is None:
+            self._fields = _field_arrays(s)
+        allowed, allowed_tol, _ = self._fields
+        key = (tuple((alts_key(n), n.exact, n.qstart, n.qend, n.first, n.last) for n in nodes), tuple(self.codes),
+               allowed.tobytes(), allowed_tol.tobytes(), tuple(sorted(s.weight.items())), s.max_weight,
+               s.by_attribute)
+        bq = BUCKET_QUERIES.take(key)
+        if bq is None:
+            bq = self._new_query(nodes, allowed, allowed_tol)
+        self._taken.append((key, bq))
+        return bq
+
+    def release(self) -> None:
+        """Puts the native queries this search took back in the shared cache (the search is over)."""
+        for key, bq in self._taken:
+            BUCKET_QUERIES.put(key, bq)
+        self._taken.clear()
+
+    def _new_query(self, nodes: list[Node], allowed: np.ndarray, allowed_tol: np.ndarray) -> BucketQuery:
+        s = self.s
         entries: dict[bytes, set[tuple[int, int, bool, bool, int, int]]] = {}
         phrases: list[tuple[int, int, int]] = []
         spec: list[tuple[int, int, int, int, bool, bool]] = []
@@ -219,9 +243,6 @@ class FastBuckets:
             spec.append((node.qstart, node.length, node.first, node.qend - node.qstart + 1, contiguous,
                          exact is not None))
             prev = node
-        if self._fields is None:
-            self._fields = _field_arrays(s)
-        allowed, allowed_tol, _ = self._fields
         weight = np.full(len(allowed), -1, dtype=np.int32)
         for fid, w in s.weight.items():
             if fid < len(weight):

@@ -645,6 +645,8 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
             # the budget ran out inside the bucket: what was scored is sorted, the rest is skipped
             degraded = True
             _skip(Bucket(bucket.step, rest, bucket.paths, bucket.typo), ranked, want, pipeline, prefix_ranks)
+    if fast is not None:
+        fast.release()  # (after an exception its queries are just not shared: rebuilt next time)
     page = ranked[request.offset : want]
     candidates = BitMap.union(*(st.docids for st in steps)) - dropped if steps else BitMap()
     if distinct is not None:

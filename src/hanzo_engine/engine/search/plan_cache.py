@@ -1,0 +1,52 @@
+"""Native query tables shared between searches: what a prefix's derivations turn into.
+
+A one-letter prefix (`a`: the first keystroke of search-as-you-type) expands to up to 1,000 words.
+Turning them into the native lookup tables (`_native.bm25.QueryWords`, `_native.bucket.BucketQuery`)
+costs ~1.1 and ~1.4 ms per search at that size. A table depends only on what it is built from (the
+derivations, the nodes' query positions, the rules and the field settings), never on the index's
+documents, so those inputs are the key and no write invalidates an entry; the key holds the
+derivations themselves (`Alt` tuples: hashing and comparing ~1,000 costs ~0.1 ms).
+
+`QueryWords` is read-only once built and is shared (`get`). `BucketQuery` keeps scratch buffers, so a
+search takes it out (`take`) and puts it back when it is done (`put`): two searches never use one
+at the same time, and a second search of the same query meanwhile builds its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+
+class PlanCache:
+    """A small least-recently-used map, safe across search threads."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def take(self, key: Hashable) -> Any | None:
+        """The entry under `key`, removed until it is `put` back."""
+        with self._lock:
+            return self._entries.pop(key, None)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+
+QUERY_WORDS = PlanCache(128)  # `disjunctive._query_words` tables
+BUCKET_QUERIES = PlanCache(64)  # `fast_bucket.FastBuckets._build` queries, taken while in use
