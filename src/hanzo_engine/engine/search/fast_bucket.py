@@ -175,6 +175,7 @@ class FastBuckets:
         self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._first_words_level: int | None = None
         self._taken: list[tuple[Any, BucketQuery]] = []
+        self._pairs: dict[Path, tuple[list[Alt], list[Alt]] | None] = {}
 
     @staticmethod
     def applicable(rules: list[str], ordering: Ordering | None = None) -> bool:
@@ -381,7 +382,9 @@ class FastBuckets:
         lasts = sorted({str(alt.words[-1]) for alt in first})
         if any(len(word.encode()) > NEXT_WORD_MAX_LEN for word in lasts):
             return None  # only short words have next-word keys
-        bits = sorted({next_word_bits(str(alt.words[0]).encode()) for alt in second})
+        # the bits of a word's first two bytes (its first two characters hold them): a prefix's
+        # expansions share a few
+        bits = sorted({next_word_bits(start.encode()) for start in {str(alt.words[0])[:2] for alt in second}})
         lookups = len(lasts) * len(bits)
         if len(docs) < PAIR_LOOKUP_COST * lookups:
             return None  # the lookups would cost more than keying
@@ -561,6 +564,11 @@ class FastBuckets:
     def _first_two(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
         """The derivations (every typo level) of the path's first two nodes, when none has a quoted
         stop word where the pair keys would be read."""
+        if path[:2] not in self._pairs:
+            self._pairs[path[:2]] = self._first_two_of(path)
+        return self._pairs[path[:2]]
+
+    def _first_two_of(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
         first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
         if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
             return None

@@ -1,4 +1,4 @@
-"""Native query tables shared between searches: what a prefix's derivations turn into.
+"""Query structures shared between searches: what a prefix's derivations turn into.
 
 A one-letter prefix (`a`: the first keystroke of search-as-you-type) expands to up to 1,000 words.
 Turning them into the native lookup tables (`_native.bm25.QueryWords`, `_native.bucket.BucketQuery`)
@@ -6,6 +6,9 @@ costs ~1.1 and ~1.4 ms per search at that size. A table depends only on what it 
 derivations, the nodes' query positions, the rules and the field settings), never on the index's
 documents, so those inputs are the key and no write invalidates an entry; the key holds the
 derivations themselves (`Alt` tuples: hashing and comparing ~1,000 costs ~0.1 ms).
+
+The expansions themselves (`Alt` tuples, ~0.5 ms to make 1,000) do depend on the index: they are
+keyed by the index's directory and dictionary version (`engine.Searcher._prefix_alts`).
 
 `QueryWords` is read-only once built and is shared (`get`). `BucketQuery` keeps scratch buffers, so a
 search takes it out (`take`) and puts it back when it is done (`put`): two searches never use one
@@ -48,5 +51,6 @@ class PlanCache:
                 self._entries.popitem(last=False)
 
 
+PREFIX_ALTS = PlanCache(256)  # `engine.Searcher._prefix_alts`: a prefix's expansions per dictionary state
 QUERY_WORDS = PlanCache(128)  # `disjunctive._query_words` tables
 BUCKET_QUERIES = PlanCache(64)  # `fast_bucket.FastBuckets._build` queries, taken while in use
