@@ -45,6 +45,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from functools import partial
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
@@ -122,10 +123,9 @@ def forward_entries(reader: IndexReader, docids: Iterable[int]) -> list[bytes | 
     """The raw forward entries of `docids`, in order (one LMDB get each; read transactions are not
     opened with `buffers=True`, so values are `bytes`), for the native readers of `_native.bucket`
     and `_native.bm25`."""
-    get = reader.txn.get
+    # map with positional arguments: ~0.1 µs a document less than a comprehension passing `db=`
     db = reader.index.db(DB_DOCID_WORDS)
-    pack = _U32.pack
-    return cast(list[bytes | None], [get(pack(d), db=db) for d in docids])
+    return cast(list[bytes | None], list(map(reader.txn.get, map(_U32.pack, docids), repeat(None), repeat(db))))
 
 
 def read_forward(reader: IndexReader, docid: int) -> Forward | None:
