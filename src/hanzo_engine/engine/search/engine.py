@@ -49,7 +49,7 @@ from hanzo_engine.engine.update.indexer import (
     search_fields,
 )
 
-from .plan_cache import PREFIX_ALTS
+from .plan_cache import PREFIX_ALTS, HashedKey
 from .query import MAX_WORD_BYTES, QueryTerm
 from .types import SearchRequest, SearchResult
 from .union_cache import cached_union
@@ -77,10 +77,12 @@ class Alt(NamedTuple):
     tolerant: bool = False  # a typo or ngram derivation: not matched in `disableOnAttributes` fields
 
 
-def alts_key(node: Node) -> tuple[tuple[Alt, ...], ...]:
-    """A node's derivations by typo level, hashable: part of the key of the native tables built
-    from them (`plan_cache`)."""
-    return tuple(tuple(level) for level in node.alts)
+def alts_key(node: Node) -> HashedKey:
+    """A node's derivations by typo level, hashable: part of the key of the structures built from
+    them (`plan_cache`); made once per node (its derivations are final once built)."""
+    if node.alts_key is None:
+        node.alts_key = HashedKey(tuple(tuple(level) for level in node.alts))
+    return node.alts_key
 
 
 @dataclass
@@ -100,6 +102,7 @@ class Node:
     max_typo: int = 0  # milli's `max_typo_cost`
     exact: Alt | None = None  # the exact term (exactness rule): the indexed word or the phrase
     exact_docids: BitMap = field(default_factory=BitMap)
+    alts_key: HashedKey | None = field(default=None, repr=False, compare=False)  # `alts_key(node)`
 
     @property
     def length(self) -> int:

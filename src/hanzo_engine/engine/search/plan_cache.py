@@ -23,6 +23,23 @@ from collections.abc import Hashable
 from typing import Any
 
 
+class HashedKey:
+    """A key holding ~1,000 derivations: hashed once (a tuple hashes all its items at every lookup)."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: Hashable) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, HashedKey) and self._hash == other._hash
+                                 and self.value == other.value)
+
+
 class PlanCache:
     """A small least-recently-used map, safe across search threads."""
 
@@ -52,5 +69,6 @@ class PlanCache:
 
 
 PREFIX_ALTS = PlanCache(256)  # `engine.Searcher._prefix_alts`: a prefix's expansions per dictionary state
+MATCHING = PlanCache(256)  # `ranking._matching_words`: what a node makes the formatter highlight
 QUERY_WORDS = PlanCache(128)  # `disjunctive._query_words` tables
 BUCKET_QUERIES = PlanCache(64)  # `fast_bucket.FastBuckets._build` queries, taken while in use

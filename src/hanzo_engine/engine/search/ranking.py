@@ -40,6 +40,7 @@ from .engine import (
     Node,
     Path,
     Searcher,
+    alts_key,
     bucketed_position,
     fold,
     position_cost,
@@ -48,6 +49,7 @@ from .engine import (
 )
 from .fast_bucket import MIN_DOCS as FAST_MIN_DOCS
 from .fast_bucket import FastBuckets
+from .plan_cache import MATCHING
 from .query import MAX_TERMS, MAX_TERMS_BM25, parse_query
 from .rule_scores import BM25_HALF, BM25_LEVELS, RuleScores
 from .types import MatchingWords, SearchRequest, SearchResult
@@ -520,26 +522,42 @@ class Ranker:
 # -- the search ---------------------------------------------------------------------------------
 
 
+def _highlighted(node: Node) -> tuple[tuple[bool, tuple[str, ...]], ...]:
+    """(phrase?, words) a node makes the formatter highlight, in derivation order (shared by the
+    searches of the same derivations: a prefix has ~1,000 to look through)."""
+    key = (alts_key(node), node.kind, node.is_prefix, node.word)
+    found: tuple[tuple[bool, tuple[str, ...]], ...] | None = MATCHING.get(key)
+    if found is not None:
+        return found
+    out: list[tuple[bool, tuple[str, ...]]] = []
+    if node.kind == "phrase":
+        out.append((True, tuple(w for w in node.alts[0][0].words if w is not None)))
+    else:
+        for level, alts in enumerate(node.alts):
+            for alt in alts:
+                words = tuple(w for w in alt.words if w is not None)
+                if len(words) > 1:
+                    out.append((True, words))
+                elif words and not (node.is_prefix and level == 0 and not alt.phrase and words[0] != node.word):
+                    # prefix expansions are highlighted on the prefix only, through `prefixes`
+                    out.append((False, words))
+    found = tuple(out)
+    MATCHING.put(key, found)
+    return found
+
+
 def _matching_words(g: Graph) -> MatchingWords:
     """What the formatter highlights: each node's derivations, keyed by the query terms they cover."""
     matching = MatchingWords()
     for node in g.nodes:
         ids = (node.first, node.last)
-        if node.kind == "phrase":
-            words = [w for w in node.alts[0][0].words if w is not None]
-            matching.phrases.append(words)
-            matching.ids.setdefault(" ".join(words), ids)
-            continue
-        for level, alts in enumerate(node.alts):
-            for alt in alts:
-                words = [w for w in alt.words if w is not None]
-                if len(words) > 1:
-                    matching.phrases.append(words)
-                    matching.ids.setdefault(" ".join(words), ids)
-                elif words and not (node.is_prefix and level == 0 and not alt.phrase and words[0] != node.word):
-                    # prefix expansions are highlighted on the prefix only, through `prefixes`
-                    matching.words.add(words[0])
-                    matching.ids.setdefault(words[0], ids)
+        for phrase, words in _highlighted(node):
+            if phrase:
+                matching.phrases.append(list(words))
+                matching.ids.setdefault(" ".join(words), ids)
+            else:
+                matching.words.add(words[0])
+                matching.ids.setdefault(words[0], ids)
         if node.is_prefix:
             matching.prefixes.append(node.word)
             matching.ids.setdefault(node.word, ids)
