@@ -254,26 +254,23 @@ class Ordering:
                 detail.update(self._geo_detail(rule, order, value))
         return detail
 
-    def _ordered(self, universe: BitMap, rules: list[SortRule]) -> Iterator[tuple[int, list[Any]]]:
-        """(docid, value of each rule) in rank order; buckets are split lazily, rule by rule."""
-        if not rules:
+    def _ordered(self, universe: BitMap, rules: list[SortRule], depth: int = 0,
+                 values: list[Any] | None = None) -> Iterator[tuple[int, list[Any]]]:
+        """(docid, value of each rule) in rank order, depth first. Buckets are split lazily, rule by
+        rule and value by value: a page of 20 stops the walk of a field after its first values (the
+        split used to be taken whole, every value of the field intersected and subtracted, ~9 ms
+        for a 100k-document bucket on a field of 91 values)."""
+        values = values if values is not None else []
+        if depth == len(rules):
             for docid in universe:
-                yield docid, []
+                yield docid, values
             return
-        # a stack of (bucket, depth, values so far), explored depth first in rank order
-        stack: list[tuple[BitMap, int, list[Any]]] = [(universe, 0, [])]
-        while stack:
-            bucket, depth, values = stack.pop()
-            if depth == len(rules):
-                for docid in bucket:
-                    yield docid, values
-                continue
-            if len(bucket) == 1:  # nothing left to order: the remaining rules only give details
-                docid = bucket.min()
-                yield docid, values + self._leaf_values(docid, rules[depth:])
-                continue
-            parts = list(self._split(bucket, rules[depth]))
-            stack.extend((part, depth + 1, [*values, value]) for part, value in reversed(parts))
+        if len(universe) == 1:  # nothing left to order: the remaining rules only give details
+            docid = universe.min()
+            yield docid, values + self._leaf_values(docid, rules[depth:])
+            return
+        for part, value in self._split(universe, rules[depth]):
+            yield from self._ordered(part, rules, depth + 1, [*values, value])
 
     def _leaf_values(self, docid: int, rules: list[SortRule]) -> list[Any]:
         """The details values of the rules a single-document bucket skipped."""
