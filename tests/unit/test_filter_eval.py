@@ -15,6 +15,7 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.search import facet_store
 from hanzo_engine.engine.search.facet_store import NUMBERS, STRINGS, FacetStore
 from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
 from hanzo_engine.engine.update.facets import (
@@ -349,7 +350,11 @@ def test_bitmap_codec() -> None:
         assert (len(raw) <= 28) == (len(bitmap) <= 7)
 
 
-def test_column_levels_cover_every_value(tmp_path: Path) -> None:
+@pytest.mark.parametrize("small", [False, True])
+def test_column_levels_cover_every_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: bool) -> None:
+    if small:  # every range unions kept bitmaps, every group from level 1 up is built with the column
+        monkeypatch.setattr(facet_store, "LOOSE_UNION_SIZE", 0)
+        monkeypatch.setattr(facet_store, "EAGER_SPAN", 4)
     docs: list[dict[str, Any]] = [{"id": i, "n": i % 97 if i % 5 else 3, "s": f"v{i % 41:03d}"} for i in range(500)]
     f = Fixture(tmp_path / "i", {"filterableAttributes": ["n", "s"]}, docs)
     with f.index.read() as r:
@@ -358,6 +363,8 @@ def test_column_levels_cover_every_value(tmp_path: Path) -> None:
         assert fid is not None
         column = store.column(fid, NUMBERS)
         assert column.sizes == [97, 25, 7]  # milli's bulk levels: 4 values a group, 5 groups or more
+        if small:  # built with the column, before any range asked for them
+            assert set(column._groups) >= {(1, j) for j in range(25)} | {(2, j) for j in range(7)}
         bitmaps = [BitMap(d["id"] for d in docs if d["n"] == n) for n in range(97)]
         assert [column.bitmap(i) for i in range(97)] == bitmaps
         for lo in range(0, 97, 3):
@@ -365,6 +372,9 @@ def test_column_levels_cover_every_value(tmp_path: Path) -> None:
                 expected = BitMap()
                 for i in range(lo, hi):
                     expected |= bitmaps[i]
+                got = column.union(lo, hi)
+                assert got == expected, (lo, hi)
+                got.add(10_000)  # what a caller does to its union never reaches the kept bitmaps
                 assert column.union(lo, hi) == expected, (lo, hi)
         candidates = BitMap(range(0, 500, 3))
         walked = [i for i, _ in column.walk(candidates)]

@@ -45,6 +45,7 @@ from hanzo_engine.engine.update.facets import (
 
 GROUP_SIZE: Final = 4
 CACHED_ENTRY_SIZE: Final = 64
+LOOSE_UNION_SIZE: Final = 4096  # docids of a short range built into one bitmap directly
 EAGER_SPAN: Final = 256  # groups of at least this many values get their bitmaps when the column is built
 MIN_LEVEL_SIZE: Final = 5
 NUMBERS: Final = "n"
@@ -149,7 +150,12 @@ class Column:
     def union(self, lo: int, hi: int) -> BitMap:
         """Documents of the entries `lo..hi` (level groups stand for whole runs of entries)."""
         if hi - lo <= GROUP_SIZE * GROUP_SIZE:
-            return _bitmap_of(self.docids(lo, hi))
+            if self.offsets[hi] - self.offsets[lo] <= LOOSE_UNION_SIZE:
+                return _bitmap_of(self.docids(lo, hi))
+            # a few values holding many documents (a low-cardinality field): their kept bitmaps
+            # merge in ~0.1 ms where a bitmap built from 500k docids takes ~1.2 ms (a fresh
+            # bitmap: callers may change what they get)
+            return BitMap.union(*(self.bitmap(i) for i in range(lo, hi))) if hi - lo > 1 else self.bitmap(lo).copy()
         parts: list[BitMap] = []
         i = lo
         while i < hi:
@@ -163,7 +169,12 @@ class Column:
                 end += 1
                 if level == 0 and end % GROUP_SIZE == 0:
                     break
-            parts.append(self.group(level, i // span) if level else _bitmap_of(self.docids(i, end)))
+            if level:
+                parts.append(self.group(level, i // span))
+            elif self.offsets[end] - self.offsets[i] > LOOSE_UNION_SIZE:
+                parts.extend(self.bitmap(k) for k in range(i, end))
+            else:
+                parts.append(_bitmap_of(self.docids(i, end)))
             i = end if level == 0 else i + span
         # a fresh bitmap: the group bitmaps are cached and callers may change what they get
         return BitMap.union(*parts) if len(parts) > 1 else parts[0].copy()
