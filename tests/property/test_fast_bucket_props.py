@@ -27,7 +27,13 @@ from hanzo_engine.engine.search.engine import Searcher, search
 from hanzo_engine.engine.search.plan_cache import PlanCache
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
-from hanzo_engine.engine.update.indexer import KEY_FIRST_WORDS, read_forward
+from hanzo_engine.engine.update.indexer import (
+    FIRST_WORD_FID,
+    KEY_FIRST_WORDS,
+    SECOND_WORD_FID,
+    SOLE_WORD_FID,
+    read_forward,
+)
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
 VOCAB = ["sun", "flower", "sunflower", "flowers", "sunn", "new", "news", "york", "newyork", "s",
@@ -352,3 +358,27 @@ def test_plan_cache_hands_a_taken_entry_to_one_search() -> None:
     assert cache.get("a") == 1  # now the most recent: `b` goes first
     cache.put("c", 3)
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(document, min_size=1, max_size=30),
+       asked=st.dictionaries(st.sampled_from([*VOCAB, "zzz"]), st.sets(st.integers(0, 5)), max_size=6),
+       flag=st.sampled_from([0, FIRST_WORD_FID, FIRST_WORD_FID | SECOND_WORD_FID, FIRST_WORD_FID | SOLE_WORD_FID]))
+def test_scanned_unions_read_the_keys_lookups_read(docs: list[dict[str, Any]], asked: dict[str, set[int]],
+                                                   flag: int) -> None:
+    # the cursor walk over each word's keys unions exactly the bitmaps the point lookups find
+    with tempfile.TemporaryDirectory() as tmp:
+        index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
+        with index.write() as w:
+            for i, doc in enumerate(docs):
+                w.put_document(str(i), {"id": i, **doc}, merge=False)
+            w.touch()
+        with index.read() as r:
+            s = Searcher(r, complete_settings({}), SearchRequest(q=""))
+            fast = fast_bucket.FastBuckets(s, [], [], 1, 1.0)
+            expected = BitMap()
+            for word, fids in asked.items():
+                for fid in fids:
+                    expected |= fast._word_fid_docs(word, fid | flag)
+            assert fast._scan_fid_docs(asked, flag) == expected
+        index.close()

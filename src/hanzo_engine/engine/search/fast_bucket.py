@@ -540,8 +540,10 @@ class FastBuckets:
             return None
 
         def union(flag: int, fids: list[int]) -> BitMap:
-            return _union([self._word_fid_docs(alt.words[0], fid | flag)
-                           for alt in alts for fid in fids if s.allowed(fid, alt.tolerant)])
+            by_word: dict[str, set[int]] = {}
+            for alt in alts:
+                by_word.setdefault(str(alt.words[0]), set()).update(f for f in fids if s.allowed(f, alt.tolerant))
+            return self._scan_fid_docs(by_word, flag)
 
         searched = list(s.searched)
         key = (s.restriction(), tuple(alts))
@@ -553,6 +555,34 @@ class FastBuckets:
             subset &= cached_union(s.reader, ("in", key, tuple(best_fids)), len(alts) * len(best_fids),
                                    lambda: union(0, best_fids))
         return subset, best
+
+    def _scan_fid_docs(self, fids_of: dict[str, set[int]], flag: int) -> BitMap:
+        """The union of the bitmaps under (word, fid | flag) for every word of `fids_of` and each of its
+        fids: one cursor seek per word, to its first key in the flag's range (a word's keys are
+        adjacent, `word 0x00 fid-u16-BE`, in fid order), then that range's keys in order. A prefix's
+        1,000 expansions over 6 fields cost 1,000 seeks instead of 6,000 lookups, most of which miss
+        (~3x less once cached, far fewer pages read when not)."""
+        reader = self.s.reader
+        parts: list[BitMap] = []
+        with reader.txn.cursor(db=reader.index.db(DB_WORD_FID_DOCIDS)) as cursor:
+            for word in sorted(fids_of, key=str.encode):
+                wanted = {fid | flag for fid in fids_of[word]}
+                if not wanted:
+                    continue
+                head = word.encode() + b"\x00"
+                last = max(wanted)
+                found = cursor.set_range(head + _FID.pack(min(wanted)))
+                while found:
+                    key = bytes(cursor.key())
+                    if len(key) != len(head) + 2 or not key.startswith(head):
+                        break
+                    fid = _FID.unpack_from(key, len(head))[0]
+                    if fid > last:
+                        break
+                    if fid in wanted:
+                        parts.append(BitMap.deserialize(bytes(cursor.value())))
+                    found = cursor.next()
+        return _union(parts)
 
     def _word_fid_docs(self, word: str | None, fid: int) -> BitMap:
         """The bitmap stored under `word` and `fid` (a field, or a pseudo field of the first-, second-,
