@@ -68,7 +68,8 @@ class PlanCache:
                 self._entries.popitem(last=False)
 
 
-PREFIX_ALTS = PlanCache(256)  # `engine.Searcher._prefix_alts`: a prefix's expansions per dictionary state
+# sized for ~1,000 derivations an entry (~100-150 KB): a few MB at most
+PREFIX_ALTS = PlanCache(64)  # `engine.Searcher._prefix_alts`: a prefix's expansions per dictionary state
 MATCHING = PlanCache(256)  # `ranking._matching_words`: what a node makes the formatter highlight
-QUERY_WORDS = PlanCache(128)  # `disjunctive._query_words` tables
-BUCKET_QUERIES = PlanCache(64)  # `fast_bucket.FastBuckets._build` queries, taken while in use
+QUERY_WORDS = PlanCache(64)  # `disjunctive._query_words` tables
+BUCKET_QUERIES = PlanCache(32)  # `fast_bucket.FastBuckets._build` queries, taken while in use
