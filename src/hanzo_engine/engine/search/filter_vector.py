@@ -58,24 +58,24 @@ def _listed(names: Sequence[str]) -> str:
     return ", ".join(f"`{name}`" for name in names)
 
 
-def embedder_error(token: Token, configured: Sequence[str]) -> FilterError:
-    name = token.value
+def _unknown(token: Token, missing: str, configured: Sequence[str], none: str, listing: str) -> FilterError:
+    """milli's message for a name that is not configured: `missing`, then `none` when nothing is
+    configured, else `listing` with the sorted names and a did-you-mean."""
     if not configured:
-        rest = "This index does not have any configured embedders."
-    else:
-        available = sorted(configured)
-        rest = f"Available embedders are: {_listed(available)}.{did_you_mean(name, available)}"
-    return token.error(f"The embedder `{name}` does not exist. {rest}")
+        return token.error(f"{missing} {none}")
+    available = sorted(configured)
+    return token.error(f"{missing} {listing} {_listed(available)}.{did_you_mean(token.value, available)}")
+
+
+def embedder_error(token: Token, configured: Sequence[str]) -> FilterError:
+    return _unknown(token, f"The embedder `{token.value}` does not exist.", configured,
+                    "This index does not have any configured embedders.", "Available embedders are:")
 
 
 def fragment_error(embedder: Token, fragment: Token, configured: Sequence[str]) -> FilterError:
-    name = fragment.value
-    if not configured:
-        rest = "This embedder does not have any configured fragments."
-    else:
-        available = sorted(configured)
-        rest = f"Available fragments on this embedder are: {_listed(available)}.{did_you_mean(name, available)}"
-    return fragment.error(f"The fragment `{name}` does not exist on embedder `{embedder.value}`. {rest}")
+    return _unknown(fragment, f"The fragment `{fragment.value}` does not exist on embedder `{embedder.value}`.",
+                    configured, "This embedder does not have any configured fragments.",
+                    "Available fragments on this embedder are:")
 
 
 def _fragments(conf: Any) -> list[str]:

@@ -52,6 +52,7 @@ from hanzo_engine.engine.vector.status import (
     EmbedderStatus,
     StatusAction,
     provided,
+    stored_entries,
     tracked_embedders,
 )
 from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore
@@ -383,22 +384,12 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
     if not fill:
         return
     filled = {name: EmbedderStatus() for name in fill}
-    for docid, raw in w.iter_raw_documents():
-        doc = json.loads(raw)
-        vectors = doc.get(VECTORS)
-        if not isinstance(vectors, dict):
-            continue
-        for name in fill:
-            if name not in vectors:
-                continue
-            try:
-                embeddings, regenerate = parse_entry(name, vectors[name])
-            except ValueError:
-                continue
-            filled[name].apply(docid, _sent_action(embeddings, regenerate))
-            ok = [e for e in embeddings or [] if len(e) == after[name].dimensions]
-            if ok:
-                store.add(w, name, docid, ok)
+    documents = ((docid, json.loads(raw)) for docid, raw in w.iter_raw_documents())
+    for name, docid, embeddings, regenerate in stored_entries(documents, fill, parse_entry):
+        filled[name].apply(docid, _sent_action(embeddings, regenerate))
+        ok = [e for e in embeddings or [] if len(e) == after[name].dimensions]
+        if ok:
+            store.add(w, name, docid, ok)
     for name, fresh in filled.items():
         status.replace(name, fresh)
 

@@ -146,9 +146,10 @@ def tracked_embedders(settings: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _stored_entries(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
-                    parse_entry: ParseEntry) -> Iterator[tuple[str, int, bool]]:
-    """(embedder, docid, regenerate) of every stored `_vectors.<name>` entry of `names` that parses."""
+def stored_entries(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
+                   parse_entry: ParseEntry) -> Iterator[tuple[str, int, list[list[float]] | None, bool]]:
+    """(embedder, docid, embeddings, regenerate) of every stored `_vectors.<name>` entry of `names`
+    that parses."""
     names = list(names)
     for docid, doc in documents:
         vectors = doc.get(VECTORS)
@@ -158,17 +159,17 @@ def _stored_entries(documents: Iterable[tuple[int, dict[str, Any]]], names: Iter
             if name not in vectors:
                 continue
             try:
-                _, regenerate = parse_entry(name, vectors[name])
+                embeddings, regenerate = parse_entry(name, vectors[name])
             except ValueError:
                 continue
-            yield name, docid, regenerate
+            yield name, docid, embeddings, regenerate
 
 
 def derive_skip_regenerate(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
                            parse_entry: ParseEntry) -> dict[str, BitMap]:
     """Per embedder, the documents whose stored `_vectors.<name>` parses with `regenerate: false`."""
     out = {name: BitMap() for name in names}
-    for name, docid, regenerate in _stored_entries(documents, out, parse_entry):
+    for name, docid, _, regenerate in stored_entries(documents, out, parse_entry):
         if not regenerate:
             out[name].add(docid)
     return out
@@ -179,7 +180,7 @@ def derive_from_documents(documents: Iterable[tuple[int, dict[str, Any]]], sourc
     """The statuses of an index that has none yet (module docstring): `skip_regenerate` exactly;
     user-provided = an entry of a `userProvided` embedder, or an entry with `regenerate: false`."""
     out = {name: EmbedderStatus() for name in sources}
-    for name, docid, regenerate in _stored_entries(documents, sources, parse_entry):
+    for name, docid, _, regenerate in stored_entries(documents, sources, parse_entry):
         if sources[name] == "userProvided" or not regenerate:
             out[name].assign(docid, True, regenerate)
     return out
