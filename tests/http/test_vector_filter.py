@@ -18,6 +18,9 @@ import pytest
 
 from tests.conftest import ServerProcess, wait_task
 from tests.http.test_rest_embedder import DIM, FakeService, embed
+from tests.http.test_rest_embedder import (
+    service as service,  # the embedding service fixture, module-scoped here too
+)
 
 LINK = "https://docs.meilisearch.com/errors#"
 GATE = ("using a vector filter requires enabling the `multimodal` experimental feature. "
@@ -42,14 +45,6 @@ DOCS: list[dict[str, Any]] = [
     {"id": 5, "title": "max fish", "color": "green", "_vectors": {"manual": None}},
 ]
 ALL = {0, 1, 2, 3, 4, 5}
-
-
-@pytest.fixture(scope="module")
-def service() -> Iterator[FakeService]:
-    svc = FakeService()
-    yield svc
-    svc.server.shutdown()
-    svc.server.server_close()
 
 
 @pytest.fixture(scope="module")

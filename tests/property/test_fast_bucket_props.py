@@ -111,14 +111,7 @@ def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, An
                                    strategy: str, sort: list[str] | None, walk: bool,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
-        new = complete_settings(cfg)
-        with index.write() as w:
-            reindex_for_settings(w, complete_settings({}), new)
-            w.set_settings(new)
-            for i, doc in enumerate(docs):
-                w.put_document(str(i), {"id": i, **doc}, merge=False)
-            w.touch()
+        index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)], cfg)
         for q in queries:
             fast = run(index, q, strategy, True, monkeypatch, sort, walk)
             assert fast == run(index, q, strategy, False, monkeypatch, sort), q
@@ -199,17 +192,25 @@ ADJACENT_THIRD = ["{x} sun light {y}", "sun {x} light", "light {y} sun {x}"]  # 
 def sun_light_index(path: Path, titles: list[str], settings: dict[str, Any] | None = None) -> Index:
     """600 documents whose titles cycle through `titles` (`{x}`, `{y}`: other words of VOCAB), each
     with a body and a `rank`."""
-    index = Index.create(path, primary_key="id", created_at=0)
     others = [w for w in VOCAB if not w.startswith(("sun", "light"))]
+    docs = []
+    for i in range(600):
+        x, y = others[i % len(others)], others[(i * 7) % len(others)]
+        docs.append({"id": i, "title": titles[i % len(titles)].format(x=x, y=y), "body": f"{y} {x}",
+                     "rank": (i * 37) % 101})
+    return build_index(path, docs, settings)
+
+
+def build_index(path: Path, docs: list[dict[str, Any]], settings: dict[str, Any] | None = None) -> Index:
+    """An index of `docs` (external id = position) with `settings` applied first (None: defaults)."""
+    index = Index.create(path, primary_key="id", created_at=0)
     with index.write() as w:
         if settings is not None:
             new = complete_settings(settings)
             reindex_for_settings(w, complete_settings({}), new)
             w.set_settings(new)
-        for i in range(600):
-            x, y = others[i % len(others)], others[(i * 7) % len(others)]
-            title = titles[i % len(titles)].format(x=x, y=y)
-            w.put_document(str(i), {"id": i, "title": title, "body": f"{y} {x}", "rank": (i * 37) % 101}, merge=False)
+        for i, doc in enumerate(docs):
+            w.put_document(str(i), doc, merge=False)
         w.touch()
     return index
 
@@ -278,11 +279,7 @@ def test_next_words_of_an_older_index_are_not_read(tmp_path: Path, monkeypatch: 
 def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], left: str, right: str) -> None:
     # split words (`sunflower` -> `sun flower`) keep the documents where the halves are adjacent
     with tempfile.TemporaryDirectory() as tmp:
-        index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
-        with index.write() as w:
-            for i, doc in enumerate(docs):
-                w.put_document(str(i), {"id": i, **doc}, merge=False)
-            w.touch()
+        index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)])
         with index.read() as r:
             s = Searcher(r, complete_settings({}), SearchRequest(q=""))
             expected = BitMap()
@@ -368,11 +365,7 @@ def test_scanned_unions_read_the_keys_lookups_read(docs: list[dict[str, Any]], a
                                                    flag: int) -> None:
     # the cursor walk over each word's keys unions exactly the bitmaps the point lookups find
     with tempfile.TemporaryDirectory() as tmp:
-        index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
-        with index.write() as w:
-            for i, doc in enumerate(docs):
-                w.put_document(str(i), {"id": i, **doc}, merge=False)
-            w.touch()
+        index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)])
         with index.read() as r:
             s = Searcher(r, complete_settings({}), SearchRequest(q=""))
             fast = fast_bucket.FastBuckets(s, [], [], 1, 1.0)
