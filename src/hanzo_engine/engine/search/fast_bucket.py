@@ -7,7 +7,7 @@ path of word nodes (derivations: words, split words, synonyms), `_native.bucket.
 sort keys for every document from the raw forward entries (one LMDB get and one in-place parse each),
 and `_native.bm25` the BM25 tie-break (only for the documents at the page's cut and its ties, unless a
 `bm25` rule needs it for all), the same float `Searcher.bm25` computes (same operations, same
-order). For the best `need + MARGIN` documents by those keys, the score details are rebuilt from the
+order). For the best documents the page needs by those keys, the score details are rebuilt from the
 native keys and BM25 as `Ranker.apply` builds them: the page is exactly the Python ranker's as long as
 the native keys agree with it (tests/property/test_fast_bucket_props.py compares both on random
 corpora).
@@ -50,7 +50,6 @@ from .union_cache import cached_union
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
 _POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
 MIN_DOCS = 48  # smaller buckets are scored in Python directly
-MARGIN = 0  # documents scored in Python past the ones needed
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
 PAIR_LOOKUP_COST = 3  # documents keyed in the time of one first/second-word bitmap lookup
@@ -253,8 +252,8 @@ class FastBuckets:
                            allowed_tol, weight, s.max_weight, s.by_attribute)
 
     def best(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, level: int, docs: BitMap,
-             need: int, deadline: float) -> tuple[list[Pick], BitMap]:
-        """(docid, native keys, raw BM25) of the best `need + MARGIN` documents of `docs` (a bucket of `path`
+             want: int, deadline: float) -> tuple[list[Pick], BitMap]:
+        """(docid, native keys, raw BM25) of the best `want` documents of `docs` (a bucket of `path`
         whose node(s) matched at typo `level`) by the native keys, best first; and the documents left
         unkeyed when `deadline` (time.monotonic) passed.
 
@@ -266,7 +265,6 @@ class FastBuckets:
         exactness follows (`_exact_starts`). Once enough documents of a tier reach keys no document
         outside it can reach, the rest is never read.
         """
-        want = need + MARGIN
         if len(docs) >= PREFILTER_MIN:
             scanned = self._sorted_scan(bq, bm25_terms, path, docs, want, deadline)
             if scanned is not None:
@@ -330,24 +328,21 @@ class FastBuckets:
             return None
         first, second = alts
         if len(subset) < PAIR_LOOKUP_COST * (len(first) + len(second)) * len(s.searched):
-            return None  # a prefix with many expansions: the lookups would cost more than keying
+            return None  # a prefix with many expansions: reading its keys would cost more than keying
         docs_of = self._word_fid_docs
         pairs = BitMap()
-        for fid in s.searched:
-            starts, follows = BitMap(), BitMap()
-            for alt in first:
-                if not s.allowed(fid, alt.tolerant):
-                    continue
-                if len(alt.words) == 1:
-                    starts |= docs_of(alt.words[0], fid | FIRST_WORD_FID)
-                else:
-                    pairs |= (docs_of(alt.words[0], fid | FIRST_WORD_FID)
-                              & docs_of(alt.words[1], fid | FIRST_WORD_FID | SECOND_WORD_FID))
-            if starts:
-                for alt in second:
+        for alt in first:
+            if len(alt.words) > 1:
+                for fid in s.searched:
                     if s.allowed(fid, alt.tolerant):
-                        follows |= docs_of(alt.words[0], fid | FIRST_WORD_FID | SECOND_WORD_FID)
-                pairs |= starts & follows
+                        pairs |= (docs_of(alt.words[0], fid | FIRST_WORD_FID)
+                                  & docs_of(alt.words[1], fid | FIRST_WORD_FID | SECOND_WORD_FID))
+        starts = self._scan_fid_docs(self._fids_of([a for a in first if len(a.words) == 1]), FIRST_WORD_FID)
+        if starts:
+            follows = self._scan_fid_docs(self._fids_of(second), FIRST_WORD_FID | SECOND_WORD_FID)
+            for fid, started in starts.items():
+                if fid in follows:
+                    pairs |= started & follows[fid]
         return pairs & subset
 
     def _adjacency_needed(self, path: Path, leading: tuple[int, ...]) -> bool:
@@ -540,10 +535,7 @@ class FastBuckets:
             return None
 
         def union(flag: int, fids: list[int]) -> BitMap:
-            by_word: dict[str, set[int]] = {}
-            for alt in alts:
-                by_word.setdefault(str(alt.words[0]), set()).update(f for f in fids if s.allowed(f, alt.tolerant))
-            return self._scan_fid_docs(by_word, flag)
+            return _union(list(self._scan_fid_docs(self._fids_of(alts, fids), flag).values()))
 
         searched = list(s.searched)
         key = (s.restriction(), tuple(alts))
@@ -556,14 +548,25 @@ class FastBuckets:
                                    lambda: union(0, best_fids))
         return subset, best
 
-    def _scan_fid_docs(self, fids_of: dict[str, set[int]], flag: int) -> BitMap:
-        """The union of the bitmaps under (word, fid | flag) for every word of `fids_of` and each of its
-        fids: one cursor seek per word, to its first key in the flag's range (a word's keys are
-        adjacent, `word 0x00 fid-u16-BE`, in fid order), then that range's keys in order. A prefix's
-        1,000 expansions over 6 fields cost 1,000 seeks instead of 6,000 lookups, most of which miss
-        (~3x less once cached, far fewer pages read when not)."""
+    def _fids_of(self, alts: list[Alt], fids: list[int] | None = None) -> dict[str, set[int]]:
+        """The first word of each derivation, with the fields (of `fids`, default the searched ones)
+        it may match in."""
+        s = self.s
+        searched = list(s.searched) if fids is None else fids
+        out: dict[str, set[int]] = {}
+        for alt in alts:
+            out.setdefault(str(alt.words[0]), set()).update(f for f in searched if s.allowed(f, alt.tolerant))
+        return out
+
+    def _scan_fid_docs(self, fids_of: dict[str, set[int]], flag: int) -> dict[int, BitMap]:
+        """Per field, the union of the bitmaps under (word, field | flag) for every word of `fids_of`
+        and each of its fields (fields with nothing stored absent): one cursor seek per word, to its
+        first key in the flag's range (a word's keys are adjacent, `word 0x00 fid-u16-BE`, in fid
+        order), then that range's keys in order. A prefix's 1,000 expansions over 6 fields cost 1,000
+        seeks instead of 6,000 lookups, most of which miss (~3x less once cached, far fewer pages read
+        when not)."""
         reader = self.s.reader
-        parts: list[BitMap] = []
+        out: dict[int, BitMap] = {}
         with reader.txn.cursor(db=reader.index.db(DB_WORD_FID_DOCIDS)) as cursor:
             for word in sorted(fids_of, key=str.encode):
                 wanted = {fid | flag for fid in fids_of[word]}
@@ -580,9 +583,10 @@ class FastBuckets:
                     if fid > last:
                         break
                     if fid in wanted:
-                        parts.append(BitMap.deserialize(bytes(cursor.value())))
+                        field = out.setdefault(fid & ~flag, BitMap())
+                        field |= BitMap.deserialize(bytes(cursor.value()))
                     found = cursor.next()
-        return _union(parts)
+        return out
 
     def _word_fid_docs(self, word: str | None, fid: int) -> BitMap:
         """The bitmap stored under `word` and `fid` (a field, or a pseudo field of the first-, second-,
