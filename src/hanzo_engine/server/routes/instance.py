@@ -45,6 +45,7 @@ from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TASK_STATUSES, TASK_TYPES
 from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.filter_parser import FilterFeatures
 
 from ..app_state import route, state
 from ..http import JSONResponse, read_body, read_index
@@ -95,6 +96,12 @@ class ExperimentalFeatures:
 
     def enabled(self, name: str) -> bool:
         return self.view()[name]
+
+    def filter_features(self) -> FilterFeatures:
+        """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
+        view = self.view()
+        return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
+                              network=view["network"])
 
     def update(self, patch: dict[str, bool | None]) -> dict[str, bool]:
         """Apply the non-null values of `patch` and persist them before answering."""

@@ -263,13 +263,6 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
 
 
-def filter_features_of(features: ExperimentalFeatures) -> FilterFeatures:
-    """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
-    view = features.view()
-    return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
-                          network=view["network"])
-
-
 def _single(scheduler: Scheduler, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
             filters: FilterFeatures) -> dict[str, Any]:
     return read_index(scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters))
@@ -279,7 +272,7 @@ def multi(scheduler: Scheduler, queries: list[MultiQuery], features: Experimenta
           with_metadata: bool) -> list[dict[str, Any]]:
     """Each query as its own search, in order; the first failure names its query."""
     results = []
-    filters = filter_features_of(features)
+    filters = features.filter_features()
     for i, q in enumerate(queries):
         if q.options is not None:
             raise MultiSearchError(
@@ -454,7 +447,7 @@ class Federated:
                 self.previous = (rules, item.query_index, uid)
         else:
             self.previous = (rules, item.query_index, uid)
-        prepared = prepare_query(reader, uid, query, filter_features_of(self.features))
+        prepared = prepare_query(reader, uid, query, self.features.filter_features())
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
         request = self._request(query, limit, prepared)

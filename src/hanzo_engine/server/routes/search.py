@@ -508,9 +508,7 @@ def filter_features(request: Request) -> FilterFeatures:
     """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
     from .instance import runtime_features  # imported here: instance imports this module
 
-    view = runtime_features(request).view()
-    return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
-                          network=view["network"])
+    return runtime_features(request).filter_features()
 
 
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
