@@ -149,15 +149,10 @@ class Column:
 
     def union(self, lo: int, hi: int) -> BitMap:
         """Documents of the entries `lo..hi` (level groups stand for whole runs of entries)."""
-        if hi - lo <= GROUP_SIZE * GROUP_SIZE:
-            if self.offsets[hi] - self.offsets[lo] <= LOOSE_UNION_SIZE:
-                return _bitmap_of(self.docids(lo, hi))
-            # a few values holding many documents (a low-cardinality field): their kept bitmaps
-            # merge in ~0.1 ms where a bitmap built from 500k docids takes ~1.2 ms (a fresh
-            # bitmap: callers may change what they get)
-            return BitMap.union(*(self.bitmap(i) for i in range(lo, hi))) if hi - lo > 1 else self.bitmap(lo).copy()
         parts: list[BitMap] = []
         i = lo
+        if hi - lo <= GROUP_SIZE * GROUP_SIZE:
+            parts, i = self._loose(lo, hi), hi
         while i < hi:
             level, span = 0, 1
             # climb while `i` starts a group of the next level that ends before `hi`
@@ -171,13 +166,19 @@ class Column:
                     break
             if level:
                 parts.append(self.group(level, i // span))
-            elif self.offsets[end] - self.offsets[i] > LOOSE_UNION_SIZE:
-                parts.extend(self.bitmap(k) for k in range(i, end))
             else:
-                parts.append(_bitmap_of(self.docids(i, end)))
+                parts.extend(self._loose(i, end))
             i = end if level == 0 else i + span
         # a fresh bitmap: the group bitmaps are cached and callers may change what they get
         return BitMap.union(*parts) if len(parts) > 1 else parts[0].copy()
+
+    def _loose(self, lo: int, hi: int) -> list[BitMap]:
+        """The documents of the consecutive entries `lo..hi`, as bitmaps to merge: one built from their
+        docids when they are few, else each entry's kept bitmap (a few values holding many documents,
+        a low-cardinality field: merged in ~0.1 ms where one built from 500k docids takes ~1.2 ms)."""
+        if self.offsets[hi] - self.offsets[lo] <= LOOSE_UNION_SIZE:
+            return [_bitmap_of(self.docids(lo, hi))]
+        return [self.bitmap(i) for i in range(lo, hi)]
 
     def bounds(self, lo: bytes | None, lo_inclusive: bool, hi: bytes | None, hi_inclusive: bool) -> tuple[int, int]:
         """Entry range of the keys between `lo` and `hi` (None: unbounded)."""
