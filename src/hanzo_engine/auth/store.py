@@ -36,12 +36,17 @@ class KeyExists(Exception):
 class KeyStore:
     """All reads and writes of the auth environment. Safe to use from several threads."""
 
-    def __init__(self, path: Path, *, create_defaults: bool = True) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        self.env = lmdb.open(str(path), map_size=AUTH_MAP_SIZE, max_dbs=2, subdir=True, max_readers=256)
-        self.db = self.env.open_db(DB_KEYS)
+    def __init__(self, path: Path, *, create_defaults: bool = True, readonly: bool = False) -> None:
+        """`readonly`: a search worker's view of the keys another process of the server writes."""
+        if not readonly:
+            path.mkdir(parents=True, exist_ok=True)
+        self.env = lmdb.open(str(path), map_size=AUTH_MAP_SIZE, max_dbs=2, subdir=True, max_readers=256,
+                             readonly=readonly, create=not readonly)
+        self.db = self.env.open_db(DB_KEYS, create=not readonly)
         self._lock = threading.Lock()
+        self._txn_id = -1  # the last write transaction the snapshot reflects
         self._keys: dict[uuid.UUID, Key] = self._load()
+        create_defaults = create_defaults and not readonly
         if create_defaults and not self._keys:
             # a new store gets Meilisearch's default keys, whether or not a master key is set
             with self._lock, self.env.begin(write=True) as txn:
@@ -55,21 +60,31 @@ class KeyStore:
     def _load(self) -> dict[uuid.UUID, Key]:
         # LMDB iterates in key order, i.e. by uid bytes: the order Meilisearch checks key values in
         with self.env.begin(db=self.db) as txn:
+            self._txn_id = txn.id()
             return {uuid.UUID(bytes=bytes(raw_uid)): Key.from_record(_decode(raw)) for raw_uid, raw in txn.cursor()}
+
+    def _current(self) -> dict[uuid.UUID, Key]:
+        """The snapshot, reloaded when another process of the server committed a change (a key deleted
+        through one worker is refused by every worker from the next request on)."""
+        if self.env.info()["last_txnid"] != self._txn_id:
+            with self._lock:
+                if self.env.info()["last_txnid"] != self._txn_id:
+                    self._keys = self._load()
+        return self._keys
 
     # -- reads (from the snapshot) ------------------------------------------------------------------
 
     @property
     def keys(self) -> Mapping[uuid.UUID, Key]:
         """Every key, by uid, in uid byte order. The mapping is never mutated: writes replace it."""
-        return self._keys
+        return self._current()
 
     def get(self, uid: uuid.UUID) -> Key | None:
-        return self._keys.get(uid)
+        return self._current().get(uid)
 
     def list(self) -> list[Key]:
         """All keys, most recently created first (as `GET /keys`)."""
-        return sorted(self._keys.values(), key=lambda k: k.created_at, reverse=True)
+        return sorted(self._current().values(), key=lambda k: k.created_at, reverse=True)
 
     # -- writes -------------------------------------------------------------------------------------
 
@@ -104,4 +119,4 @@ class KeyStore:
         with self._lock:
             with self.env.begin(write=True) as txn:
                 txn.drop(self.db, delete=False)
-            self._keys = {}
+            self._keys = self._load()

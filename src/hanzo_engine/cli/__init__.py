@@ -15,6 +15,7 @@ import gc
 import json
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -173,7 +174,36 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
-def _banner(opts: Options) -> str:
+def _start_workers(app: Any, opts: Options, cli_values: dict[str, Any], workers: int) -> list[socket.socket]:
+    """Bind the public socket and the primary's Unix socket, and plan the search workers (they start
+    with the app's lifespan, once the scheduler runs). See `hanzo_engine.server.workers`."""
+    from hanzo_engine.server.shared_counts import SharedCounts
+    from hanzo_engine.server.workers import (
+        PRIMARY_SOCKET,
+        SEARCH_COUNTS,
+        WorkerPool,
+        listening_socket,
+        make_runtime_dir,
+        unix_socket,
+    )
+
+    host, port = opts.host_port
+    try:
+        public = listening_socket(host, port)
+    except OSError as exc:
+        _fail(f"cannot listen on {opts.http_addr}: {exc.strerror}")
+    # the workers bind the port the primary got (`--http-addr` may name port 0)
+    bound_port = public.getsockname()[1]
+    runtime_dir = make_runtime_dir()
+    primary = unix_socket(runtime_dir / PRIMARY_SOCKET)
+    worker_cli = {**cli_values, "http_addr": f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"}
+    app.state.worker_pool = WorkerPool(workers, worker_cli, runtime_dir)
+    app.state.runtime_dir = runtime_dir
+    app.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, 0)
+    return [public, primary]
+
+
+def _banner(opts: Options, workers: int = 1) -> str:
     host, port = opts.host_port
     scheme = "https" if opts.ssl_enabled else "http"
     shown_host = f"[{host}]" if ":" in host else host
@@ -183,6 +213,7 @@ def _banner(opts: Options) -> str:
             f"Config file path: {opts.config_file_path if opts.config_file_path is not None else 'none'}",
             f"Database path: {opts.db_path}",
             f"Server listening on: {scheme}://{shown_host}:{port}",
+            f"HTTP processes: {workers}" + (" (one primary, the others serve searches)" if workers > 1 else ""),
             f"Environment: {opts.env}",
             f"Master key: {'set' if opts.master_key is not None else 'not set'}",
         )
@@ -208,7 +239,17 @@ def _run_server(cli_values: dict[str, Any]) -> None:
     except ConfigError as exc:
         _fail(str(exc))
 
-    click.echo(_banner(opts))
+    host, port = opts.host_port
+    workers = opts.http_workers
+    if workers > 1 and opts.ssl_enabled:
+        logging.getLogger("hanzo_engine.server").warning(
+            "TLS is served by a single process: --http-workers is ignored")
+        workers = 1
+    sockets: list[socket.socket] | None = None
+    if workers > 1:
+        sockets = _start_workers(app, opts, cli_values, workers)
+
+    click.echo(_banner(opts, workers))
     if opts.master_key is not None:
         click.echo(
             "A master key has been set. Requests to hanzo-engine won't be authorized unless you provide "
@@ -217,7 +258,6 @@ def _run_server(cli_values: dict[str, Any]) -> None:
     for warning in warnings:
         click.echo(f"\n{warning}\n", err=True)
 
-    host, port = opts.host_port
     ssl: dict[str, Any] = {}
     if opts.ssl_enabled:
         import ssl as ssl_module
@@ -244,7 +284,7 @@ def _run_server(cli_values: dict[str, Any]) -> None:
     # Here, not in the app, so that tests and embedders creating apps keep their collections.
     gc.freeze()
     try:
-        uvicorn.Server(config).run()
+        uvicorn.Server(config).run(sockets=sockets)
     except KeyboardInterrupt:
         # uvicorn re-raises the captured SIGINT after its graceful shutdown; exit like a shell would.
         raise SystemExit(130) from None

@@ -99,20 +99,32 @@ class Index:
     # `--max-indexing-memory` (bytes), set by the scheduler's IndexMapper; None: the indexer's default.
     max_indexing_memory: int | None = None
 
-    def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE) -> None:
-        path.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE, readonly: bool = False) -> None:
+        """Open (or create) the environment at `path`.
+
+        `readonly` is for the search workers of a multi-process server: the environment is opened
+        read-only, so no write transaction can begin and opening never waits for the writer.
+        """
+        if not readonly:
+            path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.closed = False
+        self.readonly = readonly
         self.env = lmdb.open(
             str(path), map_size=map_size, max_dbs=16, subdir=True, readahead=False, max_readers=512,
-            lock=True,
+            lock=True, readonly=readonly, create=not readonly,
         )
-        self.db_main = self.env.open_db(DB_MAIN)
-        self.db_documents = self.env.open_db(DB_DOCUMENTS)
-        self.db_external = self.env.open_db(DB_EXTERNAL)
+        self.db_main = self._open_db(DB_MAIN)
+        self.db_documents = self._open_db(DB_DOCUMENTS)
+        self.db_external = self._open_db(DB_EXTERNAL)
         # Every other database is opened here too: opening one later, inside a write transaction of
         # this thread, would deadlock on LMDB's writer lock.
-        self._dbs = {name: self.env.open_db(name) for name in EXTRA_DBS}
+        self._dbs = {name: self._open_db(name) for name in EXTRA_DBS}
+
+    def _open_db(self, name: bytes) -> Any:
+        # read-only: every database exists, since the writer opened the index before any worker did
+        # (`Scheduler.open_all_indexes` runs before the workers start; new indexes are created whole)
+        return self.env.open_db(name, create=not self.readonly)
 
     def db(self, name: bytes) -> Any:
         return self._dbs[name]

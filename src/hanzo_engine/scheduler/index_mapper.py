@@ -14,6 +14,8 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
+import lmdb
+
 from hanzo_engine.engine.index import Index
 
 from .store import TaskStore
@@ -29,15 +31,20 @@ class IndexMapper:
     # Indexes kept open without a user (each reserves address space for its memory map).
     MAX_OPEN = 100
 
-    def __init__(self, store: TaskStore, indexes_dir: Path, *, max_indexing_memory: int | None = None) -> None:
+    def __init__(self, store: TaskStore, indexes_dir: Path, *, max_indexing_memory: int | None = None,
+                 readonly: bool = False) -> None:
         self.store = store
         # `--max-indexing-memory`: every index this mapper hands out bounds its indexing with it
         self.max_indexing_memory = max_indexing_memory
         self.dir = indexes_dir
-        self.dir.mkdir(parents=True, exist_ok=True)
+        # a search worker's mapper: environments opened read-only, closed once the mapping drops them
+        self.readonly = readonly
+        if not readonly:
+            self.dir.mkdir(parents=True, exist_ok=True)
         self._open: OrderedDict[str, Index] = OrderedDict()
         self._live: weakref.WeakValueDictionary[str, Index] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
+        self._mapping_txn = -1  # the tasks env's last transaction when unmapped envs were last closed
 
     @staticmethod
     def new_uuid() -> str:
@@ -64,8 +71,25 @@ class IndexMapper:
         with self._lock:
             index = self._open.get(uuid) or self._live.get(uuid)
             if index is None:
-                index = Index(self.dir / uuid)
+                index = Index(self.dir / uuid, readonly=self.readonly)
             return self._remember(uuid, index)
+
+    def _close_unmapped(self) -> None:
+        """A worker's envs of indexes deleted, compacted or swapped away (the writer removed or will
+        remove their files) are closed once the tasks env changed: a search on one retries on the env
+        the mapping names now (`read_index`)."""
+        txn_id = self.store.env.info()["last_txnid"]
+        if txn_id == self._mapping_txn:
+            return
+        self._mapping_txn = txn_id
+        mapped = set(self.mapping().values())
+        with self._lock:
+            stale = [(uuid, index) for uuid, index in self._live.items() if uuid not in mapped]
+            for uuid, _ in stale:
+                self._open.pop(uuid, None)
+                self._live.pop(uuid, None)
+        for _, index in stale:
+            index.close()
 
     def create_uuid(self, uuid: str, *, primary_key: str | None, created_at: int) -> Index:
         with self._lock:
@@ -76,8 +100,17 @@ class IndexMapper:
 
     def get(self, uid: str) -> Index | None:
         """The open index named `uid`, or None when no such index exists."""
+        if self.readonly:
+            self._close_unmapped()
         uuid = self.uuid_of(uid)
-        return None if uuid is None else self.open_uuid(uuid)
+        if uuid is None:
+            return None
+        if not self.readonly:
+            return self.open_uuid(uuid)
+        try:
+            return self.open_uuid(uuid)
+        except lmdb.Error:  # deleted by the writer between the mapping read and the open
+            return None
 
     def drop_uuid(self, uuid: str) -> None:
         with self._lock:

@@ -9,6 +9,8 @@ Databases of the `tasks` environment:
                  they never disagree with them.
 - `index-mapping` index uid -> index UUID (the directory name under `indexes/`)
 - `meta`         counters: next task uid and next batch uid (uids are never reused)
+- `webhooks`, `webhook-pending`  the API webhooks and the notifications not yet delivered (see
+                 `webhooks.py`)
 
 Task records hold the public fields (camelCase, dates as unix nanoseconds) plus `kind`, the private
 arguments the scheduler needs to run the task (content file, method, primary key, ...).
@@ -32,6 +34,8 @@ DB_BATCHES: Final = b"all-batches"
 DB_BITMAPS: Final = b"bitmaps"
 DB_INDEX_MAPPING: Final = b"index-mapping"
 DB_META: Final = b"meta"
+DB_WEBHOOKS: Final = b"webhooks"
+DB_WEBHOOK_PENDING: Final = b"webhook-pending"
 
 KEY_NEXT_TASK: Final = b"next-task-uid"
 
@@ -59,14 +63,28 @@ def _bitmap_keys(task: Task) -> list[bytes]:
 class TaskStore:
     """All reads and writes of the tasks environment. Safe to use from several threads."""
 
-    def __init__(self, path: Path) -> None:
-        path.mkdir(parents=True, exist_ok=True)
-        self.env = lmdb.open(str(path), map_size=TASKS_MAP_SIZE, max_dbs=8, subdir=True, max_readers=512)
-        self.db_tasks = self.env.open_db(DB_TASKS)
-        self.db_batches = self.env.open_db(DB_BATCHES)
-        self.db_bitmaps = self.env.open_db(DB_BITMAPS)
-        self.db_mapping = self.env.open_db(DB_INDEX_MAPPING)
-        self.db_meta = self.env.open_db(DB_META)
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        """`readonly`: a search worker's view (the scheduler's process created every database)."""
+        if not readonly:
+            path.mkdir(parents=True, exist_ok=True)
+        self.env = lmdb.open(str(path), map_size=TASKS_MAP_SIZE, max_dbs=8, subdir=True, max_readers=512,
+                             readonly=readonly, create=not readonly)
+        self._readonly = readonly
+        self.db_tasks = self._open_db(DB_TASKS)
+        self.db_batches = self._open_db(DB_BATCHES)
+        self.db_bitmaps = self._open_db(DB_BITMAPS)
+        self.db_mapping = self._open_db(DB_INDEX_MAPPING)
+        self.db_meta = self._open_db(DB_META)
+        self.db_webhooks = self._open_db(DB_WEBHOOKS)
+        self.db_webhook_pending = self._open_db(DB_WEBHOOK_PENDING)
+
+    def _open_db(self, name: bytes) -> Any:
+        if not self._readonly:
+            return self.env.open_db(name)
+        try:
+            return self.env.open_db(name, create=False)
+        except lmdb.NotFoundError:
+            return None  # a worker reads the mapping only; a database new to this version may not exist yet
 
     def close(self) -> None:
         self.env.close()

@@ -33,7 +33,9 @@ from .routes import (  # noqa: F401  (importing registers the routes)
     settings,
     similar,
     tasks,
+    webhooks,
 )
+from .workers import WorkerPool
 
 log = logging.getLogger("hanzo_engine.server")
 
@@ -67,14 +69,23 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
             snapshot_dir=options.snapshot_dir,
         )
     app_state = AppState(options=options, scheduler=scheduler)
+    webhooks.install(scheduler, options)  # outgoing-request policy, task webhook sender
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         scheduler.start()
         boot.start(scheduler)
+        pool: WorkerPool | None = getattr(app.state, "worker_pool", None)
+        if pool is not None:
+            # every index opened once for writing first: a worker opens environments read-only and
+            # needs every database of an index to exist already
+            scheduler.indexes()
+            pool.start()
         try:
             yield
         finally:
+            if pool is not None:
+                pool.stop()
             scheduler.stop()
             boot.stop()
 

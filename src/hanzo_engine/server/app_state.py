@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from .auth import guard
 from .errors import Endpoint, safe
-from .http import JSONResponse
+from .http import IndexSource, JSONResponse
 
 if TYPE_CHECKING:
     from hanzo_engine.scheduler.scheduler import Scheduler
@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 class AppState:
     options: Options
     scheduler: Scheduler
+    # where the search routes read indexes: the scheduler itself, or a search worker's read-only view
+    indexes: IndexSource = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.indexes is None:
+            self.indexes = self.scheduler
 
     async def enqueue(
         self, type_: str, index_uid: str | None, *, details: dict[str, Any] | None, kind: dict[str, Any],

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
 from hanzo_engine.apitypes.errors import MeiliError, index_not_found
-from hanzo_engine.engine.index import IndexClosed, IndexReader
-
-if TYPE_CHECKING:
-    from hanzo_engine.scheduler.scheduler import Scheduler
+from hanzo_engine.engine.index import Index, IndexClosed, IndexReader
 
 T = TypeVar("T")
+
+
+class IndexSource(Protocol):
+    """Where searches find an index by uid: the scheduler, or a search worker's read-only view."""
+
+    def index(self, uid: str) -> Index | None: ...
 
 _encoder = msgspec.json.Encoder()
 
@@ -142,7 +145,7 @@ def query_pairs(request: Request) -> list[tuple[str, str]]:
     return list(request.query_params.multi_items())
 
 
-def read_index(scheduler: Scheduler, uid: str, read: Callable[[IndexReader], T]) -> T:
+def read_index(scheduler: IndexSource, uid: str, read: Callable[[IndexReader], T]) -> T:
     """`read(reader)` in one read transaction of index `uid`; 404 `index_not_found` when it is absent.
 
     The index mapper may close an environment at any moment (the index was deleted, or its env was

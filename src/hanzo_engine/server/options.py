@@ -440,6 +440,15 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_factory=_default_max_indexing_threads,
         default_help="half the CPUs",
     ),
+    _opt(
+        "http_workers",
+        None,
+        _nonzero_uint,
+        "Number of processes serving HTTP (one of them also applies the writes), or 1 for a single "
+        "process. Searches run in every process, in parallel.",
+        default_factory=_cpu_count,
+        default_help="one per CPU",
+    ),
     _bool_opt("upgrade_db", "Upgrades a database written by an older version at start."),
     _ignored("experimental_dumpless_upgrade", is_flag=True),
     _bool_opt("experimental_contains_filter", "Enables the CONTAINS filter operator."),
@@ -563,6 +572,7 @@ class Options:
     # None when the machine's RAM could not be determined (no limit).
     max_indexing_memory: int | None
     max_indexing_threads: int
+    http_workers: int
     upgrade_db: bool
     experimental_contains_filter: bool
     experimental_enable_metrics: bool

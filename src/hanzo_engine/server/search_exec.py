@@ -58,6 +58,7 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.search import SearchQuery, SortCriterion
 
 from .auth import auth_filter
+from .shared_counts import SharedCounts
 
 T = TypeVar("T")
 
@@ -74,17 +75,27 @@ def too_many_search_requests(capacity: int) -> MeiliError:
 class SearchQueue:
     """A bounded queue of searches with at most `parallelism` of them running (see the module doc)."""
 
-    def __init__(self, capacity: int, parallelism: int, time_to_abort: float) -> None:
+    def __init__(self, capacity: int, parallelism: int, time_to_abort: float,
+                 shared: SharedCounts | None = None) -> None:
         self.capacity = capacity
         self.parallelism = max(1, parallelism)
         self.time_to_abort = time_to_abort
         self.running = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._rng = random.Random()
+        # with several server processes: the other processes' waiting searches count against capacity
+        self._shared = shared
 
     @property
     def waiting(self) -> int:
         return len(self._waiting)
+
+    def _publish(self) -> None:
+        if self._shared is not None:
+            self._shared.set(len(self._waiting))
+
+    def instance_waiting(self) -> int:
+        return len(self._waiting) + (self._shared.others() if self._shared is not None else 0)
 
     async def acquire(self) -> None:
         """Wait for a permit; `too_many_search_requests` when the search is evicted or waited too long."""
@@ -93,18 +104,22 @@ class SearchQueue:
             return
         if self.capacity == 0:
             raise too_many_search_requests(self.capacity)
-        if len(self._waiting) >= self.capacity:
+        if self.instance_waiting() >= self.capacity:
+            if not self._waiting:  # the others' searches fill the queue: this one cannot wait
+                raise too_many_search_requests(self.capacity)
             victim = self._waiting[self._rng.randrange(len(self._waiting))]
             self._waiting.remove(victim)
             victim.set_exception(too_many_search_requests(self.capacity))
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
+        self._publish()
         started = time.monotonic()
         try:
             await future
         except asyncio.CancelledError:
             if future in self._waiting:
                 self._waiting.remove(future)
+                self._publish()
             elif future.done() and not future.cancelled() and future.exception() is None:
                 self.release()  # granted, but the request went away before using it
             raise
@@ -121,7 +136,8 @@ class SearchQueue:
                 continue
             self.running += 1
             future.set_result(None)
-            return
+            break
+        self._publish()
 
     @asynccontextmanager
     async def permit(self) -> AsyncIterator[None]:
@@ -138,10 +154,14 @@ def search_queue(request: Request) -> SearchQueue:
     if queue is None:
         options = request.app.state.hanzo.options
         cores = os.cpu_count() or 1
+        # several server processes share the instance's parallelism and queue (`server.workers`)
+        shared: SharedCounts | None = getattr(request.app.state, "search_counts", None)
+        processes = options.http_workers if shared is not None else 1
         queue = SearchQueue(
             options.experimental_search_queue_size,
-            cores * options.experimental_nb_searches_per_core,
+            max(1, cores * options.experimental_nb_searches_per_core // processes),
             float(options.experimental_drop_search_after),
+            shared,
         )
         request.app.state.search_queue = queue
     return queue

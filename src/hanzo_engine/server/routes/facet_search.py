@@ -131,6 +131,6 @@ async def search_facet_values(request: Request) -> Response:
     )
     query = fused_query(request, uid, query)
     features = filter_features(request)
-    result = await run_queued(request, read_index, state(request).scheduler, uid,
+    result = await run_queued(request, read_index, state(request).indexes, uid,
                               lambda reader: perform_facet_search(reader, uid, body, query, features))
     return JSONResponse(result)

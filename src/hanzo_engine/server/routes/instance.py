@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -81,14 +82,29 @@ class ExperimentalFeatures:
         self.forced = forced
         self.legacy_search_default = legacy_search_default
         self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = (-1, -1)  # never read yet
+        self._stored: dict[str, bool] = {}
+        self._reload()
+
+    def _reload(self) -> None:
+        """Re-read the file when it changed: another process of the server may have written it."""
         try:
-            stored = json.loads(path.read_text())
+            st = os.stat(self.path)
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_ino)
+        except OSError:
+            stamp = None
+        if stamp == self._stamp:
+            return
+        try:
+            stored = json.loads(self.path.read_text())
         except (OSError, ValueError):
             stored = {}
-        self._stored: dict[str, bool] = {k: bool(v) for k, v in stored.items() if k in FEATURES}
+        self._stored = {k: bool(v) for k, v in stored.items() if k in FEATURES}
+        self._stamp = stamp
 
     def view(self) -> dict[str, bool]:
         with self._lock:
+            self._reload()
             stored = dict(self._stored)
         out = {name: stored.get(name, False) or name in self.forced for name in FEATURES}
         out["legacySearch"] = stored.get("legacySearch", self.legacy_search_default)
@@ -169,11 +185,68 @@ class HttpMetricsRegistry:
         hist[-1] += 1
 
 
+    def snapshot(self) -> bytes:
+        """The counters as JSON, as a search worker publishes them for the primary's `/metrics`."""
+        return msgspec.json.encode({
+            "requests": [[m, p, s, c] for (m, p, s), c in self.requests.items()],
+            "latency": [[m, p, hist] for (m, p), hist in self.latency.items()],
+        })
+
+    def add(self, snapshot: bytes) -> None:
+        """Add another process's published counters to these."""
+        data = msgspec.json.decode(snapshot)
+        for m, p, status, count in data["requests"]:
+            key = (m, p, status)
+            self.requests[key] = self.requests.get(key, 0) + count
+        for m, p, hist in data["latency"]:
+            mine = self.latency.setdefault((m, p), [0.0] * (len(LATENCY_BUCKETS) + 2))
+            for i, value in enumerate(hist):
+                mine[i] += value
+
+
 def http_metrics(app_state: Any) -> HttpMetricsRegistry:
     registry: HttpMetricsRegistry | None = getattr(app_state, "http_metrics", None)
     if registry is None:
         registry = app_state.http_metrics = HttpMetricsRegistry()
     return registry
+
+
+async def refresh_worker_metrics(app_state: Any, wait: float = 0.5) -> None:
+    """Ask every search worker to publish its HTTP metrics now (SIGUSR1) and wait, a bounded time,
+    until each has: a scrape then counts every request answered before it."""
+    pool = getattr(app_state, "worker_pool", None)
+    runtime_dir: Path | None = getattr(app_state, "runtime_dir", None)
+    if pool is None or runtime_dir is None:
+        return
+    asked = time.time_ns()
+    slots = pool.signal_all(signal.SIGUSR1)
+    deadline = time.monotonic() + wait
+    pending = set(slots)
+    while pending and time.monotonic() < deadline:
+        for slot in list(pending):
+            try:
+                if (runtime_dir / f"metrics-{slot}.json").stat().st_mtime_ns >= asked:
+                    pending.discard(slot)
+            except OSError:
+                pass
+        if pending:
+            await asyncio.sleep(0.005)
+
+
+def instance_http_metrics(app_state: Any) -> HttpMetricsRegistry:
+    """This process's HTTP metrics plus those the search workers published (`server.workers`)."""
+    own = http_metrics(app_state)
+    runtime_dir: Path | None = getattr(app_state, "runtime_dir", None)
+    if runtime_dir is None:
+        return own
+    total = HttpMetricsRegistry()
+    total.add(own.snapshot())
+    for path in sorted(runtime_dir.glob("metrics-*.json")):
+        try:
+            total.add(path.read_bytes())
+        except (OSError, msgspec.DecodeError, ValueError, KeyError, TypeError):
+            continue  # a worker's file being replaced: its counts come with the next scrape
+    return total
 
 
 class HttpMetrics:
@@ -356,8 +429,9 @@ async def get_metrics(request: Request) -> Response:
     if not runtime_features(request).enabled("metrics"):
         raise feature_not_enabled("Getting metrics", "metrics", METRICS_LINK)
     data = await run_in_threadpool(_storage_metrics, request.app.state)
+    await refresh_worker_metrics(request.app.state)
     out = _Exposition()
-    registry = http_metrics(request.app.state)
+    registry = instance_http_metrics(request.app.state)
     out.family("meilisearch_http_requests_total", "counter", "Meilisearch HTTP requests total")
     for (method, path, status), count in sorted(registry.requests.items()):
         out.sample("meilisearch_http_requests_total", count, method=method, path=path, status=str(status))
@@ -396,7 +470,7 @@ async def get_metrics(request: Request) -> Response:
     out.family("meilisearch_searches_running", "gauge", "Meilisearch Searches Running")
     out.sample("meilisearch_searches_running", queue.running)
     out.family("meilisearch_searches_waiting_to_be_processed", "gauge", "Meilisearch Searches Being Processed")
-    out.sample("meilisearch_searches_waiting_to_be_processed", queue.waiting)
+    out.sample("meilisearch_searches_waiting_to_be_processed", queue.instance_waiting())
     return Response(out.text(), media_type="text/plain; version=0.0.4")
 
 

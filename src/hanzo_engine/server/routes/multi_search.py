@@ -60,12 +60,11 @@ from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.filter_parser import FilterFeatures
-from hanzo_engine.scheduler.scheduler import Scheduler
 
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..federated_facets import ComputedFacets, FederatedFacets
-from ..http import JSONResponse, read_body, read_index
+from ..http import IndexSource, JSONResponse, read_body, read_index
 from ..search_exec import (
     Ranked,
     RankingRules,
@@ -263,12 +262,12 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
 
 
-def _single(scheduler: Scheduler, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
+def _single(scheduler: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
             filters: FilterFeatures) -> dict[str, Any]:
     return read_index(scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters))
 
 
-def multi(scheduler: Scheduler, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
+def multi(scheduler: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
           with_metadata: bool) -> list[dict[str, Any]]:
     """Each query as its own search, in order; the first failure names its query."""
     results = []
@@ -324,7 +323,7 @@ def _with_federation(hit: dict[str, Any], federation: dict[str, Any]) -> dict[st
 class Federated:
     """One federated search (the steps of the module doc); not reusable."""
 
-    def __init__(self, scheduler: Scheduler, federation: dict[str, Any], features: ExperimentalFeatures) -> None:
+    def __init__(self, scheduler: IndexSource, federation: dict[str, Any], features: ExperimentalFeatures) -> None:
         self.scheduler = scheduler
         self.features = features
         self.federation = federation
@@ -584,7 +583,7 @@ async def multi_search(request: Request) -> Response:
     federation: dict[str, Any] | None = body["federation"]
     features = runtime_features(request)
     request_uid, with_metadata = uuid7(), include_metadata(request)
-    scheduler = state(request).scheduler
+    scheduler = state(request).indexes
     async with search_queue(request).permit():
         visible = auth_filter(request)
         for i, q in enumerate(queries):

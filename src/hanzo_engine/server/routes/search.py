@@ -518,7 +518,7 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
                          f"`network` experimental feature. See {NETWORK_DISCUSSION}")
     with_metadata = include_metadata(request)
     query = fused_query(request, uid, query)
-    scheduler = state(request).scheduler
+    scheduler = state(request).indexes
     features = filter_features(request)
     body = await run_queued(
         request, read_index, scheduler, uid,

@@ -135,7 +135,7 @@ async def _similar(request: Request, body: dict[str, Any]) -> Response:
     # a tenant token's search rules restrict similar documents as they restrict a search
     body = {**body, "filter": auth_filter(request).fuse_filter(uid, body.get("filter"))}
     features = filter_features(request)
-    result = await run_queued(request, read_index, state(request).scheduler, uid,
+    result = await run_queued(request, read_index, state(request).indexes, uid,
                               lambda reader: perform_similar(reader, uid, body, features))
     return JSONResponse(result)
 

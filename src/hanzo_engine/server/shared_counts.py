@@ -1,0 +1,47 @@
+"""Counters every process of a multi-process server can read: one slot per process, in a shared file.
+
+Each process writes only its own slot and reads the others' (a word-sized store is atomic on the
+platforms we run on, and a reading that is a moment old is good enough for an admission limit). The
+search queue keeps its number of waiting searches here, so that `--experimental-search-queue-size`
+bounds the waiting searches of the whole instance, not of each process.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+from typing import Final
+
+MAX_SLOTS: Final = 256
+_WORD: Final = 8
+
+
+class SharedCounts:
+    """`MAX_SLOTS` signed 64-bit counters in a file mapped by every process of the server."""
+
+    def __init__(self, path: Path, slot: int) -> None:
+        if not 0 <= slot < MAX_SLOTS:
+            raise ValueError(f"slot {slot} out of range")
+        self.slot = slot
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < MAX_SLOTS * _WORD:
+                os.ftruncate(fd, MAX_SLOTS * _WORD)
+            self._map = mmap.mmap(fd, MAX_SLOTS * _WORD)
+        finally:
+            os.close(fd)
+        self._words = memoryview(self._map).cast("q")
+        self._words[slot] = 0
+
+    def set(self, value: int) -> None:
+        self._words[self.slot] = value
+
+    def others(self) -> int:
+        """The sum of every other process's counter."""
+        return sum(self._words) - self._words[self.slot]
+
+    def close(self) -> None:
+        self._words[self.slot] = 0
+        self._words.release()
+        self._map.close()

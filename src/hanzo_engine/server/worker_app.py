@@ -1,0 +1,142 @@
+"""The ASGI application of a search worker process (see `server.workers` for the whole design).
+
+The search routes (search, multi-search, facet search, similar) run here, on read-only environments,
+behind the same middleware and auth as in the primary; every other request goes to the primary through
+`server.proxy`. The worker publishes its HTTP metrics to the runtime directory for the primary's
+`/metrics`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Final, cast
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.routing import Match, Route
+from starlette.types import Receive, Scope, Send
+
+from hanzo_engine.auth import AuthController, KeyStore
+from hanzo_engine.scheduler.readers import IndexReaders
+
+from .app import TrimTrailingSlash
+from .app_state import ROUTES, AppState
+from .errors import http_exception
+from .options import Options
+from .proxy import PrimaryProxy
+from .routes import instance
+from .shared_counts import SharedCounts
+from .workers import METRICS_PREFIX, PRIMARY_SOCKET, SEARCH_COUNTS
+
+log = logging.getLogger("hanzo_engine.server.worker")
+
+# (method, path template) of the routes a worker answers itself: the read-only search family
+LOCAL_ROUTES: Final = frozenset({
+    ("POST", "/indexes/{index_uid}/search"),
+    ("GET", "/indexes/{index_uid}/search"),
+    ("POST", "/multi-search"),
+    ("POST", "/indexes/{index_uid}/facet-search"),
+    ("POST", "/indexes/{index_uid}/similar"),
+    ("GET", "/indexes/{index_uid}/similar"),
+})
+METRICS_PUBLISH_SECONDS: Final = 1.0
+
+
+class WorkerDispatch:
+    """Search routes to the local app, everything else to the primary."""
+
+    def __init__(self, local: Starlette, proxy: PrimaryProxy) -> None:
+        self.local = local
+        self.proxy = proxy
+        self.routes = [r for r in local.router.routes if isinstance(r, Route)]
+
+    def _is_local(self, scope: Scope) -> bool:
+        return any(route.matches(scope)[0] is Match.FULL for route in self.routes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            if len(path) > 1 and path.endswith("/"):
+                scope = dict(scope, path=path.rstrip("/") or "/")
+            if not self._is_local(scope):
+                await self.proxy(scope, receive, send)
+                return
+        await self.local(scope, receive, send)
+
+
+def _publish_metrics(app: Starlette, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(instance.http_metrics(app.state).snapshot())
+    os.replace(tmp, path)
+
+
+def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerDispatch:
+    readers = IndexReaders(options.db_path)
+    # the worker never runs the scheduler: only the search routes run here, and they read `indexes`
+    app_state = AppState(options=options, scheduler=cast(Any, None), indexes=readers)
+    proxy = PrimaryProxy(str(runtime_dir / PRIMARY_SOCKET))
+    metrics_path = runtime_dir / f"{METRICS_PREFIX}{slot}.json"
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        registry = instance.http_metrics(app.state)
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            # a restarted worker goes on from its predecessor's counts: counters never go back
+            registry.add(metrics_path.read_bytes())
+
+        async def publish() -> None:
+            published = None
+            while True:
+                await asyncio.sleep(METRICS_PUBLISH_SECONDS)
+                current = (sum(registry.requests.values()), len(registry.requests))
+                if current != published:
+                    with contextlib.suppress(OSError):
+                        _publish_metrics(app, metrics_path)
+                    published = current
+
+        def publish_now() -> None:
+            with contextlib.suppress(OSError):
+                _publish_metrics(app, metrics_path)
+
+        publisher = asyncio.create_task(publish())
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, publish_now)  # the primary's `/metrics` asks
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGUSR1)
+            publisher.cancel()
+            with contextlib.suppress(OSError):
+                _publish_metrics(app, metrics_path)
+            await proxy.aclose()
+            readers.close()
+
+    routes = [Route(r.path, r.endpoint, methods=[r.method]) for r in ROUTES if (r.method, r.path) in LOCAL_ROUTES]
+    local = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_exception},
+        middleware=[
+            Middleware(TrimTrailingSlash),
+            Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
+                       expose_headers=["*"], max_age=86400),
+            Middleware(GZipMiddleware, minimum_size=1024),
+            Middleware(instance.HttpMetrics),
+        ],
+    )
+    local.router.redirect_slashes = False
+    local.state.hanzo = app_state
+    local.state.master_key = options.master_key
+    local.state.key_resolver = AuthController(KeyStore(options.db_path / "auth", readonly=True), options.master_key)
+    local.state.payload_limit = options.http_payload_size_limit
+    local.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, slot)
+    return WorkerDispatch(local, proxy)
