@@ -133,7 +133,9 @@ def service() -> Iterator[FakeService]:
 def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv = ServerProcess(Path(tmp_path_factory.mktemp("rest")) / "data.ms",
                         env={"MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
-                             "MEILI_OPENAI_API_KEY": "", "OPENAI_API_KEY": ""}).start()
+                             "MEILI_OPENAI_API_KEY": "", "OPENAI_API_KEY": "",
+                             # the fake service listens on loopback, refused by default
+                             "MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"}).start()
     yield srv
     srv.stop()
 

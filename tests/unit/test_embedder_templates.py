@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine import net_guard
 from hanzo_engine.engine.vector.embedders import check_embedder, effective_distribution, reindex_action
 from hanzo_engine.engine.vector.json_template import (
     REPEAT_PLACEHOLDER,
@@ -239,7 +240,10 @@ def flaky() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     _Flaky.failures, _Flaky.times = [], []
+    # the service listens on loopback, which the outgoing-request policy refuses by default
+    previous = net_guard.set_policy(net_guard.IpPolicy.from_networks(["127.0.0.0/8"]))
     yield f"http://127.0.0.1:{server.server_address[1]}/"
+    net_guard.set_policy(previous)
     server.shutdown()
     server.server_close()
 

@@ -6,7 +6,7 @@ directory. Every member is then read from disk lazily: documents and update file
 line, so a dump of any size is imported in constant memory.
 
 Tolerated, as Meilisearch does: a missing `instance_uid.uuid`, `experimental-features.json` or
-`batches/queue.jsonl` (older v6 dumps), member names written as `./name`, extra files. Dumps older than
+`batches/queue.jsonl`, `webhooks.json` (older v6 dumps), member names written as `./name`, extra files. Dumps older than
 V6 are refused with a message telling how to convert them.
 """
 
@@ -31,6 +31,7 @@ from .format import (
     METADATA,
     TASKS_QUEUE,
     UPDATE_FILES_DIR,
+    WEBHOOKS,
     DumpFormatError,
     check_metadata,
     parse_index_metadata,
@@ -147,6 +148,11 @@ class DumpReader:
 
     def features(self) -> dict[str, Any] | None:
         value = self._read_json(EXPERIMENTAL_FEATURES)
+        return value if isinstance(value, dict) else None
+
+    def webhooks(self) -> dict[str, Any] | None:
+        """`webhooks.json` (`{"webhooks": {uuid: {"url", "headers"}}}`), absent from older dumps."""
+        value = self._read_json(WEBHOOKS)
         return value if isinstance(value, dict) else None
 
     def keys(self) -> Iterator[dict[str, Any]]:

@@ -6,6 +6,7 @@ Layout written (paths inside the archive; `dump.format` names them):
     instance_uid.uuid                   hyphenated UUID, when the instance has one
     keys.jsonl                          one API key per line
     experimental-features.json          the runtime feature map
+    webhooks.json                       {"webhooks": {uuid: {"url", "headers"}}}, the API webhooks
     tasks/queue.jsonl                   one TaskDump per line
     tasks/update_files/<uid>.jsonl      NDJSON payload of each still-enqueued document task
     batches/queue.jsonl                 one Batch per line

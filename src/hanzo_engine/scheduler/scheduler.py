@@ -37,6 +37,7 @@ from .index_mapper import IndexMapper
 from .progress import Progress
 from .store import Batch, Task, TaskStore
 from .views import accumulate_details, batch_view, summarized_task, task_view
+from .webhooks import WebhookNotifier
 
 log = logging.getLogger("hanzo_engine.scheduler")
 
@@ -93,11 +94,15 @@ class Scheduler:
         self._idle = threading.Event()
         self.progress = Progress()
         self._current_batch: int | None = None
+        # the task webhooks' notifier (`webhooks.WebhookNotifier`), when the server installs one
+        self.webhooks: WebhookNotifier | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> None:
         self._recover()
+        if self.webhooks is not None:
+            self.webhooks.start()
         self._thread = threading.Thread(target=self._run, name="hanzo-scheduler", daemon=True)
         self._thread.start()
 
@@ -108,6 +113,8 @@ class Scheduler:
             self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self.webhooks is not None:
+            self.webhooks.stop()
         self.mapper.close()
         self.store.close()
 
@@ -363,6 +370,10 @@ class Scheduler:
             batch.pop("pendingIndexUuid", None)
             self._fill_batch_stats(batch, done)
             self.store.put_batch(txn, batch)
+            if self.webhooks is not None:
+                self.webhooks.record(txn, done)  # durable with the tasks' final status
+        if self.webhooks is not None:
+            self.webhooks.notify()
         for task in done:
             content = task["kind"].get("contentFile")
             if content:

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hanzo_engine.engine import net_guard
 from hanzo_engine.engine.vector.json_template import (
     REPEAT_PLACEHOLDER,
     REQUEST_PLACEHOLDER,
@@ -95,6 +96,8 @@ def status_error(status: int, body: str | None, source: str) -> tuple[EmbedderEr
 
 def _transport(err: OSError) -> str:
     """A network failure as ureq displays it."""
+    if isinstance(err, net_guard.DeniedAddress):
+        return f"bad uri: {err}"
     if isinstance(err, (socket.timeout, TimeoutError)):
         return "timeout: global"
     if err.errno is not None and err.strerror:
@@ -178,6 +181,7 @@ class RestEmbedder:
                                                context=ssl.create_default_context())
         else:
             conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
+        net_guard.guard(conn)  # loopback/private destinations only with `--experimental-allowed-ip-networks`
         headers = {"Content-Type": "application/json"}
         if self.options.api_key:
             headers["Authorization"] = f"Bearer {self.options.api_key}"
