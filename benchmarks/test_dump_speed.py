@@ -1,9 +1,9 @@
 """Dump and dump-import throughput (documents/s) and peak memory on the 1M benchmark corpus; compaction sizes.
 
 Documents: full runs use the 1,000,000-document benchmark corpus of `benchmarks/test_search_speed.py`
-(`benchmarks.corpus.corpus_files`: `../shared/tools/make_corpus.py`, cached under `HANZO_BENCH_CACHE`;
+(`benchmarks.corpus.corpus_files`: `benchmarks/realistic_corpus.py`, cached under `HANZO_BENCH_CACHE`;
 without `wordfreq`, our own `benchmarks.corpus.generate`). Smoke mode (HANZO_BENCH_SCALE=smoke) indexes
-2,000 documents of `generate` (the shared generator takes minutes even for a small corpus).
+2,000 documents of `generate`.
 `HANZO_DUMP_BENCH_DOCS` overrides the number of documents (the first N of the corpus).
 
 A data directory is built by a first child process: the corpus streamed from its NDJSON file through the
@@ -148,7 +148,7 @@ def corpus_source(tmp_path: Path) -> tuple[Path, str]:
     """The NDJSON file the build streams from (its first N_DOCS lines), and a name for the report."""
     files = None if SMOKE else corpus_files(max(N_DOCS, CORPUS_DOCS), CORPUS_QUERIES, SEED)
     if files is not None:
-        return files[0], "shared/tools/make_corpus.py (wordfreq)"
+        return files[0], "benchmarks/realistic_corpus.py (wordfreq)"
     path = tmp_path / "corpus.ndjson"
     path.write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in generate(N_DOCS, SEED)))
     return path, "benchmarks.corpus.generate" + ("" if SMOKE else " (no wordfreq)")

@@ -3,8 +3,8 @@
 Data: a generated corpus of movie-like records (`{id, title, overview, genres, release_date, rating,
 popularity}`), 1,000,000 documents (20,000 in smoke mode), and a set of 1,000 realistic queries
 (100 in smoke mode): ~85% 1-3 words biased to title and topic words, ~15% 4-8-word natural queries.
-Both come from `../shared/tools/make_corpus.py` (real English word frequencies from `wordfreq`, topic
-mixtures for realistic co-occurrence), run at benchmark time and cached under `HANZO_BENCH_CACHE`
+Both come from `benchmarks/realistic_corpus.py` (real English word frequencies from `wordfreq`, topic
+mixtures for realistic co-occurrence), generated at benchmark time and cached under `HANZO_BENCH_CACHE`
 (default: `<tmp>/hanzo-bench-corpus`). Without `wordfreq` the module falls back to our own generator
 (`benchmarks.corpus.generate`) and draws queries from its documents the same way; the report names
 the source. `HANZO_SEARCH_BENCH_DOCS` overrides the number of documents.
@@ -61,6 +61,7 @@ import pytest
 from tests.conftest import ServerProcess, wait_task
 
 from benchmarks.corpus import corpus_files, generate, load_movies
+from benchmarks.realistic_corpus import read_queries
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search.engine import search
@@ -95,7 +96,7 @@ class Corpus:
 
 
 def _fallback_queries(docs: list[dict[str, Any]], n_queries: int) -> list[tuple[str, str]]:
-    """make_corpus's recipe on our generator: 1-3 consecutive words (title first), or 4-8 overview words."""
+    """realistic_corpus's recipe on our generator: 1-3 consecutive words (title first), or 4-8 overview words."""
     rng = np.random.default_rng(SEED)
     common = set(_top_words(docs, 100))
     out: list[tuple[str, str]] = []
@@ -130,9 +131,9 @@ def load_corpus() -> Corpus:
     decoder = msgspec.json.Decoder()
     with open(files[0], "rb") as f:
         docs = [decoder.decode(line) for line in f]
-    with open(files[1], encoding="utf-8") as f:
-        queries = [(kind, text) for _, kind, text in (line.rstrip("\n").split("\t") for line in f)]
-    return Corpus(docs, queries, "shared/tools/make_corpus.py (wordfreq)")
+    # the generator's 4-8-word queries are the natural-language ("long") ones
+    queries = [("short" if len(q.split()) <= 3 else "long", q) for q in read_queries(files[1])]
+    return Corpus(docs, queries, "benchmarks/realistic_corpus.py (wordfreq)")
 
 
 # -- memory ---------------------------------------------------------------------------------------

@@ -4,16 +4,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import datasets
 from tests.conftest import wait_task
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "meilisearch"
 LINK = "https://docs.meilisearch.com/errors#"
 
 
@@ -136,7 +134,7 @@ def test_browse_with_filter(http: httpx.Client, index_uid: str) -> None:
 
 
 def test_browse_sorted(http: httpx.Client, index_uid: str) -> None:
-    documents = json.loads((DATASETS / "meili_test_set.json").read_text())
+    documents = datasets.load_json("meilisearch/meili_test_set.json")
     ok(http, http.post(f"/indexes/{index_uid}/documents", json=documents))
     url = f"/indexes/{index_uid}/documents"
     res = http.get(url, params={"fields": "id,name", "sort": "name:asc"})

@@ -1,7 +1,7 @@
 """Filters, facet distribution/stats and geo filters against a real server.
 
 Two kinds of expectations: Meilisearch's own (its `tests/search/{filters,geo}.rs` snapshots), and,
-on the datasets of `../shared/datasets/meilisearch/` (movies, meteorites for geo, products for nested
+on the datasets of `tests/assets/datasets/meilisearch/` (movies, meteorites for geo, products for nested
 fields), values computed here from the raw files with the contract's rules (§3.8, §5.3, §7.4):
 facet values grouped on their normalized form (NFKD, trimmed, lowercased) and shown with the first
 document's spelling, numbers printed as Rust prints an `f64`, at most 3000 candidates ordered
@@ -11,19 +11,17 @@ haversine on a 6 371 000 m sphere.
 
 from __future__ import annotations
 
-import json
 import math
 import unicodedata
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import datasets
 from tests.conftest import ServerProcess, wait_task
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "meilisearch"
 LINK = "https://docs.meilisearch.com/errors#"
 
 NESTED_DOCUMENTS = [
@@ -116,9 +114,9 @@ def client(server: ServerProcess) -> Iterator[httpx.Client]:
         yield c
 
 
-MOVIES = json.loads((DATASETS / "movies_1688.json").read_text())
-METEORITES = json.loads((DATASETS / "meteorites.json").read_text())
-PRODUCTS = [json.loads(line) for line in (DATASETS / "products_300.jsonl").read_text().splitlines() if line]
+MOVIES = datasets.load_json("meilisearch/movies_1688.json")
+METEORITES = datasets.load_json("meilisearch/meteorites.json")
+PRODUCTS = datasets.load_ndjson("meilisearch/products_300.jsonl")
 
 
 @pytest.fixture(scope="module")

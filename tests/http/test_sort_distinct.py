@@ -5,19 +5,17 @@ internal id; the `sort` rule applies where it sits in `rankingRules`)."""
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import datasets
 from tests.conftest import ServerProcess, wait_task
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "meilisearch"
-MOVIES = json.loads((DATASETS / "movies_1688.json").read_text())
+MOVIES = datasets.load_json("meilisearch/movies_1688.json")
 
 PRODUCTS = [
     {"id": 1, "description": "Leather Jacket", "brand": "Lee Jeans", "product_id": "123456", "color": "Brown"},

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import datasets
 from tests.conftest import ServerProcess
 
 _counter = itertools.count()
@@ -101,9 +100,7 @@ def assert_milli_order(hits: list[dict[str, Any]], expected: list[Any]) -> None:
         at += len(group)
 
 
-# the shared datasets live beside the repository (../shared/datasets); HANZO_DATASETS overrides
-DATASETS = Path(os.environ.get("HANZO_DATASETS") or Path(__file__).resolve().parents[3] / "shared" / "datasets")
-MILLI_TEST_SET = DATASETS / "meilisearch" / "milli_test_set.ndjson"
+MILLI_TEST_SET = "meilisearch/milli_test_set.ndjson"  # shipped in tests/assets/datasets
 # milli's `tests/search/mod.rs` settings for its test set
 MILLI_SETTINGS: dict[str, Any] = {
     "searchableAttributes": ["title", "description"],
@@ -116,9 +113,7 @@ RANK_FIELDS = {"words": "word_rank", "typo": "typo_rank", "proximity": "proximit
 
 def milli_test_set() -> list[dict[str, Any]]:
     """milli's ranking test set: 17 documents with their expected rank for each rule."""
-    if not MILLI_TEST_SET.exists():
-        pytest.skip(f"{MILLI_TEST_SET} is missing")
-    raw = MILLI_TEST_SET.read_text()
+    raw = datasets.read_text(MILLI_TEST_SET)
     decoder = json.JSONDecoder()
     docs: list[dict[str, Any]] = []
     at = 0
