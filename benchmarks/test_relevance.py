@@ -3,7 +3,8 @@
 Every judged query of Cranfield (1,400 docs, 225 queries, graded) and NPL (11,426 docs, 93 queries)
 runs against hanzo-engine (in process, an LMDB index in a temp dir, documents `{id, title, body}`,
 searchableAttributes `[title, body]`) under several ranking configurations, and against the peers on
-the same documents and query text. NDCG@10, Recall@100 and MRR@10 come from `shared/tools/irdata.py`.
+the same documents and query text. The collections (shipped in `tests/assets/datasets/ir`) and NDCG@10,
+Recall@100 and MRR@10 come from `benchmarks/irdata.py`.
 
 hanzo configurations (`HANZO_CONFIGS`): Meilisearch's default ranking rules, `bm25` after `typo`,
 `bm25` first; each with matchingStrategy `last` and `frequency`, and each again with an English
@@ -31,7 +32,6 @@ import os
 import platform
 import re
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -40,17 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import datasets
 
-from benchmarks.corpus import DATASETS
+from benchmarks import irdata
 from hanzo_engine.apitypes.settings import DEFAULT_RANKING_RULES, complete_settings
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search.engine import search
 from hanzo_engine.engine.search.types import MatchingStrategy, SearchRequest
-
-# irdata lives in shared/tools beside the datasets; IR_DATA points it at the same datasets directory.
-os.environ.setdefault("IR_DATA", str(DATASETS))
-sys.path.insert(0, str(DATASETS.parent / "tools"))
-irdata: Any = importlib.import_module("irdata")
 
 SMOKE = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
 SMOKE_QUERIES = 20
@@ -116,6 +112,7 @@ class Collection:
 
 @cache
 def collection(name: str) -> Collection:
+    datasets.require(*irdata.IR_FILES[name])
     docs, queries, qrels = irdata.IR_LOADERS[name]()
     if SMOKE:
         queries = queries[:SMOKE_QUERIES]

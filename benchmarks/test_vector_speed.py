@@ -3,8 +3,8 @@
 Datasets (cosine, k = 10):
 - `clustered`: 100,000 x 384 float32 vectors around 100 Gaussian centres (unit-variance noise, as
   large as the centres' spread), 1,000 queries from the same distribution. Deterministic (seed 42).
-- `cranfield`, `npl`: the MiniLM embeddings shipped in ../shared/datasets/ir (float16 -> float32),
-  their documents as the base set and their queries as queries.
+- `cranfield`, `npl`: the MiniLM embeddings shipped in tests/assets/datasets/ir (float16 -> float32, read
+  by `benchmarks.irdata.load_minilm`), their documents as the base set and their queries as queries.
 
 Every library builds with the same HNSW parameters (M = 16, efConstruction = 200), single-threaded,
 float32 storage. Reported per library and dataset:
@@ -39,8 +39,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests import datasets
 
-from benchmarks.corpus import DATASETS
+from benchmarks import irdata
 from hanzo_engine._native.hnsw import HnswGraph
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.vector import EmbedderConfig, VectorStore
@@ -90,22 +91,23 @@ def clustered(n: int, dim: int, n_queries: int, seed: int = 42) -> Dataset:
     return Dataset("clustered", base, queries, exact_truth(base, queries))
 
 
-def minilm(name: str) -> Dataset | None:
-    folder = DATASETS / "ir" / name
-    docs, queries = folder / "minilm_docs.f16.npy", folder / "minilm_queries.f16.npy"
-    if not docs.exists() or not queries.exists():
-        return None
-    base = np.ascontiguousarray(np.load(docs).astype(np.float32))
-    q = np.ascontiguousarray(np.load(queries).astype(np.float32))
+def minilm(name: str) -> Dataset:
+    vectors = irdata.load_minilm(name)
+    base = np.ascontiguousarray(vectors.docs)
+    q = np.ascontiguousarray(vectors.queries)
     return Dataset(name, base, q, exact_truth(base, q))
 
 
-def datasets() -> list[Dataset]:
+MISSING: dict[str, str] = {}  # dataset -> why it is skipped (a dataset file is missing)
+
+
+def build_datasets() -> list[Dataset]:
     out = [clustered(2_000, 64, 100) if SMOKE else clustered(100_000, 384, 1_000)]
     for name in ("cranfield",) if SMOKE else ("cranfield", "npl"):
-        ds = minilm(name)
-        if ds is not None:
-            out.append(ds)
+        if (message := datasets.missing(*irdata.MINILM_FILES[name])) is not None:
+            MISSING[name] = message
+        else:
+            out.append(minilm(name))
     return out
 
 
@@ -114,7 +116,7 @@ _CACHE: dict[str, list[Dataset]] = {}
 
 def all_datasets() -> list[Dataset]:
     if "all" not in _CACHE:
-        _CACHE["all"] = datasets()
+        _CACHE["all"] = build_datasets()
     return _CACHE["all"]
 
 
@@ -331,7 +333,7 @@ def get_dataset(name: str) -> Dataset:
     for ds in all_datasets():
         if ds.name == name:
             return ds
-    pytest.skip(f"dataset {name} is not available")
+    pytest.skip(MISSING.get(name, f"dataset {name} is not available"))
 
 
 @pytest.mark.parametrize("dataset", dataset_ids())
