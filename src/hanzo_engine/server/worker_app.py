@@ -23,7 +23,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Match, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from hanzo_engine.auth import AuthController, KeyStore
 from hanzo_engine.scheduler.readers import IndexReaders
@@ -49,15 +49,18 @@ LOCAL_ROUTES: Final = frozenset({
     ("GET", "/indexes/{index_uid}/similar"),
 })
 METRICS_PUBLISH_SECONDS: Final = 1.0
+WORKER_HEADER: Final = b"x-hanzo-worker"
 
 
 class WorkerDispatch:
     """Search routes to the local app, everything else to the primary."""
 
-    def __init__(self, local: Starlette, proxy: PrimaryProxy) -> None:
+    def __init__(self, local: Starlette, proxy: PrimaryProxy, slot: int) -> None:
         self.local = local
         self.proxy = proxy
         self.routes = [r for r in local.router.routes if isinstance(r, Route)]
+        # names the process that answered a search (for operators and the multi-process tests)
+        self._served_by = (WORKER_HEADER, str(slot).encode())
 
     def _is_local(self, scope: Scope) -> bool:
         return any(route.matches(scope)[0] is Match.FULL for route in self.routes)
@@ -70,6 +73,14 @@ class WorkerDispatch:
             if not self._is_local(scope):
                 await self.proxy(scope, receive, send)
                 return
+
+            async def send_marked(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []), self._served_by]}
+                await send(message)
+
+            await self.local(scope, receive, send_marked)
+            return
         await self.local(scope, receive, send)
 
 
@@ -139,4 +150,4 @@ def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerD
     local.state.key_resolver = AuthController(KeyStore(options.db_path / "auth", readonly=True), options.master_key)
     local.state.payload_limit = options.http_payload_size_limit
     local.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, slot)
-    return WorkerDispatch(local, proxy)
+    return WorkerDispatch(local, proxy, slot)
