@@ -7,22 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import FileResponse, Response
 
-from hanzo_engine import MEILISEARCH_COMPAT_VERSION, __version__
+from hanzo_engine import MEILISEARCH_COMPAT_VERSION
 from hanzo_engine.apitypes.deserr import QueryField, parse_query
 from hanzo_engine.apitypes.errors import index_not_found
 from hanzo_engine.apitypes.tasks import format_timestamp
 from hanzo_engine.engine.index import Index
 
 from ..app_state import AppState, route, state
+from .. import dashboard
 from ..auth import auth_filter
 from ..http import JSONResponse
-
-DASHBOARD = """<!doctype html><html><head><title>hanzo-engine</title></head><body>
-<h1>hanzo-engine</h1><p>Meilisearch-compatible search engine, version {version}.</p>
-<p>Point any Meilisearch client or dashboard at this address.</p></body></html>"""
-
 
 async def health(request: Request) -> Response:
     return JSONResponse({"status": "available"})
@@ -36,10 +32,27 @@ async def version(request: Request) -> Response:
     })
 
 
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "")
+
+
 async def root(request: Request) -> Response:
-    if state(request).options.env == "production":
+    """The search preview dashboard; in production only for a browser (the page then needs a key).
+
+    Meilisearch answers `/` in production with a status object; scripts and clients still get it.
+    """
+    if state(request).options.env == "production" and not _wants_html(request):
         return JSONResponse({"status": "Meilisearch is running"})
-    return HTMLResponse(DASHBOARD.format(version=__version__))
+    return FileResponse(dashboard.INDEX_HTML, media_type=dashboard.media_type(dashboard.INDEX_HTML),
+                        headers={"cache-control": "no-cache"})
+
+
+async def dashboard_asset(request: Request) -> Response:
+    """A static file of the dashboard (its script, style sheet and vendored libraries)."""
+    path = dashboard.asset(request.path_params["asset"])
+    if path is None:
+        return Response(status_code=404)
+    return FileResponse(path, media_type=dashboard.media_type(path), headers={"cache-control": "no-cache"})
 
 
 def _dir_size(path: Path) -> int:
@@ -135,3 +148,4 @@ async def get_stats(request: Request) -> Response:
 route("GET", "/health", action=None)(health)
 route("GET", "/version", action="version")(version)
 route("GET", "/", action=None)(root)
+route("GET", "/dashboard/{asset:path}", action=None)(dashboard_asset)
