@@ -63,6 +63,7 @@ def invalid_key(message: str = INVALID_KEY_MESSAGE) -> dict[str, str]:
 
 _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
     ("GET", "/"): None, ("GET", "/health"): None, ("GET", "/version"): "version",
+    ("GET", "/dashboard/{asset:path}"): None,  # the dashboard's static files, public like `/`
     ("GET", "/stats"): "stats.get", ("GET", "/indexes/{index_uid}/stats"): "stats.get",
     ("GET", "/metrics"): "metrics.get", ("POST", "/logs/stream"): "metrics.get",
     ("DELETE", "/logs/stream"): "metrics.get", ("POST", "/logs/stderr"): "metrics.get",
@@ -140,7 +141,8 @@ _PARAMS: Final[dict[tuple[str, str], dict[str, str]]] = {
     ("GET", "/indexes/{index_uid}/similar"): {"id": "1"},
 }
 _PATH_PARAMS: Final = {"{index_uid}": INDEX, "{document_id}": DOCUMENT_ID, "{task_uid}": TASK_UID,
-                       "{batch_uid}": TASK_UID, "{key_or_uid}": KEY_UID, "{uuid}": KEY_UID}
+                       "{batch_uid}": TASK_UID, "{key_or_uid}": KEY_UID, "{uuid}": KEY_UID,
+                       "{asset:path}": "dashboard.js"}
 # routes naming their index in the body, and how a scoped key outside it is refused
 _BODY_INDEX_MESSAGES: Final = {
     ("POST", "/indexes"): INVALID_KEY_MESSAGE,
@@ -342,7 +344,7 @@ def test_route_actions_follow_the_contract() -> None:
         assert spec.action is None or spec.action in ACTIONS, spec
         assert spec.action == contract_action(spec.method, spec.path), (spec.method, spec.path)
     public = {(s.method, s.path) for s in ROUTES if s.action is None}
-    assert public == {("GET", "/"), ("GET", "/health")}
+    assert public == {("GET", "/"), ("GET", "/health"), ("GET", "/dashboard/{asset:path}")}
 
 
 def test_every_route_is_walked_with_every_credential() -> None:
