@@ -7,16 +7,19 @@ Each client loops until the deadline over a fixed mix (per client, seeded): 60 %
 across both indexes with weights, half two plain queries), 15 % document writes (1-5 documents added or
 updated). The client side is asyncio + httpx in this process, one connection per request (see
 `_run`); the server is a separate process with its default options (search queue of 1000, cores × 4
-searches at once).
+searches at once), serving HTTP from one worker process per CPU (`--http-workers`) when the build has
+that flag.
 
 Also reported: the CPU seconds the server and the client (this process) used, and the server's CPU per
-request, since both share the machine's cores.
+request, since both share the machine's cores. The server's CPU and memory are those of its whole
+process tree (its HTTP workers included): CPU summed, RSS summed, the peak RSS the sum of each
+process's peak, PSS (shared pages split between the processes) beside.
 
 Pass criteria: zero errors, where an error is any transport failure or any status other than 200/202,
 except the documented `503 too_many_search_requests` carrying `Retry-After: 10` (counted apart); every
 write task acknowledged during the run ends `succeeded`; the server's peak RSS stays under
 `MAX_RSS_BYTES`. Reported: p50/p95/p99 latency per kind and overall, throughput, 503 count, peak RSS
-(VmHWM of the server process), and the task backlog at the deadline. Results go to
+(VmHWM summed over the server's processes), and the task backlog at the deadline. Results go to
 `benchmarks/results/load.json` (`load.smoke.json` in smoke mode).
 """
 
@@ -36,6 +39,7 @@ import pytest
 from tests.conftest import ServerProcess, wait_task
 
 from benchmarks.corpus import load_movies, vocabulary
+from benchmarks.proctree import cpu_seconds, http_workers, http_workers_args, memory_bytes
 
 SMOKE = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
 CLIENTS = 20 if SMOKE else 500
@@ -44,20 +48,6 @@ MAX_RSS_BYTES = 4 << 30
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / ("load.smoke.json" if SMOKE else "load.json")
 MIX = (("search", 0.60), ("multi", 0.25), ("write", 0.15))
 INDEXES = ("load_movies", "load_movies_b")
-
-
-def _proc_status(pid: int, field: str) -> int:
-    """A `/proc/<pid>/status` size field (VmRSS, VmHWM) in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (/proc/<pid>/stat fields 14 and 15, in clock ticks)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -70,7 +60,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 @pytest.fixture(scope="module")
 def load_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    srv = ServerProcess(tmp_path_factory.mktemp("load") / "data.ms").start()
+    srv = ServerProcess(tmp_path_factory.mktemp("load") / "data.ms", extra_args=http_workers_args()).start()
     movies = load_movies()
     with httpx.Client(base_url=srv.url, timeout=600) as http:
         uids = [http.post(f"/indexes/{uid}/documents", json=docs, params={"primaryKey": "id"}).json()["taskUid"]
@@ -153,7 +143,7 @@ async def _run(url: str, words: list[str], pid: int) -> tuple[Stats, float, list
 
         async def sample_rss() -> None:
             while time.monotonic() < deadline:
-                rss.append(_proc_status(pid, "VmRSS"))
+                rss.append(memory_bytes(pid)["rss"])
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample_rss())
@@ -167,11 +157,12 @@ def test_load(load_server: ServerProcess) -> None:
     assert load_server.proc is not None
     pid = load_server.proc.pid
     words = vocabulary()[:3000]
-    rss_before = _proc_status(pid, "VmRSS")
-    server_cpu, client_cpu = _cpu_seconds(pid), time.process_time()
+    rss_before = memory_bytes(pid)["rss"]
+    server_cpu, client_cpu = cpu_seconds(pid), time.process_time()
     stats, elapsed, rss = asyncio.run(_run(load_server.url, words, pid))
-    server_cpu, client_cpu = _cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
-    peak = _proc_status(pid, "VmHWM")
+    server_cpu, client_cpu = cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
+    after = memory_bytes(pid)
+    peak = after["peakRss"]
 
     with httpx.Client(base_url=load_server.url, timeout=60) as http:
         backlog = http.get("/tasks", params={"statuses": "enqueued,processing", "limit": 0}).json()["total"]
@@ -187,6 +178,8 @@ def test_load(load_server: ServerProcess) -> None:
         "clients": CLIENTS, "durationSeconds": round(elapsed, 2), "requests": completed,
         "throughputPerSecond": round(completed / elapsed, 1), "throttled503": stats.throttled,
         "errors": len(stats.errors), "peakRssBytes": peak, "rssBeforeBytes": rss_before,
+        "httpWorkers": http_workers(), "serverProcesses": after["processes"],
+        "memoryAfterMiB": {k: round(v / 2**20, 1) for k, v in after.items() if k != "processes"},
         "rssSamplesMiB": [round(x / 2**20) for x in rss[:: max(1, len(rss) // 20)]],
         "taskBacklogAtDeadline": backlog, "drainSeconds": round(drain_seconds, 1),
         "writesAcknowledged": len(stats.tasks), "failedTasks": failed,

@@ -50,6 +50,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from benchmarks import corpus, realistic_corpus
+from benchmarks.proctree import cpu_seconds, http_workers, http_workers_args, memory, settle
 
 SMOKE = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
 N_DOCS = 2_000 if SMOKE else 100_000
@@ -65,70 +66,6 @@ RESULTS_FILE = Path(__file__).resolve().parent / "results" / (
 PEER_SCRIPT = Path(__file__).resolve().parent / "peers" / "tantivy_server.py"
 CLIENT = os.environ.get("HANZO_THROUGHPUT_CLIENT") or ("wrk" if shutil.which("wrk") else "asyncio")
 CPUS = os.cpu_count() or 1
-
-
-# -- process trees ----------------------------------------------------------------------------------
-
-def _tree(root: int) -> list[int]:
-    """`root` and its descendants (from the parent pid of every process in /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def _cpu_seconds(root: int) -> float:
-    """utime + stime + cutime + cstime over the tree: a reaped child's time stays counted in its parent."""
-    ticks = 0
-    for pid in _tree(root):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += sum(int(x) for x in fields[11:15])
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _memory(root: int) -> dict[str, Any]:
-    """RSS, PSS and anonymous resident memory summed over the tree, in MiB, and its process count."""
-    total = {"rssMiB": 0.0, "pssMiB": 0.0, "anonMiB": 0.0, "peakRssMiB": 0.0}
-    pids = _tree(root)
-    for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        for text, key, name in ((status, "VmRSS", "rssMiB"), (status, "RssAnon", "anonMiB"),
-                                (status, "VmHWM", "peakRssMiB"), (rollup, "Pss", "pssMiB")):
-            for line in text.splitlines():
-                if line.startswith(key + ":"):
-                    total[name] += int(line.split()[1]) / 1024
-                    break
-    return {**{k: round(v, 1) for k, v in total.items()}, "processes": len(pids)}
-
-
-def _settle(root: int, limit: float = 60.0) -> None:
-    """Wait until the tree is idle (queued requests of a level drained), at most `limit` seconds."""
-    deadline = time.monotonic() + limit
-    before = _cpu_seconds(root)
-    while time.monotonic() < deadline:
-        time.sleep(0.3)
-        now = _cpu_seconds(root)
-        if now - before < 0.03:
-            return
-        before = now
 
 
 # -- load generators --------------------------------------------------------------------------------
@@ -270,20 +207,20 @@ async def _asyncio_load(port: int, bodies: list[str], connections: int, seconds:
 
 def _drive(port: int, root: int, bodies: list[str], connections: int, script: Path) -> dict[str, Any]:
     """One level against one server: the load, then the server's CPU per answer and its memory."""
-    _settle(root)
-    cpu = _cpu_seconds(root)
+    settle(root)
+    cpu = cpu_seconds(root)
     if CLIENT == "wrk":
         result = _wrk(f"http://127.0.0.1:{port}", bodies, connections, LEVEL_SECONDS, script)
     else:
         result = asyncio.run(_asyncio_load(port, bodies, connections, LEVEL_SECONDS))
-    memory = _memory(root)
-    _settle(root)
-    server_cpu = _cpu_seconds(root) - cpu
+    mem = memory(root)
+    settle(root)
+    server_cpu = cpu_seconds(root) - cpu
     result.update({
         "reqPerS": round(result["ok"] / result["seconds"], 1),
         "serverCpuSeconds": round(server_cpu, 2),
         "serverCpuMsPerRequest": round(server_cpu * 1000 / max(result["answers"], 1), 3),
-        "memory": memory,
+        "memory": mem,
     })
     for key in ("p50Ms", "p95Ms", "p99Ms", "maxMs", "seconds"):
         result[key] = round(result[key], 2)
@@ -305,25 +242,19 @@ def _sequential(url: str, queries: list[str]) -> dict[str, Any]:
                 continue
             body = res.json()
             empty += not body["hits"]
-            kind = by_kind["short" if len(q.split()) <= 3 else "long"]
-            kind["processing"].append(float(body["processingTimeMs"]))
-            kind["wall"].append(wall * 1000)
+            series = by_kind["short" if len(q.split()) <= 3 else "long"]
+            series["processing"].append(float(body["processingTimeMs"]))
+            series["wall"].append(wall * 1000)
     out: dict[str, Any] = {"statuses": {str(k): v for k, v in sorted(statuses.items())}, "emptyResults": empty}
-    for kind, series in by_kind.items():
-        out[kind] = {"count": len(series["wall"]),
+    for kind, measured in by_kind.items():
+        out[kind] = {"count": len(measured["wall"]),
                      **{f"{name}P{q}Ms": round(_percentile(values, q), 2)
-                        for name, values in (("processing", series["processing"]), ("wall", series["wall"]))
+                        for name, values in (("processing", measured["processing"]), ("wall", measured["wall"]))
                         for q in (50, 95)}}
     return out
 
 
 # -- servers ----------------------------------------------------------------------------------------
-
-def _http_workers_supported() -> bool:
-    help_text = subprocess.run([sys.executable, "-m", "hanzo_engine", "--help"], capture_output=True, text=True,
-                               timeout=120).stdout
-    return "--http-workers" in help_text
-
 
 class Peer:
     """The tantivy server as a subprocess on a free loopback port."""
@@ -429,8 +360,8 @@ def test_throughput(workload: str, tmp_path: Path) -> None:
     script = tmp_path / "throughput.lua"
 
     peer = Peer(docs_path, tmp_path)
-    workers = CPUS if _http_workers_supported() else None
-    hanzo = ServerProcess(tmp_path / "data.ms", extra_args=["--http-workers", str(workers)] if workers else [])
+    workers = http_workers()
+    hanzo = ServerProcess(tmp_path / "data.ms", extra_args=http_workers_args())
     try:
         hanzo.start(timeout=120)
         assert hanzo.proc is not None
@@ -463,7 +394,7 @@ def test_throughput(workload: str, tmp_path: Path) -> None:
                               "cpuPerRequest": round(h["serverCpuMsPerRequest"]
                                                      / max(p["serverCpuMsPerRequest"], 1e-9), 3)}
             report["levels"].append(level)
-        report["memory"] = {name: _memory(pid) for name, (_, pid) in servers.items()}
+        report["memory"] = {name: memory(pid) for name, (_, pid) in servers.items()}
     finally:
         hanzo.stop()
         peer.stop()

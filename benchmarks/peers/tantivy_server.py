@@ -65,7 +65,7 @@ def make_app(index: tantivy.Index) -> Starlette:
         if words:
             query = index.parse_query(" ".join(words), ["title", "overview"])
             result = searcher.search(query, limit + offset, count=True)
-            total = result.count or 0
+            total = getattr(result, "count", None) or 0  # the number of matches (count=True)
             hits = [json.loads(searcher.doc(address)["source"][0]) for _, address in result.hits[offset:]]
         return JSONResponse({
             "hits": hits, "query": q, "processingTimeMs": round((time.perf_counter() - started) * 1000),
