@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -40,9 +40,6 @@ OTHER_INDEX = "a_notes"  # listed first, so the dashboard opens it and the test 
 SETTINGS = {"filterableAttributes": ["genres"], "sortableAttributes": ["vote_average", "popularity", "title"]}
 QUERY = "space mission"
 
-T = TypeVar("T")
-
-
 def load_movies() -> list[dict[str, Any]]:
     with gzip.open(HERE / "movies_subset.json.gz", "rt", encoding="utf-8") as f:
         movies: list[dict[str, Any]] = json.load(f)
@@ -53,6 +50,10 @@ def require_browser() -> None:
     if os.environ.get("HANZO_SKIP_BROWSER") == "1":
         pytest.skip("HANZO_SKIP_BROWSER=1: the dashboard's browser tests are skipped")
     missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        pytest.fail("the dashboard's browser test needs Selenium (`pip install -e '.[test]'`)", pytrace=False)
     if missing:
         pytest.fail(f"the dashboard's browser test needs Chromium and its driver; missing: {', '.join(missing)}. "
                     "Install them (Debian: `apt-get install -y chromium chromium-driver`), point "
@@ -123,14 +124,13 @@ def driver(tmp_path: Path) -> Iterator[Any]:
         browser.quit()
 
 
-def wait_for(browser: Any, what: str, check: Callable[[Any], T | None | bool]) -> T:
+def wait_for(browser: Any, what: str, check: Callable[[Any], Any]) -> Any:
     """`check(browser)` once it is truthy; on timeout, fail naming `what` and showing the page's notice."""
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        result: T = WebDriverWait(browser, WAIT, poll_frequency=0.1).until(lambda b: check(b))
-        return result
+        return WebDriverWait(browser, WAIT, poll_frequency=0.1).until(lambda b: check(b))
     except TimeoutException:
         notice = browser.execute_script("return document.getElementById('notice').textContent")
         pytest.fail(f"the dashboard did not show {what} within {WAIT:.0f} s (page notice: {notice!r})")
@@ -198,7 +198,7 @@ def test_search_highlights_facets_sort_and_panels(open_server: ServerProcess, dr
     expected = server_search(http, q=QUERY, showRankingScore=True)
     assert expected["hits"], "the query must match movies"
     first = expected["hits"][0]
-    wait_for(driver, f"{first['title']!r} first", lambda b: (hit_ids(b) or [None])[0] == str(first["id"]))
+    wait_for(driver, f"{first['title']!r} first", lambda b: hit_ids(b)[:1] == [str(first["id"])])
     assert hit_ids(driver) == [str(h["id"]) for h in expected["hits"][:10]]
     first_hit = driver.find_element(By.CSS_SELECTOR, "#hits li.hit")
     assert first["title"] in first_hit.find_element(By.CSS_SELECTOR, ".hit-title").text
@@ -285,7 +285,7 @@ def test_production_asks_for_the_master_key(production_server: ServerProcess, dr
     with httpx.Client(base_url=production_server.url, timeout=30,
                       headers={"Authorization": f"Bearer {MASTER_KEY}"}) as http:
         first = server_search(http, q=QUERY)["hits"][0]
-    wait_for(driver, f"{first['title']!r} first", lambda b: (hit_ids(b) or [None])[0] == str(first["id"]))
+    wait_for(driver, f"{first['title']!r} first", lambda b: hit_ids(b)[:1] == [str(first["id"])])
     assert driver.find_elements(By.CSS_SELECTOR, "#hits li.hit mark")
     assert driver.execute_script("return localStorage.getItem('hanzo-engine.dashboard.apiKey')") == MASTER_KEY
 

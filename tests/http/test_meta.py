@@ -70,6 +70,15 @@ def test_root_is_a_status_in_production(production: httpx.Client) -> None:
     assert r.json() == {"status": "Meilisearch is running"}
 
 
+def test_root_in_production_gives_a_browser_the_dashboard(production: httpx.Client) -> None:
+    # the page holds no data: it asks for a key before showing anything (tests/browser)
+    accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    r = httpx.get(f"{production.base_url}/", headers={"Accept": accept})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+    assert 'id="key-prompt"' in r.text
+
+
 def test_stats_of_an_empty_instance(production: httpx.Client) -> None:
     r = production.get("/stats")
     assert r.status_code == 200

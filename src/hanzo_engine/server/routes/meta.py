@@ -15,10 +15,11 @@ from hanzo_engine.apitypes.errors import index_not_found
 from hanzo_engine.apitypes.tasks import format_timestamp
 from hanzo_engine.engine.index import Index
 
-from ..app_state import AppState, route, state
 from .. import dashboard
+from ..app_state import AppState, route, state
 from ..auth import auth_filter
 from ..http import JSONResponse
+
 
 async def health(request: Request) -> Response:
     return JSONResponse({"status": "available"})
