@@ -228,13 +228,18 @@ class WebhookNotifier:
         txn.put(_NEXT_KEY, _U64.pack(seq), db=self.store.db_webhook_pending)
 
     def _drop_oldest(self, txn: lmdb.Transaction, uuid: str) -> None:
+        """Make room: the oldest notification of `uuid`, else that of the first webhook waiting."""
         prefix = uuid.encode() + b"/"
         with txn.cursor(db=self.store.db_webhook_pending) as cursor:
-            if cursor.set_range(prefix) and bytes(cursor.key()).startswith(prefix):
+            found = cursor.set_range(prefix) and bytes(cursor.key()).startswith(prefix)
+            if not found:
+                found = cursor.first() and bytes(cursor.key()) != _NEXT_KEY
+            if found:
+                victim = bytes(cursor.key()).split(b"/", 1)[0].decode()
                 cursor.delete()
                 self.dropped += 1
                 log.error("webhook %s: more than %d notifications waiting, the oldest one is dropped",
-                          uuid, self.max_pending)
+                          victim, self.max_pending)
 
     def notify(self) -> None:
         """After the commit of `record`: wake the sender."""
