@@ -19,8 +19,9 @@ asyncio HTTP/1.1 keep-alive client of ours in this process (`_asyncio_load`). A 
 Reported per server and level: req/s of 2xx answers, p50/p95/p99 latency, transport errors, timeouts,
 non-2xx answers with the 503s apart, the server's CPU seconds per request (utime + stime, children
 included, of its whole process tree, from before the level until it is idle again, divided by the
-answers) and the memory of the tree (RSS, PSS, anonymous). Then one connection, one query at a time:
-`processingTimeMs` and wall p50/p95 for short (1-3 words) and long queries apart.
+answers) and the memory of the tree (RSS, PSS, anonymous, file-backed). Before the levels (warming both
+servers up the same way), one connection sends the queries one at a time: `processingTimeMs` and wall
+p50/p95 for short (1-3 words) and long queries apart.
 
 Results: `benchmarks/results/throughput.json` (`throughput.smoke.json` in smoke mode, ~2,000 documents,
 no timing assertions). Asserted in both modes: every level answered, no transport error or non-2xx other
@@ -296,6 +297,19 @@ class Peer:
                 self.proc.wait()
 
 
+def _git_commit() -> str:
+    """The commit measured, marked `-dirty` when the working tree had changes (or `unknown`)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
 def _workload(name: str, workdir: Path) -> tuple[Path, list[str]]:
     """The NDJSON documents and the queries of a workload."""
     if name == "realistic":
@@ -379,6 +393,7 @@ def test_throughput(workload: str, tmp_path: Path) -> None:
         report: dict[str, Any] = {
             "workload": workload, "documents": N_DOCS, "queries": N_QUERIES, "levelSeconds": LEVEL_SECONDS,
             "client": CLIENT, "timeoutSeconds": TIMEOUT_S, "httpWorkers": workers, "cpus": CPUS,
+            "gitCommit": _git_commit(),
             "hanzoLoadSeconds": round(load_seconds, 1), "peerReadySeconds": round(peer_seconds, 1),
             "levels": [], "sequential": {}, "memory": {},
         }
