@@ -61,6 +61,10 @@ def test_connections_are_checked_on_every_resolved_address() -> None:
             with pytest.raises(DeniedAddress):
                 net_guard.create_connection((host, port), 1.0, policy=IpPolicy())
         net_guard.create_connection(("127.0.0.1", port), 1.0, policy=LOOPBACK).close()
+    with pytest.raises(DeniedAddress):
+        net_guard.check_url("http://localhost:7700/search", IpPolicy())
+    net_guard.check_url("http://localhost:7700/search", IpPolicy.from_networks(["any"]))
+    net_guard.check_url("http://[::1]:7700/", IpPolicy.from_networks(["::1/128"]))
 
 
 def test_rest_embedders_are_refused_a_private_address() -> None:

@@ -22,12 +22,13 @@ import http.client
 import ipaddress
 import os
 import socket
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["DeniedAddress", "IpPolicy", "configure", "create_connection", "current", "guard", "is_global",
-           "set_policy"]
+__all__ = ["DeniedAddress", "IpPolicy", "check_url", "configure", "create_connection", "current", "guard",
+           "is_global", "set_policy"]
 
 ENV_VAR: Final = "MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS"
 
@@ -180,6 +181,19 @@ def create_connection(
             error = exc
             sock.close()
     raise error if error is not None else OSError(f"getaddrinfo returned no address for {host}")
+
+
+def check_url(url: str, policy: IpPolicy | None = None) -> None:
+    """Resolve the host of `url` and raise DeniedAddress when any of its addresses is denied: for clients
+    (httpx, ...) whose connection cannot go through `create_connection`; a DNS answer may still change
+    before they connect, so prefer `guard`/`create_connection` where possible."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return
+    pol = policy if policy is not None else current()
+    port = parts.port or (443 if parts.scheme in ("https", "wss") else 80)
+    for *_, sockaddr in socket.getaddrinfo(parts.hostname, port, 0, socket.SOCK_STREAM):
+        pol.check(str(sockaddr[0]))
 
 
 def guard(conn: http.client.HTTPConnection, policy: IpPolicy | None = None) -> http.client.HTTPConnection:
