@@ -272,6 +272,20 @@ class WebhookNotifier:
                 if kb != _NEXT_KEY:
                     yield kb
 
+    def _waiting_uuids(self, txn: lmdb.Transaction) -> list[str]:
+        """The webhooks with notifications waiting: one seek per webhook, whatever the backlog."""
+        out: list[str] = []
+        with txn.cursor(db=self.store.db_webhook_pending) as cursor:
+            found = cursor.first()
+            while found:
+                key = bytes(cursor.key())
+                if key == _NEXT_KEY:
+                    break
+                uuid = key.split(b"/", 1)[0]
+                out.append(uuid.decode())
+                found = cursor.set_range(uuid + b"0")  # `0` sorts right after the `/` separator
+        return out
+
     def _run(self) -> None:
         while not self._stopping:
             self._wake.clear()
@@ -299,9 +313,9 @@ class WebhookNotifier:
         """One pass: deliver what is due; returns how long to wait before the next pass."""
         with self.store.env.begin() as txn:
             hooks = self.webhooks(txn)
-            waiting = {key[:key.index(b"/")].decode() for key in self._pending_keys(txn)}
+            waiting = self._waiting_uuids(txn)
         wait = IDLE_WAIT
-        for uuid in sorted(waiting):
+        for uuid in waiting:
             if self._stopping:
                 return 0.0
             hook = hooks.get(uuid)
