@@ -125,21 +125,63 @@ def driver(tmp_path: Path) -> Iterator[Any]:
 
 
 def wait_for(browser: Any, what: str, check: Callable[[Any], Any]) -> Any:
-    """`check(browser)` once it is truthy; on timeout, fail naming `what` and showing the page's notice."""
-    from selenium.common.exceptions import TimeoutException
+    """`check(browser)` once it is truthy; on timeout, fail naming `what` and showing the page's notice.
+
+    The widgets redraw on every answer: an element gone stale meanwhile is looked up again.
+    """
+    from selenium.common.exceptions import (
+        NoSuchElementException,
+        StaleElementReferenceException,
+        TimeoutException,
+    )
     from selenium.webdriver.support.ui import WebDriverWait
 
+    wait = WebDriverWait(browser, WAIT, poll_frequency=0.1,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
     try:
-        return WebDriverWait(browser, WAIT, poll_frequency=0.1).until(lambda b: check(b))
+        return wait.until(lambda b: check(b))
     except TimeoutException:
         notice = browser.execute_script("return document.getElementById('notice').textContent")
         pytest.fail(f"the dashboard did not show {what} within {WAIT:.0f} s (page notice: {notice!r})")
 
 
+def act(browser: Any, what: str, action: Callable[[Any], Any]) -> None:
+    """Do `action` (a click, a selection), again if what it touched was redrawn under it."""
+    wait_for(browser, what, lambda b: action(b) or True)
+
+
+# every hit of the page in one read, so that a redraw cannot fall between two lookups
+HITS_JS = """
+const box = document.getElementById('hits');
+return {query: box.dataset.query === undefined ? null : box.dataset.query,
+        hits: Array.from(box.querySelectorAll('li.hit')).map(e => ({
+          id: e.dataset.id,
+          title: e.querySelector('.hit-title').textContent,
+          score: (e.querySelector('.score') || {}).textContent,
+          marks: Array.from(e.querySelectorAll('mark')).map(m => m.textContent),
+          html: e.innerHTML,
+          text: e.textContent}))};
+"""
+
+
+def shown_hits(browser: Any) -> dict[str, Any]:
+    shown: dict[str, Any] = browser.execute_script(HITS_JS)
+    return shown
+
+
 def hit_ids(browser: Any) -> list[str]:
-    ids: list[str] = browser.execute_script(
-        "return Array.from(document.querySelectorAll('#hits li.hit')).map(e => e.dataset.id)")
-    return ids
+    return [h["id"] for h in shown_hits(browser)["hits"]]
+
+
+def hits_for(browser: Any, what: str, query: str, ids: list[str]) -> list[dict[str, Any]]:
+    """The hits once the page shows exactly `ids` as the answer to `query`."""
+    def check(b: Any) -> list[dict[str, Any]] | None:
+        shown = shown_hits(b)
+        hits: list[dict[str, Any]] = shown["hits"]
+        return hits if shown["query"] == query and [h["id"] for h in hits] == ids else None
+
+    result: list[dict[str, Any]] = wait_for(browser, what, check)
+    return result
 
 
 def screenshot(browser: Any, tmp_path: Path, name: str) -> Path:
@@ -189,69 +231,75 @@ def test_search_highlights_facets_sort_and_panels(open_server: ServerProcess, dr
         o.get_attribute("value") for o in b.find_elements(By.CSS_SELECTOR, "#index-select option")] or None)
     assert options == [OTHER_INDEX, INDEX]
     wait_for(driver, "the first index's hits", lambda b: hit_ids(b) == ["1"])
-    Select(driver.find_element(By.ID, "index-select")).select_by_value(INDEX)
+    act(driver, "the movies index", lambda b: Select(b.find_element(By.ID, "index-select")).select_by_value(INDEX))
     wait_for(driver, "the genre refinement list", lambda b: b.find_elements(
         By.CSS_SELECTOR, '.facet[data-attribute="genres"] .ais-RefinementList-item'))
 
-    # search as you type: the first hit is the server's own first hit, with highlights and its score
+    # search as you type: the server's own hits in its order, highlighted, with their ranking scores
     type_query(driver, QUERY)
     expected = server_search(http, q=QUERY, showRankingScore=True)
     assert expected["hits"], "the query must match movies"
     first = expected["hits"][0]
-    wait_for(driver, f"{first['title']!r} first", lambda b: hit_ids(b)[:1] == [str(first["id"])])
-    assert hit_ids(driver) == [str(h["id"]) for h in expected["hits"][:10]]
-    first_hit = driver.find_element(By.CSS_SELECTOR, "#hits li.hit")
-    assert first["title"] in first_hit.find_element(By.CSS_SELECTOR, ".hit-title").text
-    marks = [m.text.lower() for m in first_hit.find_elements(By.TAG_NAME, "mark")]
-    assert marks, first_hit.get_attribute("innerHTML")
-    assert all(any(w.startswith(m) or m.startswith(w) for w in QUERY.split()) for m in marks), marks
-    assert "<mark>" in first_hit.get_attribute("innerHTML")
-    score = first_hit.find_element(By.CSS_SELECTOR, ".score").text
-    assert score == f"score {first['_rankingScore']:.4f}"
-    stats_text = driver.find_element(By.CSS_SELECTOR, "#search-stats").text
-    assert f"{expected['estimatedTotalHits']} result" in stats_text
+    hits = hits_for(driver, f"{first['title']!r} first", QUERY, [str(h["id"]) for h in expected["hits"][:10]])
+    assert hits[0]["title"] == first["title"]
+    assert hits[0]["marks"], hits[0]["html"]
+    assert "<mark>" in hits[0]["html"]
+    assert all(any(w.startswith(m.lower()) or m.lower().startswith(w) for w in QUERY.split())
+               for m in hits[0]["marks"]), hits[0]["marks"]
+    assert [h["score"] for h in hits] == [f"score {h['_rankingScore']:.4f}" for h in expected["hits"][:10]]
+    wait_for(driver, "the number of hits", lambda b: f"{expected['estimatedTotalHits']} result" in b.find_element(
+        By.ID, "search-stats").text)
 
-    # a genre present in some of the hits but not all: clicking it narrows the hits to the server's answer
+    # the narrowest genre of these hits with two of them or more: clicking it narrows the hits to the
+    # server's answer to the same filter
     facets = server_search(http, q=QUERY, facets=["genres"], limit=0)
     total = facets["estimatedTotalHits"]
-    # the narrowest genre with two hits or more
     genre, count = min(facets["facetDistribution"]["genres"].items(), key=lambda gn: (gn[1] < 2, gn[1], gn[0]))
     assert count < total
-    item = wait_for(driver, f"the {genre!r} refinement", lambda b: next(
-        (i for i in b.find_elements(By.CSS_SELECTOR, '.facet[data-attribute="genres"] .ais-RefinementList-item')
-         if i.find_element(By.CSS_SELECTOR, ".ais-RefinementList-labelText").text == genre), None))
-    assert item.find_element(By.CSS_SELECTOR, ".ais-RefinementList-count").text == str(count)
-    item.find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+
+    def genre_item(b: Any) -> Any:
+        return next(i for i in b.find_elements(
+            By.CSS_SELECTOR, '.facet[data-attribute="genres"] .ais-RefinementList-item')
+            if i.find_element(By.CSS_SELECTOR, ".ais-RefinementList-labelText").text == genre)
+
+    assert wait_for(driver, f"the {genre!r} count", lambda b: genre_item(b).find_element(
+        By.CSS_SELECTOR, ".ais-RefinementList-count").text) == str(count)
+    act(driver, f"a click on {genre!r}", lambda b: genre_item(b).find_element(
+        By.CSS_SELECTOR, "input[type=checkbox]").click())
     filtered = server_search(http, q=QUERY, filter=f'genres = "{genre}"')
-    want = [str(h["id"]) for h in filtered["hits"][:10]]
-    wait_for(driver, f"the hits of {genre!r}", lambda b: hit_ids(b) == want)
-    assert filtered["estimatedTotalHits"] == count < total
-    for hit in driver.find_elements(By.CSS_SELECTOR, "#hits li.hit"):
-        assert genre in hit.text
+    assert filtered["estimatedTotalHits"] == count
+    hits = hits_for(driver, f"the hits of {genre!r}", QUERY, [str(h["id"]) for h in filtered["hits"][:10]])
+    assert all(genre in h["text"] for h in hits)
     screenshot(driver, tmp_path, "dashboard.png")
 
     # without the genre, sorted by vote_average; then the placeholder search with 20 hits per page
-    driver.find_element(By.CSS_SELECTOR, ".ais-ClearRefinements-button").click()
-    Select(driver.find_element(By.CSS_SELECTOR, "#sort-by select")).select_by_value(f"{INDEX}:vote_average:desc")
+    act(driver, "a click on 'Clear all filters'",
+        lambda b: b.find_element(By.CSS_SELECTOR, ".ais-ClearRefinements-button").click())
+    act(driver, "the sort by vote_average", lambda b: Select(b.find_element(
+        By.CSS_SELECTOR, "#sort-by select")).select_by_value(f"{INDEX}:vote_average:desc"))
     by_votes = server_search(http, q=QUERY, sort=["vote_average:desc"])
-    wait_for(driver, "the hits sorted by vote_average", lambda b: hit_ids(b) == [
-        str(h["id"]) for h in by_votes["hits"][:10]])
-    driver.find_element(By.CSS_SELECTOR, ".ais-SearchBox-reset").click()
-    Select(driver.find_element(By.CSS_SELECTOR, "#hits-per-page select")).select_by_value("20")
+    hits_for(driver, "the hits sorted by vote_average", QUERY, [str(h["id"]) for h in by_votes["hits"][:10]])
+    act(driver, "a click on the search box's reset",
+        lambda b: b.find_element(By.CSS_SELECTOR, ".ais-SearchBox-reset").click())
+    act(driver, "20 hits per page", lambda b: Select(b.find_element(
+        By.CSS_SELECTOR, "#hits-per-page select")).select_by_value("20"))
     wide = server_search(http, q="", sort=["vote_average:desc"], limit=20)
     assert len(wide["hits"]) == 20
-    wait_for(driver, "20 hits sorted by vote_average", lambda b: hit_ids(b) == [str(h["id"]) for h in wide["hits"]])
+    hits_for(driver, "20 hits sorted by vote_average", "", [str(h["id"]) for h in wide["hits"]])
 
-    # the panels: the index's stats, its settings read-only, and the recent tasks with their status
+    # the panels (redrawn every few seconds): the index's stats, its settings read-only, and the recent
+    # tasks with their status
     stats = http.get(f"/indexes/{INDEX}/stats").json()
-    stats_table = wait_for(driver, "the index stats", lambda b: b.find_elements(By.ID, "stats-table"))[0]
-    assert f"{stats['numberOfDocuments']}" in stats_table.text
+    documents = wait_for(driver, "the index stats", lambda b: b.execute_script(
+        "const t = document.getElementById('stats-table'); return t && t.rows[0].cells[1].textContent"))
+    assert documents == str(stats["numberOfDocuments"])
     shown_settings = json.loads(driver.find_element(By.ID, "index-settings").get_attribute("textContent"))
     assert shown_settings == http.get(f"/indexes/{INDEX}/settings").json()
     tasks = http.get("/tasks", params={"limit": 10}).json()["results"]
-    rows = wait_for(driver, "the recent tasks", lambda b: b.find_elements(By.CSS_SELECTOR, "#tasks-table tr[data-task]"))
-    assert [r.get_attribute("data-task") for r in rows] == [str(t["uid"]) for t in tasks]
-    assert [r.find_element(By.CSS_SELECTOR, ".status").text for r in rows] == [t["status"] for t in tasks]
+    rows = wait_for(driver, "the recent tasks", lambda b: b.execute_script(
+        "return Array.from(document.querySelectorAll('#tasks-table tr[data-task]'))"
+        ".map(r => [r.dataset.task, r.querySelector('.status').textContent])"))
+    assert rows == [[str(t["uid"]), t["status"]] for t in tasks]
     screenshot(driver, tmp_path, "dashboard-sorted.png")
     assert console_errors(driver) == []
     http.close()
@@ -280,13 +328,15 @@ def test_production_asks_for_the_master_key(production_server: ServerProcess, dr
     wait_for(driver, "the dashboard", lambda b: b.find_element(By.ID, "app").is_displayed())
     from selenium.webdriver.support.ui import Select
 
-    Select(driver.find_element(By.ID, "index-select")).select_by_value(INDEX)
+    act(driver, "the movies index", lambda b: Select(b.find_element(By.ID, "index-select")).select_by_value(INDEX))
+    wait_for(driver, "the genre refinement list", lambda b: b.find_elements(
+        By.CSS_SELECTOR, '.facet[data-attribute="genres"] .ais-RefinementList-item'))
     type_query(driver, QUERY)
     with httpx.Client(base_url=production_server.url, timeout=30,
                       headers={"Authorization": f"Bearer {MASTER_KEY}"}) as http:
-        first = server_search(http, q=QUERY)["hits"][0]
-    wait_for(driver, f"{first['title']!r} first", lambda b: hit_ids(b)[:1] == [str(first["id"])])
-    assert driver.find_elements(By.CSS_SELECTOR, "#hits li.hit mark")
+        expected = server_search(http, q=QUERY)["hits"][:10]
+    hits = hits_for(driver, f"{expected[0]['title']!r} first", QUERY, [str(h["id"]) for h in expected])
+    assert hits[0]["marks"]
     assert driver.execute_script("return localStorage.getItem('hanzo-engine.dashboard.apiKey')") == MASTER_KEY
 
     # the key is remembered: a reload opens the dashboard on the same index without asking again

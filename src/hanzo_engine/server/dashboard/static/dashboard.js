@@ -335,6 +335,8 @@
     var primaryKey = render.widgetParams.primaryKey;
     var items = render.items || render.hits || [];
     container.innerHTML = "";
+    // the query these hits answer, for whoever watches the page (the browser test does)
+    container.setAttribute("data-query", render.results ? render.results.query || "" : "");
     if (!items.length) {
       container.appendChild(el("p", { class: "no-hits", text: "No document matches this search." }));
       return;
