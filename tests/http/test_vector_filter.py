@@ -45,11 +45,13 @@ DOCS: list[dict[str, Any]] = [
     {"id": 5, "title": "max fish", "color": "green", "_vectors": {"manual": None}},
 ]
 ALL = {0, 1, 2, 3, 4, 5}
+# the embedding service listens on loopback, which outgoing requests may not reach by default
+LOOPBACK = {"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"}
 
 
 @pytest.fixture(scope="module")
 def vf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(Path(tmp_path_factory.mktemp("vector-filter")) / "data.ms").start()
+    srv = ServerProcess(Path(tmp_path_factory.mktemp("vector-filter")) / "data.ms", env=dict(LOOPBACK)).start()
     with httpx.Client(base_url=srv.url) as client:
         assert client.patch("/experimental-features", json={"multimodal": True}).json()["multimodal"] is True
     yield srv
@@ -350,7 +352,8 @@ def test_feature_gate(http: httpx.Client, service: FakeService, index_uid: str) 
 def test_dump_import_loads_vectors_and_statuses(tmp_path: Path, service: FakeService) -> None:
     """A dump keeps every document's `_vectors`; importing it loads them into the vector store, as
     user-provided embeddings with their `regenerate` (Meilisearch's dump import), without embedding."""
-    source = ServerProcess(tmp_path / "src.ms", extra_args=["--dump-dir", str(tmp_path / "dumps")]).start()
+    source = ServerProcess(tmp_path / "src.ms", extra_args=["--dump-dir", str(tmp_path / "dumps")],
+                           env=dict(LOOPBACK)).start()
     try:
         with httpx.Client(base_url=source.url, timeout=60) as http:
             http.patch("/experimental-features", json={"multimodal": True})
@@ -360,7 +363,7 @@ def test_dump_import_loads_vectors_and_statuses(tmp_path: Path, service: FakeSer
     finally:
         source.stop()
     service.reset()
-    target = ServerProcess(tmp_path / "dst.ms",
+    target = ServerProcess(tmp_path / "dst.ms", env=dict(LOOPBACK),
                            extra_args=["--import-dump", str(tmp_path / "dumps" / f"{dump_uid}.dump")]).start()
     try:
         with httpx.Client(base_url=target.url, timeout=60) as http:
