@@ -211,9 +211,19 @@ class WebhookNotifier:
     # -- the writer's side -------------------------------------------------------------------------
 
     def record(self, txn: lmdb.Transaction, tasks: list[Task]) -> None:
-        """In the transaction that finishes `tasks`: one pending notification per webhook."""
+        """In the transaction that finishes `tasks`: one pending notification per webhook. A failure here
+        is logged and loses the notification, never the tasks' commit (LMDB errors excepted: the
+        transaction is then unusable anyway)."""
         if not tasks:
             return
+        try:
+            self._record(txn, tasks)
+        except lmdb.Error:
+            raise
+        except Exception:
+            log.exception("could not record the webhook notification of tasks %s", [t["uid"] for t in tasks])
+
+    def _record(self, txn: lmdb.Transaction, tasks: list[Task]) -> None:
         hooks = self.webhooks(txn)
         if not hooks:
             return
