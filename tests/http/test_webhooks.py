@@ -392,6 +392,18 @@ def test_retries_while_the_receiver_fails_or_is_down(http: httpx.Client, index_u
         assert task["uid"] == uid
     finally:
         back.close()
+    # the failures are visible in /metrics, and nothing waits any more
+    assert http.patch("/experimental-features", json={"metrics": True}).status_code == 200
+    deadline = time.monotonic() + 10
+    while True:
+        samples = dict(line.rsplit(" ", 1) for line in http.get("/metrics").text.splitlines()
+                       if line.startswith("hanzo_webhook_"))
+        if samples["hanzo_webhook_notifications_pending"] == "0" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert samples["hanzo_webhook_notifications_pending"] == "0"
+    assert int(samples["hanzo_webhook_failed_attempts_total"]) >= 3  # two 503s, at least one refused connection
+    assert int(samples["hanzo_webhook_deliveries_total"]) >= 2
 
 
 def test_a_hanging_receiver_never_holds_the_writer(http: httpx.Client, index_uid: str) -> None:

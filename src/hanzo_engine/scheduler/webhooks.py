@@ -37,7 +37,6 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -129,6 +128,30 @@ def import_dump_view(store: TaskStore, view: Any) -> int:
             put_webhook(store, txn, str(uuid).lower(),
                         {"url": str(hook["url"]), "headers": dict(hook.get("headers") or {})})
     return len(hooks)
+
+
+def pending_notifications(store: TaskStore) -> int:
+    """Notifications not yet delivered, from LMDB (any process can tell)."""
+    with store.env.begin() as txn:
+        entries = int(txn.stat(store.db_webhook_pending)["entries"])
+        return entries - (1 if txn.get(_NEXT_KEY, db=store.db_webhook_pending) is not None else 0)
+
+
+def metrics(store: TaskStore, notifier: WebhookNotifier | None) -> list[tuple[str, str, str, int]]:
+    """`(name, kind, help, value)` of the webhook samples of `/metrics`: the backlog, and this process's
+    deliveries, failed attempts and dropped notifications since it started."""
+    out = [("hanzo_webhook_notifications_pending", "gauge", "Task notifications waiting for delivery to a webhook",
+            pending_notifications(store))]
+    if notifier is not None:
+        out += [
+            ("hanzo_webhook_deliveries_total", "counter", "Task notifications delivered to a webhook",
+             notifier.delivered),
+            ("hanzo_webhook_failed_attempts_total", "counter", "Webhook deliveries that failed and will be retried",
+             notifier.failed_attempts),
+            ("hanzo_webhook_dropped_total", "counter", "Task notifications given up (refused address, backlog full)",
+             notifier.dropped),
+        ]
+    return out
 
 
 # -- delivery ----------------------------------------------------------------------------------------
@@ -271,16 +294,8 @@ class WebhookNotifier:
             self._thread = None
 
     def pending(self) -> int:
-        """Notifications not yet delivered (for tests and metrics)."""
-        with self.store.env.begin() as txn:
-            return sum(1 for _ in self._pending_keys(txn))
-
-    def _pending_keys(self, txn: lmdb.Transaction) -> Iterator[bytes]:
-        with txn.cursor(db=self.store.db_webhook_pending) as cursor:
-            for key in cursor.iternext(keys=True, values=False):
-                kb = bytes(key)
-                if kb != _NEXT_KEY:
-                    yield kb
+        """Notifications not yet delivered."""
+        return pending_notifications(self.store)
 
     def _waiting_uuids(self, txn: lmdb.Transaction) -> list[str]:
         """The webhooks with notifications waiting: one seek per webhook, whatever the backlog."""

@@ -47,6 +47,7 @@ from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TASK_STATUSES, TASK_TYPES
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.filter_parser import FilterFeatures
+from hanzo_engine.scheduler.webhooks import metrics as webhook_metrics
 
 from ..app_state import route, state
 from ..http import JSONResponse, read_body, read_index
@@ -471,6 +472,10 @@ async def get_metrics(request: Request) -> Response:
     out.sample("meilisearch_searches_running", queue.running)
     out.family("meilisearch_searches_waiting_to_be_processed", "gauge", "Meilisearch Searches Being Processed")
     out.sample("meilisearch_searches_waiting_to_be_processed", queue.instance_waiting())
+    scheduler = request.app.state.hanzo.scheduler
+    for name, kind, help_text, value in await run_in_threadpool(webhook_metrics, scheduler.store, scheduler.webhooks):
+        out.family(name, kind, help_text)
+        out.sample(name, value)
     return Response(out.text(), media_type="text/plain; version=0.0.4")
 
 
