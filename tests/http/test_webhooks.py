@@ -321,7 +321,7 @@ def test_delivery_payload_and_headers(http: httpx.Client, cli_receiver: Receiver
     rec = Receiver()
     try:
         res = http.post("/webhooks", json={"url": rec.url, "headers": {"Authorization": "Bearer hook-token",
-                                                                        "X-Custom": "yes"}})
+                                                                        "X-Custom": "yes", "X-Name": "Zoë"}})
         assert res.status_code == 201
         drain(cli_receiver)
         uids = [http.post(f"/indexes/{index_uid}/documents", json=[{"id": i, "doggo": "bone"}],
@@ -349,6 +349,7 @@ def test_delivery_payload_and_headers(http: httpx.Client, cli_receiver: Receiver
         assert headers["accept-encoding"] == "gzip"
         assert headers["authorization"] == "Bearer hook-token"
         assert headers["x-custom"] == "yes"
+        assert headers["x-name"].encode("latin-1").decode() == "Zoë"  # sent as UTF-8 bytes
         cli_headers, _ = cli_receiver.next()
         assert cli_headers["authorization"] == CLI_AUTH
     finally:

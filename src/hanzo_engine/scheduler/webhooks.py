@@ -182,12 +182,14 @@ def post_notification(url: str, headers: dict[str, str], body: bytes, *, timeout
     else:
         conn = http.client.HTTPConnection(parts.hostname, port, timeout=timeout)
     net_guard.guard(conn, policy)
-    sent = {"Content-Encoding": "gzip", "Content-Type": "application/x-ndjson", "Accept-Encoding": "gzip",
-            "User-Agent": f"hanzo-engine/{__version__}"}
+    sent: dict[str, str | bytes] = {
+        "Content-Encoding": "gzip", "Content-Type": "application/x-ndjson", "Accept-Encoding": "gzip",
+        "User-Agent": f"hanzo-engine/{__version__}",
+    }
     for name, value in headers.items():
         if name.lower() not in _FRAMING_HEADERS:
             sent = {k: v for k, v in sent.items() if k.lower() != name.lower()}
-            sent[name] = value
+            sent[name] = value.encode()  # UTF-8, as the http crate sends a value (http.client would use latin-1)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         # an iterable body without Content-Length is sent with `Transfer-Encoding: chunked`
@@ -200,6 +202,8 @@ def post_notification(url: str, headers: dict[str, str], body: bytes, *, timeout
                             "`--experimental-allowed-ip-networks`)", permanent=True) from None
     except (OSError, http.client.HTTPException) as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}") from None
+    except ValueError as exc:  # a header or URL http.client refuses: retrying cannot help
+        raise DeliveryError(f"{type(exc).__name__}: {exc}", permanent=True) from None
     finally:
         conn.close()
     if not 200 <= status <= 299:
