@@ -22,10 +22,15 @@ Beyond Meilisearch (which sends once and drops the notification on failure):
   order per webhook and never blocks the writer; a failed delivery (network error, timeout, non-2xx
   answer) is logged and retried with exponential backoff (`BACKOFF_BASE` doubling up to `BACKOFF_CAP`)
   while the other webhooks go on;
-- the backlog is bounded: past `MAX_PENDING` undelivered notifications the oldest one of the webhook is
-  dropped, with an error logged;
+- the backlog is bounded: past `MAX_PENDING` undelivered notifications the oldest one of the webhook
+  (else of the first webhook waiting) is dropped, with an error logged;
 - a destination refused by the IP policy (`net_guard`) can never succeed: that notification is dropped
-  with an error logged; so is the backlog of a webhook that was deleted.
+  with an error logged; so is the backlog of a webhook that was deleted;
+- `/metrics` shows the backlog and the sender's deliveries, failed attempts and drops (`metrics`).
+
+Header values are sent as UTF-8; a webhook's own `Content-Length`, `Transfer-Encoding`, `Host` or
+`Connection` header is not sent (it would break the request's framing), its other headers replace the
+sender's of the same name.
 """
 
 from __future__ import annotations
