@@ -67,6 +67,7 @@ cdef class SortedWords:
     cdef cnp.ndarray chars
     cdef cnp.ndarray offsets
     cdef cnp.ndarray lcp
+    cdef object digits  # uint8 per word: str.isdigit(), made on first use (`skip_digits`)
 
     def __init__(self, words):
         self.words = tuple(words)
@@ -100,23 +101,50 @@ cdef class SortedWords:
     def __len__(self):
         return len(self.words)
 
-    def matches(self, str query, int max_typos, bint prefix, int limit=1000):
+    def _digit_flags(self):
+        if self.digits is None:
+            self.digits = np.fromiter((w.isdigit() for w in self.words), dtype=np.uint8, count=len(self.words))
+        return self.digits
+
+    def matches(self, str query, int max_typos, bint prefix, int limit=1000, tuple keep=None,
+                bint skip_digits=False):
         """(word, typos) for every dictionary word within `max_typos` of `query` (typos >= 1 only;
-        exact and plain-prefix matches are found by the caller), at most `limit` per typo count."""
+        exact and plain-prefix matches are found by the caller), at most `limit` per typo count.
+
+        `keep[d]` (optional) keeps only the first `keep[d]` words of `d` typos among those `limit`, and
+        `skip_digits` drops words made of digits (without counting them towards `keep`): the same words
+        a caller filtering the full answer in order would keep, without building the rest."""
         cdef int n = len(query)
         if n == 0 or max_typos <= 0 or n > MAX_LEN or not self.words or limit <= 0:
             return []
         if max_typos > MAX_LEN:
             max_typos = MAX_LEN
+        cdef int kept_limit[MAX_LEN + 1]
+        cdef int kept[MAX_LEN + 1]
+        cdef Py_ssize_t capacity = 0
+        cdef int t
+        for t in range(max_typos + 1):
+            kept_limit[t] = limit
+            if keep is not None and t < len(keep) and <int> keep[t] < limit:
+                kept_limit[t] = <int> keep[t]
+            if kept_limit[t] < 0:
+                kept_limit[t] = 0
+            kept[t] = 0
+            if t:
+                capacity += kept_limit[t]
+        cdef const uint8_t *digit = NULL
+        cdef cnp.ndarray digit_arr
+        if skip_digits:
+            digit_arr = self._digit_flags()
+            digit = <const uint8_t *> cnp.PyArray_DATA(digit_arr)
         cdef bytes qb = query.encode("utf-32-le")
         cdef const uint32_t *q = <const uint32_t *> (<char *> qb)
         cdef const uint32_t *chars = <const uint32_t *> cnp.PyArray_DATA(self.chars)
         cdef const long long *offs = <const long long *> cnp.PyArray_DATA(self.offsets)
         cdef const uint8_t *lcp = <const uint8_t *> cnp.PyArray_DATA(self.lcp)
         cdef Py_ssize_t count = len(self.words)
-        cdef Py_ssize_t capacity = <Py_ssize_t> max_typos * limit
-        cdef cnp.ndarray hits_arr = np.empty(capacity, dtype=np.int64)
-        cdef cnp.ndarray costs_arr = np.empty(capacity, dtype=np.int32)
+        cdef cnp.ndarray hits_arr = np.empty(max(capacity, 1), dtype=np.int64)
+        cdef cnp.ndarray costs_arr = np.empty(max(capacity, 1), dtype=np.int32)
         cdef long long *hits = <long long *> cnp.PyArray_DATA(hits_arr)
         cdef int *costs = <int *> cnp.PyArray_DATA(costs_arr)
         cdef Py_ssize_t n_hits = 0
@@ -174,10 +202,12 @@ cdef class SortedWords:
                     end = k + 1
                 if d <= budget and d + extra >= 1:
                     d += extra
-                    while k < end and per_cost[d] < limit:
-                        hits[n_hits] = k
-                        costs[n_hits] = d
-                        n_hits += 1
+                    while k < end and per_cost[d] < limit and kept[d] < kept_limit[d]:
+                        if digit == NULL or not digit[k]:
+                            hits[n_hits] = k
+                            costs[n_hits] = d
+                            n_hits += 1
+                            kept[d] += 1
                         per_cost[d] += 1
                         k += 1
                 k = end

@@ -85,7 +85,9 @@ class PrimaryProxy:
             await send({"type": "http.response.body", "body": _UNREACHABLE})
             return
         try:
-            out_headers = [(k.lower(), v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
+            # the worker's own uvicorn adds `date` and `server`: the primary's would be duplicates
+            out_headers = [(k.lower(), v) for k, v in response.headers.raw
+                           if k.lower() not in _HOP_BY_HOP and k.lower() not in (b"date", b"server")]
             await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
             async for chunk in response.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})

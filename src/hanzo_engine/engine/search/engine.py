@@ -492,11 +492,10 @@ class Searcher:
             levels[0].extend(self._prefix_alts(word, ngram))
         levels[0].extend(self.synonyms(ngram_words if ngram_words is not None else [word]))
         if budget:
-            counts = [0, 0, 0]
-            for w, d in _word_table(self.reader).matches(word, budget, is_prefix, MAX_PREFIX_EXPANSIONS):
-                if d == 0 or counts[d] >= MAX_TYPO_WORDS[d] or (self.no_number_typos and w.isdigit()):
-                    continue
-                counts[d] += 1
+            # the matcher keeps the first MAX_TYPO_WORDS[d] words of d typos natively (numbers dropped
+            # when typos on numbers are off): no candidate past the caps reaches Python
+            for w, d in _word_table(self.reader).matches(word, budget, is_prefix, MAX_PREFIX_EXPANSIONS,
+                                                         MAX_TYPO_WORDS, self.no_number_typos):
                 levels[d].append(Alt((w,), tolerant=True))
         if ngram_words is not None and len(ngram_words) == 2:
             # milli drops a 2-gram's best split when it is the query's own two words, which it
