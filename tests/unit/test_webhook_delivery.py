@@ -198,7 +198,8 @@ def test_refused_and_orphaned_notifications_are_dropped(store: TaskStore, receiv
 
 
 def test_cli_webhook_url_is_shown_normalized() -> None:
-    hook = webhooks.cli_webhook("HTTP://Example.COM", "Bearer x")
+    hook = webhooks.cli_webhook("HTTP://Example.COM:80", "Bearer x")
     assert hook == {"url": "http://example.com/", "headers": {"Authorization": "Bearer x"}}
     assert webhooks.cli_webhook("https://a.com/hook?x=1", None) == {"url": "https://a.com/hook?x=1", "headers": {}}
     assert webhooks.cli_webhook(None, "Bearer x") is None
+    assert webhooks.normalize_url("https://a.com:8443") == "https://a.com:8443/"

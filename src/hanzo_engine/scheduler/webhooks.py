@@ -89,13 +89,16 @@ def cli_webhook(url: str | None, authorization: str | None) -> Webhook | None:
 
 
 def normalize_url(url: str) -> str:
-    """The URL as the `url` crate serializes it: scheme and host lowercased, `/` as the empty path of
-    a hierarchical URL (`http://a.com` -> `http://a.com/`)."""
+    """The URL as the `url` crate serializes it: scheme and host lowercased, the scheme's default port
+    dropped, `/` as the empty path of a hierarchical URL (`HTTP://A.com:80` -> `http://a.com/`)."""
     parts = urlsplit(url.strip())
     if not parts.netloc:
         return url.strip()
     host = parts.netloc.rsplit("@", 1)
     netloc = host[0] + "@" + host[1].lower() if len(host) == 2 else host[0].lower()
+    default_port = {"http": ":80", "https": ":443", "ws": ":80", "wss": ":443", "ftp": ":21"}.get(parts.scheme.lower())
+    if default_port is not None and netloc.endswith(default_port):
+        netloc = netloc[: -len(default_port)]
     out = f"{parts.scheme.lower()}://{netloc}{parts.path or '/'}"
     if parts.query or url.rstrip().endswith("?"):
         out += f"?{parts.query}"
