@@ -396,7 +396,10 @@ def check_response(req: FuzzRequest, r: httpx.Response) -> None:
     assert all(isinstance(body[k], str) for k in ERROR_KEYS), context
     code = body["code"]
     assert code in ERROR_TABLE, context
-    assert (body["type"], r.status_code) == ERROR_TABLE[code], context
+    expected = ERROR_TABLE[code]
+    if code == "index_not_found" and req.path.rstrip("/") == "/multi-search":
+        expected = ("invalid_request", 400)  # Meilisearch answers a missing index of a multi-search 400
+    assert (body["type"], r.status_code) == expected, context
     assert body["type"] in ERROR_TYPES and body["link"] == LINK + code, context
     if r.status_code >= 500:
         assert (r.status_code, code) == (503, "too_many_search_requests"), context

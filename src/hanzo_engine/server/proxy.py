@@ -31,6 +31,19 @@ _UNREACHABLE: Final = msgspec.json.encode({
 })
 
 
+_PRIMARY: Final = httpx.URL("http://primary/")
+
+
+def _target(scope: Scope) -> bytes:
+    """The request target as the client sent it (the primary decodes it as for a direct request), with
+    bytes a URL may not carry raw percent-encoded."""
+    raw: bytes = scope.get("raw_path") or scope["path"].encode()
+    if any(b <= 0x20 or b >= 0x7F for b in raw):
+        raw = b"".join(b"%%%02X" % b if (b <= 0x20 or b >= 0x7F) else bytes((b,)) for b in raw)
+    query: bytes = scope.get("query_string", b"")
+    return raw + b"?" + query if query else raw
+
+
 class PrimaryProxy:
     """An ASGI app that forwards each HTTP request to the primary process's Unix socket."""
 
@@ -58,8 +71,7 @@ class PrimaryProxy:
         headers = [(k, v) for k, v in scope["headers"] if k not in _HOP_BY_HOP]
         # a body is announced by its length or as chunked; httpx frames it the same way
         has_body = any(k in (b"content-length", b"transfer-encoding") for k, _ in scope["headers"])
-        url = httpx.URL(scheme="http", host="primary", path=scope["path"],
-                        query=scope.get("query_string", b""))
+        url = _PRIMARY.copy_with(raw_path=_target(scope))
 
         async def body() -> AsyncIterator[bytes]:
             while True:
