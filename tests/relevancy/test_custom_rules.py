@@ -121,7 +121,7 @@ def test_custom_rule_before_words_sorts_every_match(make_index: Callable[..., Id
     result = idx.search("red apple")
     assert [h["id"] for h in result["hits"]] == [1, 3, 0]
     details = result["hits"][0]["_rankingScoreDetails"]
-    assert list(details) == ["n:asc", "words", "exactness", "bm25"]
+    assert list(details) == ["n:asc", "words", "exactness"]
     assert details["n:asc"] == {"order": 0, "value": 1.0}
     # words and typo still rank inside equal custom values
     idx.settings({"rankingRules": ["words", "n:desc"]})

@@ -91,7 +91,6 @@ SHAPES = {
     "proximity": ["order", "score"],
     "attributeRank": ["order", "score"],
     "wordPosition": ["order", "score"],
-    "bm25": ["order", "value", "score"],
 }
 
 
@@ -99,9 +98,10 @@ def test_default_rules_detail_shapes(default_rules: Idx) -> None:
     hits = default_rules.search("quick brown fox")["hits"]
     for hit in hits:
         details: dict[str, Any] = hit["_rankingScoreDetails"]
-        # the default rules (the `sort` placeholder shows nothing without a sort), then BM25
-        assert list(details) == ["words", "typo", "proximity", "attributeRank", "wordPosition", "exactness", "bm25"]
-        assert [d["order"] for d in details.values()] == list(range(7))
+        # exactly the default rules (the `sort` placeholder shows nothing without a sort); the BM25
+        # tie-break is no rule, so it has no entry
+        assert list(details) == ["words", "typo", "proximity", "attributeRank", "wordPosition", "exactness"]
+        assert [d["order"] for d in details.values()] == list(range(6))
         for rule, keys in SHAPES.items():
             assert list(details[rule]) == keys, rule
         exactness = details["exactness"]
@@ -116,6 +116,22 @@ def test_default_rules_detail_shapes(default_rules: Idx) -> None:
     assert top["id"] == 0
     assert top["_rankingScoreDetails"]["exactness"] == {
         "order": 5, "matchType": "noExactMatch", "matchingWords": 3, "maxMatchingWords": 3, "score": 4 / 12}
+
+
+def test_bm25_detail_only_when_bm25_is_a_rule(make_index: Callable[..., Idx]) -> None:
+    docs = [{"id": 0, "t": "red car red"}, {"id": 1, "t": "red car"}, {"id": 2, "t": "blue car"}]
+    idx = make_index(docs, {"rankingRules": ["words", "bm25", "exactness"]})
+    hits = idx.search("red car", matchingStrategy="last")["hits"]
+    assert len(hits) == 2  # `last` drops "car" last: "blue car" never matches
+    for hit in hits:
+        details = hit["_rankingScoreDetails"]
+        assert list(details) == ["words", "bm25", "exactness"]
+        assert list(details["bm25"]) == ["order", "value", "score"]
+        assert details["bm25"]["order"] == 1
+    without = make_index(docs, {"rankingRules": ["words", "exactness"]}).search("red car", matchingStrategy="last")
+    assert [list(h["_rankingScoreDetails"]) for h in without["hits"]] == [["words", "exactness"]] * 2
+    # "red car" matches a whole field exactly, so it comes first without the bm25 rule
+    assert [h["id"] for h in without["hits"]] == [1, 0]
 
 
 def test_ranking_score_of_a_small_case(make_index: Callable[..., Idx]) -> None:
@@ -141,7 +157,7 @@ def test_legacy_rules_detail_shapes(make_index: Callable[..., Idx]) -> None:
     idx = make_index(DOCS, {"searchableAttributes": ["title", "body"],
                             "rankingRules": ["words", "typo", "proximity", "attribute", "sort", "exactness"]})
     details = idx.search("quick brown fox")["hits"][0]["_rankingScoreDetails"]
-    assert list(details) == ["words", "typo", "proximity", "attribute", "exactness", "bm25"]
+    assert list(details) == ["words", "typo", "proximity", "attribute", "exactness"]
     assert list(details["attribute"]) == ["order", "attributeRankingOrderScore", "queryWordDistanceScore", "score"]
 
 

@@ -81,7 +81,6 @@ class RuleScores:
         self.order += 1
 
     def finish(self, raw: float, docid: int) -> tuple[tuple[Any, ...], float, dict[str, Any]]:
-        """(sort key, ranking score, details) with the BM25 tie-break after every rule."""
-        if "bm25" not in self.details:
-            self.details["bm25"] = {"order": self.order, "value": raw, "score": raw / (raw + BM25_HALF)}
+        """(sort key, ranking score, details) with the BM25 tie-break after every rule; the details list
+        only the configured rules, as Meilisearch's do (a `bm25` entry only when `bm25` is a rule)."""
         return (*self.key, -raw, docid), fold(self.ranks), self.details
