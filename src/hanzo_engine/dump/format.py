@@ -2,7 +2,7 @@
 
 Shapes follow Meilisearch's `dump` crate (serde names, which differ per type, on purpose):
 
-- `metadata.json`: camelCase, `{"dumpVersion": "V6", "dbVersion": "1.36.0", "dumpDate": RFC 3339}`;
+- `metadata.json`: camelCase, `{"dumpVersion": "V6", "dbVersion": "1.50.0", "dumpDate": RFC 3339}`;
 - a key line (`meilisearch_types::keys::Key`): snake_case and RFC 3339 dates,
   `{"description"?, "name"?, "uid", "actions", "indexes", "expires_at", "created_at", "updated_at"}`
   (`name`/`description` are left out when null);
