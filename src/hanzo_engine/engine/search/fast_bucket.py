@@ -49,7 +49,7 @@ from .union_cache import cached_union
 
 RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
 _POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
-MIN_DOCS = 48  # smaller buckets are scored in Python directly
+MIN_DOCS = 8  # smaller buckets are scored in Python directly (the native query costs more than they do)
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
 PAIR_LOOKUP_COST = 3  # documents keyed in the time of one first/second-word bitmap lookup
