@@ -49,7 +49,7 @@ from hanzo_engine.engine.update.indexer import (
     search_fields,
 )
 
-from .plan_cache import PREFIX_ALTS, HashedKey
+from .plan_cache import PREFIX_ALTS, TYPO_ALTS, HashedKey
 from .query import MAX_WORD_BYTES, QueryTerm
 from .types import SearchRequest, SearchResult
 from .union_cache import cached_union
@@ -492,11 +492,8 @@ class Searcher:
             levels[0].extend(self._prefix_alts(word, ngram))
         levels[0].extend(self.synonyms(ngram_words if ngram_words is not None else [word]))
         if budget:
-            # the matcher keeps the first MAX_TYPO_WORDS[d] words of d typos natively (numbers dropped
-            # when typos on numbers are off): no candidate past the caps reaches Python
-            for w, d in _word_table(self.reader).matches(word, budget, is_prefix, MAX_PREFIX_EXPANSIONS,
-                                                         MAX_TYPO_WORDS, self.no_number_typos):
-                levels[d].append(Alt((w,), tolerant=True))
+            for d, alt in self._typo_alts(word, budget, is_prefix):
+                levels[d].append(alt)
         if ngram_words is not None and len(ngram_words) == 2:
             # milli drops a 2-gram's best split when it is the query's own two words, which it
             # nearly always is; assuming so spares scanning two words that are both in the query
@@ -507,6 +504,19 @@ class Searcher:
             levels[1].append(Alt(split, phrase=True))
         node.alts = levels
         node.max_typo = max(budget, 1)
+
+    def _typo_alts(self, word: str, budget: int, is_prefix: bool) -> tuple[tuple[int, Alt], ...]:
+        """(typos, derivation) of the dictionary words within `budget` typos of `word`, shared by the
+        searches of one dictionary state. The matcher keeps the first MAX_TYPO_WORDS[d] words of d
+        typos natively (numbers dropped when typos on numbers are off)."""
+        key = (str(self.reader.index.path), dictionary_version(self.reader), word, budget, is_prefix,
+               self.no_number_typos)
+        found: tuple[tuple[int, Alt], ...] | None = TYPO_ALTS.get(key)
+        if found is None:
+            found = tuple((d, Alt((w,), tolerant=True)) for w, d in _word_table(self.reader).matches(
+                word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, self.no_number_typos))
+            TYPO_ALTS.put(key, found)
+        return found
 
     def _prefix_alts(self, prefix: str, tolerant: bool) -> tuple[Alt, ...]:
         """The derivations of a prefix's expansions, shared by the searches of one dictionary state

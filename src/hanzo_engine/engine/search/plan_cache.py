@@ -8,7 +8,8 @@ documents, so those inputs are the key and no write invalidates an entry; the ke
 derivations themselves (`Alt` tuples: hashing and comparing ~1,000 costs ~0.1 ms).
 
 The expansions themselves (`Alt` tuples, ~0.5 ms to make 1,000) do depend on the index: they are
-keyed by the index's directory and dictionary version (`engine.Searcher._prefix_alts`).
+keyed by the index's directory and dictionary version (`engine.Searcher._prefix_alts`), and so are a
+word's typo derivations (`engine.Searcher._typo_alts`: the walk of the whole dictionary).
 
 `QueryWords` is read-only once built and is shared (`get`). `BucketQuery` keeps scratch buffers, so a
 search takes it out (`take`) and puts it back when it is done (`put`): two searches never use one
@@ -73,3 +74,7 @@ PREFIX_ALTS = PlanCache(64)  # `engine.Searcher._prefix_alts`: a prefix's expans
 MATCHING = PlanCache(256)  # `ranking._matching_words`: what a node makes the formatter highlight
 QUERY_WORDS = PlanCache(64)  # `disjunctive._query_words` tables
 BUCKET_QUERIES = PlanCache(32)  # `fast_bucket.FastBuckets._build` queries, taken while in use
+# `engine.Searcher._typo_alts`: a word's typo derivations per dictionary state (at most 200 words an
+# entry); search traffic repeats its words (search as you type), and the dictionary walk is the largest
+# per-word cost of a search on real text
+TYPO_ALTS = PlanCache(4096)
