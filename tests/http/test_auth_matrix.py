@@ -96,6 +96,7 @@ _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
     ("GET", "/keys/{key_or_uid}"): "keys.get", ("PATCH", "/keys/{key_or_uid}"): "keys.update",
     ("DELETE", "/keys/{key_or_uid}"): "keys.delete",
     ("POST", "/export"): "export", ("GET", "/network"): "network.get", ("PATCH", "/network"): "network.update",
+    ("POST", "/network/control"): "network.update",
     ("GET", "/webhooks"): "webhooks.get", ("POST", "/webhooks"): "webhooks.create",
     ("GET", "/webhooks/{uuid}"): "webhooks.get", ("PATCH", "/webhooks/{uuid}"): "webhooks.update",
     ("DELETE", "/webhooks/{uuid}"): "webhooks.delete",

@@ -29,6 +29,7 @@ from .format import (
     INSTANCE_UID,
     KEYS,
     METADATA,
+    NETWORK,
     TASKS_QUEUE,
     UPDATE_FILES_DIR,
     WEBHOOKS,
@@ -153,6 +154,11 @@ class DumpReader:
     def webhooks(self) -> dict[str, Any] | None:
         """`webhooks.json` (`{"webhooks": {uuid: {"url", "headers"}}}`), absent from older dumps."""
         value = self._read_json(WEBHOOKS)
+        return value if isinstance(value, dict) else None
+
+    def network(self) -> dict[str, Any] | None:
+        """`network.json` (the `/network` topology), absent from dumps of instances without one."""
+        value = self._read_json(NETWORK)
         return value if isinstance(value, dict) else None
 
     def keys(self) -> Iterator[dict[str, Any]]:

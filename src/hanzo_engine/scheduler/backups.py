@@ -5,13 +5,14 @@ Dump export (`export_dump`), as Meilisearch's `process_dump_creation`: keys, the
 transaction of the tasks env (the running dump task written as succeeded, the payloads of enqueued
 document tasks added under `tasks/update_files/`), batches, then each index in its own read transaction
 (metadata, full settings with secrets, every document), then the runtime features (`<db>/experimental-
-features.json`, persisted by the `/experimental-features` route) and the API webhooks (`webhooks.json`). It runs on the
+features.json`, persisted by the `/experimental-features` route), the API webhooks (`webhooks.json`) and the network
+(`network.json`). It runs on the
 writer thread, so no index changes while it reads: the dump is a consistent state of the database.
 Documents stream from LMDB into the archive (`DumpWriter.add_stream`): their total size is summed in a
 first pass over the same read transaction, then the bytes are copied; nothing is held in memory.
 
 Dump import (`import_dump`), as Meilisearch's `import_dump`: instance uid, keys (replacing the defaults,
-uids kept), the API webhooks, the enabled experimental features, each index (settings first, then documents streamed in write transactions of
+uids kept), the API webhooks, the network (without its `self` and `leader`), the enabled experimental features, each index (settings first, then documents streamed in write transactions of
 `IMPORT_CHUNK` documents, so indexing memory stays bounded; their `_vectors` go to the vector store, as
 user-provided embeddings with their `regenerate`, nothing is embedded), batches, and last the tasks with their
 uids, statuses and dates; enqueued tasks get their payloads back and run once the server starts.
@@ -50,13 +51,21 @@ from hanzo_engine.apitypes.settings import (
 from hanzo_engine.auth import Key, KeyStore
 from hanzo_engine.dump import DEFAULT_FEATURES, DumpReader, DumpWriter, IndexDump
 from hanzo_engine.dump import snapshot as snap
-from hanzo_engine.dump.format import WEBHOOKS, DumpFormatError, dump_uid, index_metadata, key_line, key_record
+from hanzo_engine.dump.format import (
+    NETWORK,
+    WEBHOOKS,
+    DumpFormatError,
+    dump_uid,
+    index_metadata,
+    key_line,
+    key_record,
+)
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexReader, now_ns
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 from hanzo_engine.engine.vector.documents import import_vectors
 
-from . import webhooks
+from . import network, webhooks
 from .dump_records import RecordError, batch_line, batch_record, task_line, task_record
 from .store import KEY_NEXT_TASK, Batch, Task
 
@@ -230,6 +239,7 @@ def export_dump(
         step(4)
         writer.write_features(read_features(sched.db_path))
         writer.add_json(WEBHOOKS, webhooks.dump_view(store))
+        writer.add_json(NETWORK, network.dump_view(store))
         step(5)
         _interrupt(interrupted)
         writer.finish()
@@ -307,6 +317,7 @@ def import_dump(sched: Scheduler, key_store: KeyStore, dump_path: Path) -> Impor
             key_store.put(Key.from_record(key_record(line)))
             stats.keys += 1
         webhooks.import_dump_view(sched.store, reader.webhooks())
+        network.import_dump_view(sched.store, reader.network())
         features = reader.features() or {}
         write_features(sched.db_path, features)
         unknown = sorted(name for name, on in features.items() if on is True and name not in DEFAULT_FEATURES)

@@ -29,6 +29,7 @@ from .routes import (  # noqa: F401  (importing registers the routes)
     keys,
     meta,
     multi_search,
+    network,
     search,
     settings,
     similar,
