@@ -167,6 +167,8 @@ async def _add_or_update(request: Request, method: str) -> Response:
         "contentSize": os.path.getsize(path), "documentsCount": count,
         # a missing index is created only for callers that may create it (else the task fails)
         "allowIndexCreation": auth_filter(request).allow_index_creation(uid), "skipCreation": q["skipCreation"],
+        # how GET /tasks/{uid}/documents serves the stored payload back (routes/tasks.py)
+        "payloadFormat": fmt.value,
     }
     try:
         return await st.enqueue(

@@ -1,11 +1,13 @@
-"""Task and batch routes: list with filters, get one, cancel, delete."""
+"""Task and batch routes: list with filters, get one, its payload, cancel, delete."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO, Final
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from hanzo_engine.apitypes.deserr import U32_MAX
 from hanzo_engine.apitypes.errors import MeiliError
@@ -20,6 +22,10 @@ from hanzo_engine.apitypes.tasks import (
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs
+from .instance import feature_not_enabled, runtime_features
+
+TASK_DOCUMENTS_LINK: Final = "https://github.com/orgs/meilisearch/discussions/808"
+_CHUNK: Final = 1 << 20
 
 
 def _page(listing: dict[str, Any], q: TaskQuery) -> JSONResponse:
@@ -56,6 +62,52 @@ async def get_task(request: Request) -> Response:
     if task is None:
         raise MeiliError("task_not_found", f"Task `{uid}` not found.")
     return JSONResponse(task)
+
+
+def _open_payload(request: Request, uid: int) -> tuple[BinaryIO, bool]:
+    """The task's stored payload, open for reading (it stays readable if the batch deletes it), and
+    whether it was uploaded as NDJSON."""
+    scheduler = state(request).scheduler
+    task = scheduler.store.get_task(uid)
+    visible = auth_filter(request)
+    if task is not None and not visible.all_indexes_authorized() and not (
+        task["indexUid"] is not None and visible.is_index_authorized(task["indexUid"])
+    ):
+        task = None
+    if task is None:
+        raise MeiliError("task_not_found", f"Task `{uid}` not found.")
+    content = task["kind"].get("contentFile") if task["type"] == "documentAdditionOrUpdate" else None
+    try:
+        if not content:
+            raise FileNotFoundError(uid)
+        f = open(scheduler.update_files / content, "rb")  # closed by `_stream`
+    except FileNotFoundError:
+        raise MeiliError(
+            "task_file_not_found",
+            f"Task `{uid}` does not contain any documents. Only `documentAdditionOrUpdate` tasks with the "
+            "statuses `enqueued` or `processing` contain documents",
+        ) from None
+    return f, task["kind"].get("payloadFormat", "ndjson") == "ndjson"
+
+
+def _stream(f: BinaryIO, separators: bool) -> Iterator[bytes]:
+    """The file in chunks; without the line separators when the upload was JSON or CSV (Meilisearch
+    stores those documents as compact JSON objects one after the other; compact JSON holds no raw
+    newline, so every newline byte of the file is a separator)."""
+    with f:
+        while chunk := f.read(_CHUNK):
+            yield chunk if separators else chunk.replace(b"\n", b"")
+
+
+@route("GET", "/tasks/{task_uid}/documents", action="tasks.get")
+async def get_task_documents(request: Request) -> Response:
+    """The documents of an enqueued or processing `documentAdditionOrUpdate` task, as NDJSON."""
+    if not runtime_features(request).enabled("getTaskDocumentsRoute"):
+        raise feature_not_enabled("Getting the documents of an enqueued task", "get task documents route",
+                                  TASK_DOCUMENTS_LINK)
+    uid = parse_task_uid(request.path_params["task_uid"])
+    f, separators = await run_in_threadpool(_open_payload, request, uid)
+    return StreamingResponse(_stream(f, separators), media_type="application/x-ndjson")
 
 
 async def _enqueue_filtered(request: Request, type_: str, counter: str) -> Response:
