@@ -248,13 +248,23 @@ def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str, re
 
 
 def known_fields(reader: IndexReader) -> list[str]:
-    """Top-level and nested field names in first-seen order (stand-in for milli's fields-ids map)."""
+    """Top-level and nested field names in first-seen order (stand-in for milli's fields-ids map).
+
+    Kept on the index per committed state (the id of the last write transaction the reader sees):
+    every search of an unchanged index asks for the same names."""
+    # only read transactions: an aborted write transaction's id is given again to the next one
+    txn_id = reader.txn.id() if type(reader) is IndexReader else -1
+    cached: tuple[int, tuple[str, ...]] | None = getattr(reader.index, "_known_fields", None)
+    if cached is not None and cached[0] == txn_id >= 0:
+        return list(cached[1])
     names = list(reader.fields_ids_map())
     seen = set(names)
     for name in search_fields(reader):
         if name not in seen:
             seen.add(name)
             names.append(name)
+    if txn_id >= 0:
+        reader.index._known_fields = (txn_id, tuple(names))  # type: ignore[attr-defined]
     return names
 
 
