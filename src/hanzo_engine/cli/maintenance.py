@@ -14,7 +14,9 @@ Commands:
   conversion and task pipeline as `POST /documents`, in chunks, with progress bars;
 - `upgrade`: run the registered format upgrade steps, if any.
 
-Messages and progress go to stderr; data (documents, listings) to stdout.
+Messages and progress go to stderr; data (documents, listings) to stdout. The long commands (dump export,
+document export and import, compaction) draw progress bars when stderr is a terminal (otherwise each bar
+prints its label once) and always end with a summary line giving counts and the time taken.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,17 +97,27 @@ def _say(message: str) -> None:
 
 
 class _BarProgress(Progress):
-    """The scheduler's progress object drawn as click progress bars (one per nested step)."""
+    """The scheduler's progress object drawn on stderr: a line per top-level step (`[2/6] dump the
+    tasks`), a click progress bar per nested step (filled when the step ends)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._bar: Any = None
+        self._total = 0
         self._done = 0
+        self._steps_seen = 0
+
+    def start(self, name: str, total: int) -> None:
+        super().start(name, total)
+        self.close()
+        self._steps_seen += 1
+        _say(f"[{min(self._steps_seen, max(total, 1))}/{max(total, 1)}] {name}")
 
     def nested(self, name: str, total: int) -> None:
         super().nested(name, total)
         self.close()
-        self._bar = click.progressbar(length=max(total, 1), label=name, file=sys.stderr)
+        self._total = max(total, 1)
+        self._bar = click.progressbar(length=self._total, label=name, file=sys.stderr)
         self._bar.__enter__()
         self._done = 0
 
@@ -115,9 +128,46 @@ class _BarProgress(Progress):
             self._done = finished
 
     def close(self) -> None:
+        """End the nested step's bar: its step is over, so it is drawn full."""
         if self._bar is not None:
+            if self._done < self._total:
+                self._bar.update(self._total - self._done)
             self._bar.__exit__(None, None, None)
             self._bar = None
+
+
+class _IndexingProgress(Progress):
+    """Stands in for the scheduler's progress while `import-documents` runs the queue: the documents
+    the running task has indexed so far move the bar, on top of the tasks already finished."""
+
+    def __init__(self, bar: Any) -> None:
+        super().__init__()
+        self._bar = bar
+        self._indexing = False
+        self.base = 0  # documents of the finished tasks
+        self._shown = 0
+
+    def start(self, name: str, total: int) -> None:
+        super().start(name, total)
+        self._indexing = False
+
+    def nested(self, name: str, total: int) -> None:
+        super().nested(name, total)
+        self._indexing = name == "indexing documents"
+
+    def advance(self, finished: int) -> None:
+        super().advance(finished)
+        if self._indexing:
+            self.show(self.base + finished)
+
+    def show(self, documents: int) -> None:
+        if documents > self._shown:
+            self._bar.update(documents - self._shown)
+            self._shown = documents
+
+
+def _rate(count: int, seconds: float) -> str:
+    return f"{seconds:.2f}s ({count / max(seconds, 1e-6):,.0f} documents/s)"
 
 
 def _find_index(sched: Any, name: str) -> Any:
@@ -186,6 +236,7 @@ def export_a_dump(ctx: click.Context, dump_dir: Path, skip_enqueued_tasks: bool)
 def export_documents(ctx: click.Context, index_name: str, ignore_vectors: bool, offset: int) -> None:
     """Print the documents of an index as NDJSON on stdout."""
     out: IO[bytes] = sys.stdout.buffer
+    started = time.monotonic()
     with _locked(ctx, "export-documents") as db_path, _scheduler(db_path) as sched:
         index = _find_index(sched, index_name)
         with index.env.begin() as txn, txn.cursor(db=index.db_documents) as cursor:
@@ -210,7 +261,7 @@ def export_documents(ctx: click.Context, index_name: str, ignore_vectors: bool, 
                         bar.update(1024)
                 bar.update(exported % 1024)
         out.flush()
-    _say(f"Exported {exported} documents")
+    _say(f"Exported {exported} documents of `{index_name}` in {_rate(exported, time.monotonic() - started)}")
 
 
 @click.command("index-compaction")
@@ -231,13 +282,48 @@ def index_compaction(ctx: click.Context, index_name: str) -> None:
             before = data.stat().st_size
             _say(f"Compacting the index `{index_name}`...")
             started = time.monotonic()
-            after = compact_env_file(index.env, copy)
+            after = _compact_with_bar(index.env, copy, before, compact_env_file)
         # every environment is closed now: the file can be swapped
         os.replace(copy, data)
     ratio = before / max(after, 1)
     click.echo(json.dumps({"index": index_name, "sizeBefore": before, "sizeAfter": after}))
     _say(f"Compaction successful. Took around {time.monotonic() - started:.2f}s")
     _say(f"The index went from {before} bytes to {after} bytes ({ratio:.2f}x reduction)")
+
+
+def _compact_with_bar(env: Any, copy: Path, before: int, compact: Any) -> int:
+    """Run `compact(env, copy)` in a thread while a bar follows the size of the copy being written
+    (bounded by the original's size: a compacted copy is never larger)."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["size"] = compact(env, copy)
+        except BaseException as exc:  # re-raised in the calling thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name="index-compaction", daemon=True)
+    in_progress = copy.with_name(copy.name + ".tmp")
+    shown = 0
+    with click.progressbar(length=max(before, 1), label="writing the compacted copy", file=sys.stderr) as bar:
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+                with contextlib.suppress(OSError):
+                    written = min(in_progress.stat().st_size, before)
+                    if written > shown:
+                        bar.update(written - shown)
+                        shown = written
+        finally:
+            worker.join()  # the environments are closed after this returns: never under a running copy
+        if "error" not in outcome:
+            bar.update(max(before - shown, 0))
+    if "error" in outcome:
+        copy.unlink(missing_ok=True)
+        raise outcome["error"]
+    size: int = outcome["size"]
+    return size
 
 
 @click.command("list-indexes")
@@ -315,6 +401,7 @@ def import_documents(
     except MeiliError as err:
         raise click.ClickException(err.message) from None
     size = file.stat().st_size
+    started = time.monotonic()
     with _locked(ctx, "import-documents") as db_path, _scheduler(db_path, max_batched_tasks=1) as sched:
         sched.recover()
         pieces = _chunks(file, chunk_size << 20) if payload is PayloadFormat.NDJSON else iter([file.read_bytes()])
@@ -343,7 +430,8 @@ def import_documents(
         outcome = _run_tasks(sched, task_uids, received, index_name)
     failures = [t for t in outcome if t["status"] != "succeeded"]
     indexed = sum((t.get("details") or {}).get("indexedDocuments") or 0 for t in outcome)
-    _say(f"{indexed} documents indexed into `{index_name}`")
+    _say(f"{indexed} documents indexed into `{index_name}` ({len(outcome) - len(failures)} of {len(outcome)} "
+         f"tasks succeeded) in {_rate(indexed, time.monotonic() - started)}")
     if failures:
         for t in failures:
             _say(f"task {t['uid']} {t['status']}: {(t.get('error') or {}).get('message')}")
@@ -351,18 +439,23 @@ def import_documents(
 
 
 def _run_tasks(sched: Any, task_uids: list[int], total: int, index_name: str) -> list[dict[str, Any]]:
-    """Process the queue until `task_uids` are finished, drawing the indexed documents."""
-    done = 0
+    """Process the queue until `task_uids` are finished, drawing the indexed documents (within a task
+    too, from the scheduler's progress)."""
     pending = set(task_uids)
+    own_progress = sched.progress
     with click.progressbar(length=max(total, 1), label=f"indexing into `{index_name}`", file=sys.stderr) as bar:
-        while pending and sched.tick():
-            for uid in sorted(pending):
-                task = sched.store.get_task(uid)
-                if task is not None and task["status"] in ("succeeded", "failed", "canceled"):
-                    pending.discard(uid)
-                    step = int(task["kind"].get("documentsCount") or 0)
-                    bar.update(step)
-                    done += step
+        drawn = _IndexingProgress(bar)
+        sched.progress = drawn
+        try:
+            while pending and sched.tick():
+                for uid in sorted(pending):
+                    task = sched.store.get_task(uid)
+                    if task is not None and task["status"] in ("succeeded", "failed", "canceled"):
+                        pending.discard(uid)
+                        drawn.base += int(task["kind"].get("documentsCount") or 0)
+                        drawn.show(drawn.base)
+        finally:
+            sched.progress = own_progress
     return [t for t in (sched.get_task(uid) for uid in task_uids) if t is not None]
 
 
