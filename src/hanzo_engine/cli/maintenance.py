@@ -293,7 +293,7 @@ def index_compaction(ctx: click.Context, index_name: str) -> None:
 
 def _compact_with_bar(env: Any, copy: Path, before: int, compact: Any) -> int:
     """Run `compact(env, copy)` in a thread while a bar follows the size of the copy being written
-    (bounded by the original's size: a compacted copy is never larger)."""
+    (the original's size is the bar's length)."""
     outcome: dict[str, Any] = {}
 
     def work() -> None:
@@ -315,8 +315,10 @@ def _compact_with_bar(env: Any, copy: Path, before: int, compact: Any) -> int:
                     if written > shown:
                         bar.update(written - shown)
                         shown = written
-        finally:
-            worker.join()  # the environments are closed after this returns: never under a running copy
+        except BaseException:  # Ctrl-C: the copy is let finish (the environments close after it), then dropped
+            worker.join()
+            copy.unlink(missing_ok=True)
+            raise
         if "error" not in outcome:
             bar.update(max(before - shown, 0))
     if "error" in outcome:
