@@ -100,6 +100,12 @@ _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
     ("GET", "/webhooks"): "webhooks.get", ("POST", "/webhooks"): "webhooks.create",
     ("GET", "/webhooks/{uuid}"): "webhooks.get", ("PATCH", "/webhooks/{uuid}"): "webhooks.update",
     ("DELETE", "/webhooks/{uuid}"): "webhooks.delete",
+    ("GET", "/chats"): "chats.get", ("GET", "/chats/{workspace}"): "chats.get",
+    ("DELETE", "/chats/{workspace}"): "chats.delete",
+    ("GET", "/chats/{workspace}/settings"): "chatsSettings.get",
+    ("PATCH", "/chats/{workspace}/settings"): "chatsSettings.update",
+    ("DELETE", "/chats/{workspace}/settings"): "chatsSettings.update",
+    ("POST", "/chats/{workspace}/chat/completions"): "chatCompletions",
 }
 
 
@@ -143,7 +149,7 @@ _PARAMS: Final[dict[tuple[str, str], dict[str, str]]] = {
 }
 _PATH_PARAMS: Final = {"{index_uid}": INDEX, "{document_id}": DOCUMENT_ID, "{task_uid}": TASK_UID,
                        "{batch_uid}": TASK_UID, "{key_or_uid}": KEY_UID, "{uuid}": KEY_UID,
-                       "{asset:path}": "dashboard.js"}
+                       "{asset:path}": "dashboard.js", "{workspace}": f"{BASE}_chat"}
 # routes naming their index in the body, and how a scoped key outside it is refused
 _BODY_INDEX_MESSAGES: Final = {
     ("POST", "/indexes"): INVALID_KEY_MESSAGE,
@@ -242,7 +248,8 @@ def cases(spec: RouteSpec) -> list[Case]:
             message = _BODY_INDEX_MESSAGES[(spec.method, spec.path)]
         out.append(Case("index_pattern_mismatch", ((action,), NOT_MATCHING), (403, invalid_key(message))))
     out.append(Case("expired_key", None, (403, invalid_key())))
-    out.append(Case("tenant_token", None, OK if action == "search" else (403, invalid_key())))
+    # tenant tokens are accepted where Meilisearch accepts them: searches and chat completions
+    out.append(Case("tenant_token", None, OK if action in ("search", "chatCompletions") else (403, invalid_key())))
     return out
 
 

@@ -50,6 +50,13 @@ CONTRACT_DEFAULTS: dict[str, Any] = {
     "facetSearch": True,
     "prefixSearch": "indexingTime",
 }
+# what the index stores: the contract's defaults plus `chat`, which GET /settings shows only while the
+# `chatCompletions` feature is on (contract §4, §13)
+STORED_DEFAULTS: dict[str, Any] = {**CONTRACT_DEFAULTS, "chat": {
+    "description": "",
+    "documentTemplate": "{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
+                        "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}",
+    "documentTemplateMaxBytes": 400, "searchParameters": {}}}
 
 
 def error_of(fn: Any, *args: Any) -> tuple[str, str]:
@@ -68,14 +75,14 @@ def patch(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_defaults_are_the_contract_in_order() -> None:
-    assert DEFAULT_SETTINGS == CONTRACT_DEFAULTS
-    assert list(DEFAULT_SETTINGS) == list(CONTRACT_DEFAULTS) == list(SETTING_NAMES)
+    assert DEFAULT_SETTINGS == STORED_DEFAULTS
+    assert list(DEFAULT_SETTINGS) == list(STORED_DEFAULTS) == list(SETTING_NAMES)
     assert list(DEFAULT_SETTINGS["typoTolerance"]) == list(CONTRACT_DEFAULTS["typoTolerance"])
 
 
 def test_view_of_nothing_stored_is_the_defaults_and_a_copy() -> None:
     view = settings_view({})
-    assert view == CONTRACT_DEFAULTS and list(view) == list(CONTRACT_DEFAULTS)
+    assert view == STORED_DEFAULTS and list(view) == list(STORED_DEFAULTS)
     view["rankingRules"].append("bm25")
     assert DEFAULT_SETTINGS["rankingRules"] == CONTRACT_DEFAULTS["rankingRules"]
 
@@ -418,7 +425,7 @@ def test_apply_replaces_and_resets_without_touching_the_input() -> None:
     assert current == frozen
     assert new["stopWords"] == [] and new["distinctAttribute"] == "sku" and new["sortableAttributes"] == ["price"]
     assert list(new) == list(SETTING_NAMES)
-    assert apply_patch(new, SettingsPatch.reset_all()) == CONTRACT_DEFAULTS
+    assert apply_patch(new, SettingsPatch.reset_all()) == STORED_DEFAULTS
 
 
 def test_typo_tolerance_merges_per_sub_key() -> None:

@@ -1,7 +1,7 @@
 """Index settings (= meilisearch-types `settings.rs` + milli's settings update): model, validation, merging.
 
 Vocabulary
-- A *stored* settings object is the full JSON of the 20 settings in `SETTING_NAMES` order, with the
+- A *stored* settings object is the full JSON of the 21 settings in `SETTING_NAMES` order, with the
   defaults of `DEFAULT_SETTINGS` filled in and secrets (embedder `apiKey`s) in clear. The index keeps
   it under one main-db key; `complete_settings` turns anything older or partial into that shape.
 - A *patch* (`SettingsPatch`) is one update request, tri-state per key like milli's `Setting<T>`:
@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
+from .chat_settings import CHAT_SETTING_CODE, DEFAULT_INDEX_CHAT, merge_index_chat, parse_index_chat
 from .deserr import Field, InvalidValue, deserialize_object, did_you_mean, found_description
 from .errors import MeiliError
 
@@ -63,10 +64,10 @@ SETTING_NAMES: Final = (
     "displayedAttributes", "searchableAttributes", "filterableAttributes", "sortableAttributes",
     "rankingRules", "stopWords", "nonSeparatorTokens", "separatorTokens", "dictionary", "synonyms",
     "distinctAttribute", "proximityPrecision", "typoTolerance", "faceting", "pagination", "embedders",
-    "searchCutoffMs", "localizedAttributes", "facetSearch", "prefixSearch",
+    "searchCutoffMs", "localizedAttributes", "facetSearch", "prefixSearch", "chat",
 )
 # Sub-routes updated with PATCH (their body merges); every other sub-route is updated with PUT.
-PATCH_SUB_ROUTES: Final = frozenset({"typoTolerance", "faceting", "pagination", "embedders"})
+PATCH_SUB_ROUTES: Final = frozenset({"typoTolerance", "faceting", "pagination", "embedders", "chat"})
 
 DEFAULT_RANKING_RULES: Final = ("words", "typo", "proximity", "attributeRank", "sort", "wordPosition", "exactness")
 LEGACY_RANKING_RULES: Final = ("words", "typo", "proximity", "attribute", "sort", "exactness")
@@ -98,6 +99,7 @@ DEFAULT_SETTINGS: Final[dict[str, Any]] = {
     "localizedAttributes": None,
     "facetSearch": True,
     "prefixSearch": "indexingTime",
+    "chat": DEFAULT_INDEX_CHAT,
 }
 
 _WILDCARD_SETTINGS: Final = frozenset({"displayedAttributes", "searchableAttributes"})
@@ -108,6 +110,8 @@ MAX_EMBEDDERS: Final = 256
 
 def setting_code(name: str) -> str:
     """`searchCutoffMs` -> `invalid_settings_search_cutoff_ms`."""
+    if name == "chat":
+        return CHAT_SETTING_CODE
     return "invalid_settings_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
@@ -511,6 +515,7 @@ _PARSERS: Final[dict[str, Callable[[Any, str], Any]]] = {
     "localizedAttributes": _localized_attributes,
     "facetSearch": lambda v, p: _boolean(v, p, setting_code("facetSearch")),
     "prefixSearch": lambda v, p: _choice(v, p, setting_code("prefixSearch"), ("indexingTime", "disabled")),
+    "chat": parse_index_chat,
 }
 
 
@@ -619,6 +624,7 @@ _MERGERS: Final[dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, A
     "faceting": _merge_faceting,
     "pagination": _merge_pagination,
     "embedders": _merge_embedders,
+    "chat": merge_index_chat,
 }
 
 

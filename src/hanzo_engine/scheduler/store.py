@@ -11,6 +11,7 @@ Databases of the `tasks` environment:
 - `meta`         counters: next task uid and next batch uid (uids are never reused)
 - `webhooks`, `webhook-pending`  the API webhooks and the notifications not yet delivered (see
                  `webhooks.py`)
+- `chat-workspaces`  chat workspace uid -> its settings, secrets included (see `chats.py`)
 
 Task records hold the public fields (camelCase, dates as unix nanoseconds) plus `kind`, the private
 arguments the scheduler needs to run the task (content file, method, primary key, ...).
@@ -36,6 +37,7 @@ DB_INDEX_MAPPING: Final = b"index-mapping"
 DB_META: Final = b"meta"
 DB_WEBHOOKS: Final = b"webhooks"
 DB_WEBHOOK_PENDING: Final = b"webhook-pending"
+DB_CHATS: Final = b"chat-workspaces"
 
 KEY_NEXT_TASK: Final = b"next-task-uid"
 
@@ -67,7 +69,7 @@ class TaskStore:
         """`readonly`: a search worker's view (the scheduler's process created every database)."""
         if not readonly:
             path.mkdir(parents=True, exist_ok=True)
-        self.env = lmdb.open(str(path), map_size=TASKS_MAP_SIZE, max_dbs=8, subdir=True, max_readers=512,
+        self.env = lmdb.open(str(path), map_size=TASKS_MAP_SIZE, max_dbs=16, subdir=True, max_readers=512,
                              readonly=readonly, create=not readonly)
         self._readonly = readonly
         self.db_tasks = self._open_db(DB_TASKS)
@@ -77,6 +79,7 @@ class TaskStore:
         self.db_meta = self._open_db(DB_META)
         self.db_webhooks = self._open_db(DB_WEBHOOKS)
         self.db_webhook_pending = self._open_db(DB_WEBHOOK_PENDING)
+        self.db_chats = self._open_db(DB_CHATS)
 
     def _open_db(self, name: bytes) -> Any:
         if not self._readonly:

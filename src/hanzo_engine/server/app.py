@@ -22,6 +22,7 @@ from .errors import http_exception
 from .options import Options
 from .routes import (  # noqa: F401  (importing registers the routes)
     backups,
+    chats,
     documents,
     facet_search,
     indexes,

@@ -37,6 +37,7 @@ from hanzo_engine.engine.vector.embedders import check_embedders_patch
 
 from ..app_state import route, state
 from ..auth import auth_filter
+from ..chats.gate import chat_enabled, check_chat
 from ..http import JSONResponse, read_body
 from .indexes import custom_metadata
 
@@ -59,6 +60,8 @@ async def _body(request: Request) -> Any:
 async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool) -> Response:
     meta = custom_metadata(request)
     uid = validate_index_uid(request.path_params["index_uid"])
+    if patch.values.get("chat") is not None:
+        check_chat(request, "setting `chat` in the index settings")
     # Meilisearch validates what the embedders patch carries before enqueuing (400, no task); rules that
     # need the stored settings (an embedder patched without `source`) wait for the task
     check_embedders_patch(patch.values.get("embedders"))
@@ -72,7 +75,10 @@ async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool)
 
 @route("GET", SETTINGS_PATH, action="settings.get")
 async def get_settings(request: Request) -> Response:
-    return JSONResponse(_current_settings(request))
+    view = _current_settings(request)
+    if not chat_enabled(request):
+        del view["chat"]  # shown only while `chatCompletions` is on
+    return JSONResponse(view)
 
 
 @route("PATCH", SETTINGS_PATH, action="settings.update")
