@@ -6,7 +6,8 @@ Priority, as Meilisearch's scheduler:
 3. a `dumpCreation` alone;
 4. otherwise the oldest enqueued index task, with the consecutive compatible tasks of the same index:
    document additions/updates and deletions batch together, settings updates batch together (not with
-   documents), an index deletion ends the batch it joins; index creation, update and swaps run alone. Tasks of other indexes in between are independent and skipped
+   documents), an index deletion ends the batch it joins; index creation, update, edition by function and swaps
+   run alone. Tasks of other indexes in between are independent and skipped
    over, but a swap naming the index is a barrier: nothing after it may overtake it.
 
 Invariants: a batch never holds tasks of two indexes (swaps aside), and the tasks of one index always
@@ -20,7 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 BATCHABLE = frozenset({"documentAdditionOrUpdate", "documentDeletion", "settingsUpdate"})
-ALONE_INDEX_TASKS = frozenset({"indexCreation", "indexUpdate", "indexDeletion", "indexCompaction"})
+# (`documentEdition`: Meilisearch never batches an edition by function with another task)
+ALONE_INDEX_TASKS = frozenset({"indexCreation", "indexUpdate", "indexDeletion", "indexCompaction",
+                               "documentEdition"})
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,10 @@ def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) ->
         raise MeiliError("feature_not_enabled", f"Unknown document deletion `{op}`.")
     if task["type"] == "settingsUpdate":
         return _update_settings(w, uid, task)
+    if task["type"] == "documentEdition":
+        from .edit_documents import edit_documents  # imported here: it imports this module
+
+        return edit_documents(sched, w, uid, task)
     raise MeiliError("feature_not_enabled", f"`{task['type']}` tasks are not supported by this build yet.")
 
 

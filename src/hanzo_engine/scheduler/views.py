@@ -43,7 +43,8 @@ def failed_details(details: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     out = dict(details)
     for key in FAILED_COUNTERS:
-        if key in out:
+        # an edition by function keeps its `deletedDocuments` (`Details::to_failed` zeroes only `editedDocuments`)
+        if key in out and not (key == "deletedDocuments" and "function" in out):
             out[key] = 0
     return out
 

@@ -369,6 +369,59 @@ async def delete_documents_by_filter(request: Request) -> Response:
     )
 
 
+EDIT_BODY = (
+    Field("filter", "any", "invalid_document_filter", default=None),
+    Field("context", "any", "invalid_document_edition_context", default=None),
+    Field("function", "string", "invalid_document_edition_function_filter", required=True,
+          missing_code="missing_document_edition_function"),
+)
+EDIT_LINK: Final = "https://github.com/orgs/meilisearch/discussions/762"
+
+
+@route("POST", "/indexes/{index_uid}/documents/edit", action="documents.*")
+async def edit_documents_by_function(request: Request) -> Response:
+    """`documentEdition`: a Rhai function run on the documents a filter selects (`editDocumentsByFunction`).
+
+    Checked now, in Meilisearch's order: query, body, feature, index uid, the function's syntax (400
+    `bad_request` with the parser's message), the filter, the context. The documents change when the
+    task runs (`scheduler/edit_documents.py`)."""
+    from hanzo_engine.engine.documents.edit_function import CompileError, compile_script
+
+    from .instance import feature_not_enabled, runtime_features
+
+    q = parse_query(query_pairs(request), WRITE_QUERY)
+    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
+                              EDIT_BODY)
+    if not runtime_features(request).enabled("editDocumentsByFunction"):
+        raise feature_not_enabled("Using the documents edit route", "edit documents by function", EDIT_LINK)
+    uid = validate_index_uid(request.path_params["index_uid"])
+    function: str = body["function"]
+    try:
+        await run_in_threadpool(compile_script, function)
+    except CompileError as err:
+        raise MeiliError("bad_request", err.message) from None
+    value = body["filter"]
+    if value is not None:
+        try:
+            node = parse_filter_value(value)
+            check_features(node, filter_features(request))
+        except FilterError as err:
+            raise MeiliError("feature_not_enabled" if err.feature else "invalid_document_filter",
+                             err.message) from None
+        if node is None:
+            raise MeiliError("invalid_document_filter", "Sending an empty filter is forbidden.")
+    context = body["context"]
+    if context is not None and not isinstance(context, dict):
+        raise MeiliError("invalid_document_edition_context", "The context must be an object")
+    return await state(request).enqueue(
+        "documentEdition", uid,
+        details={"editedDocuments": None, "deletedDocuments": None,
+                 "originalFilter": None if value is None else msgspec.json.encode(value).decode(),
+                 "context": context, "function": function},
+        kind={"filter": value, "context": context, "function": function}, custom_metadata=q["customMetadata"],
+    )
+
+
 @route("DELETE", "/indexes/{index_uid}/documents", action="documents.delete")
 async def clear_documents(request: Request) -> Response:
     q = parse_query(query_pairs(request), WRITE_QUERY)
