@@ -65,7 +65,7 @@ from hanzo_engine.engine.index import Index, IndexReader, now_ns
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 from hanzo_engine.engine.vector.documents import import_vectors
 
-from . import network, webhooks
+from . import chats, network, webhooks
 from .dump_records import RecordError, batch_line, batch_record, task_line, task_record
 from .store import KEY_NEXT_TASK, Batch, Task
 
@@ -239,6 +239,8 @@ def export_dump(
         step(4)
         writer.write_features(read_features(sched.db_path))
         writer.add_json(WEBHOOKS, webhooks.dump_view(store))
+        for member, workspace in chats.dump_members(store):
+            writer.add_json(member, workspace)
         writer.add_json(NETWORK, network.dump_view(store))
         step(5)
         _interrupt(interrupted)
@@ -317,6 +319,7 @@ def import_dump(sched: Scheduler, key_store: KeyStore, dump_path: Path) -> Impor
             key_store.put(Key.from_record(key_record(line)))
             stats.keys += 1
         webhooks.import_dump_view(sched.store, reader.webhooks())
+        chats.import_dump_dir(sched.store, reader.root)
         network.import_dump_view(sched.store, reader.network())
         features = reader.features() or {}
         write_features(sched.db_path, features)
