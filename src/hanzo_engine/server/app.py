@@ -56,6 +56,18 @@ class TrimTrailingSlash:
         await self.app(scope, receive, send)
 
 
+def http_middleware() -> list[Middleware]:
+    """What every process of the server wraps its routes in, outermost first (the primary adds
+    `WaitForTask` innermost). The innermost ones see the matched route and the uncompressed bodies."""
+    return [
+        Middleware(TrimTrailingSlash),
+        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
+                   expose_headers=["*"], max_age=86400),
+        Middleware(GZipMiddleware, minimum_size=1024),
+        Middleware(instance.HttpMetrics),
+    ]
+
+
 def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starlette:
     from . import startup
 
@@ -97,15 +109,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
         routes=routes,
         lifespan=lifespan,
         exception_handlers=exception_handlers,
-        middleware=[
-            Middleware(TrimTrailingSlash),
-            Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
-                       expose_headers=["*"], max_age=86400),
-            Middleware(GZipMiddleware, minimum_size=1024),
-            # innermost: they see the matched route and the uncompressed 202 bodies
-            Middleware(instance.HttpMetrics),
-            Middleware(instance.WaitForTask),
-        ],
+        middleware=[*http_middleware(), Middleware(instance.WaitForTask)],
     )
     app.router.redirect_slashes = False
     app.state.hanzo = app_state

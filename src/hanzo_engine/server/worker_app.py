@@ -19,16 +19,13 @@ from typing import Any, Final, cast
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
-from starlette.middleware.gzip import GZipMiddleware
 from starlette.routing import Match, Route
 from starlette.types import Message, Receive, Scope, Send
 
 from hanzo_engine.auth import AuthController, KeyStore
 from hanzo_engine.scheduler.readers import IndexReaders
 
-from .app import TrimTrailingSlash
+from .app import http_middleware
 from .app_state import ROUTES, AppState
 from .errors import http_exception
 from .options import Options
@@ -136,13 +133,7 @@ def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerD
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: http_exception},
-        middleware=[
-            Middleware(TrimTrailingSlash),
-            Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
-                       expose_headers=["*"], max_age=86400),
-            Middleware(GZipMiddleware, minimum_size=1024),
-            Middleware(instance.HttpMetrics),
-        ],
+        middleware=http_middleware(),
     )
     local.router.redirect_slashes = False
     local.state.hanzo = app_state
