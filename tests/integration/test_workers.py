@@ -311,3 +311,20 @@ def test_kill_9_of_the_server_under_mixed_load_loses_no_acknowledged_write(tmp_p
 
 def test_the_banner_names_the_processes(multi: ServerProcess) -> None:
     assert "HTTP processes: 2" in multi.output()
+
+
+def test_runtime_dirs_of_dead_primaries_are_swept(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from hanzo_engine.server import workers
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale, live, foreign = (tmp_path / f"{workers.RUNTIME_PREFIX}{name}" for name in ("stale", "live", "foreign"))
+    for path, pid in ((stale, dead.pid), (live, os.getpid())):
+        path.mkdir()
+        (path / workers.PID_FILE).write_text(str(pid))
+    foreign.mkdir()  # no pid file: not one of ours
+    workers._sweep_runtime_dirs(tmp_path)
+    assert not stale.exists() and live.exists() and foreign.exists()

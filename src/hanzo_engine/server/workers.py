@@ -54,10 +54,32 @@ _QUICK_DEATH_SECONDS: Final = 5.0
 _RESTART_PAUSE_SECONDS: Final = 2.0
 
 
+RUNTIME_PREFIX: Final = "hanzo-engine-"
+PID_FILE: Final = "primary.pid"
+
+
 def make_runtime_dir() -> Path:
     """A private directory for the instance's Unix socket and shared counters (short path: Unix socket
-    paths are limited to ~100 bytes)."""
-    return Path(tempfile.mkdtemp(prefix="hanzo-engine-"))
+    paths are limited to ~100 bytes). The directories that primaries killed by a signal left behind
+    are removed first."""
+    _sweep_runtime_dirs(Path(tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=RUNTIME_PREFIX))
+    (path / PID_FILE).write_text(str(os.getpid()))
+    return path
+
+
+def _sweep_runtime_dirs(parent: Path) -> None:
+    for path in parent.glob(f"{RUNTIME_PREFIX}*"):
+        try:
+            pid = int((path / PID_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or being created
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass  # another user's live server
 
 
 def listening_socket(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
