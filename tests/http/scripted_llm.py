@@ -4,7 +4,8 @@ in a thread).
 Each `POST .../chat/completions` takes the next `Reply` of the script (a plain text answer when the script
 is empty) and records the request (`requests`: path, headers, JSON body). A reply streams its chunks as
 OpenAI does (`data: <json>` events, `data: [DONE]` unless `done=False`), after `delay` seconds per chunk;
-`status`/`body` make it an HTTP error instead; `hang` keeps the connection open without sending anything
+`status`/`body` make it an HTTP error instead; each recorded request holds `received_at` and, once its
+reply is sent, `finished_at` (`time.monotonic()`); `hang` keeps the connection open without sending anything
 until the client goes away, which sets `aborted`.
 """
 
@@ -110,10 +111,12 @@ class ScriptedLlm:
             self.aborted.clear()
 
     async def _handle(self, request: Request) -> Response:
+        received_at = time.monotonic()
         body = json.loads(await request.body())
+        record: dict[str, Any] = {"path": request.url.path, "query": request.url.query,
+                                  "headers": dict(request.headers), "body": body, "received_at": received_at}
         with self._lock:
-            self.requests.append({"path": request.url.path, "query": request.url.query,
-                                  "headers": dict(request.headers), "body": body})
+            self.requests.append(record)
             reply = self.script.pop(0) if self.script else text_reply("ok")
         if reply.status != 200:
             return Response(json.dumps(reply.body), status_code=reply.status, media_type="application/json")
@@ -135,5 +138,6 @@ class ScriptedLlm:
                 yield f"data: {data}\n\n".encode()
             if reply.done:
                 yield b"data: [DONE]\n\n"
+            record["finished_at"] = time.monotonic()
 
         return StreamingResponse(events(), media_type="text/event-stream")

@@ -406,3 +406,35 @@ def test_search_key_without_chat_action_is_refused(admin: httpx.Client) -> None:
     key = admin.post("/keys", json={"actions": ["search"], "indexes": ["*"], "expiresAt": None}).json()["key"]
     r = chat(admin, token=key)
     assert r.status_code == 403 and r.json()["code"] == "invalid_api_key"
+
+
+# -- rendering -------------------------------------------------------------------------------------------
+
+
+def test_default_template_fast_path_renders_as_liquid() -> None:
+    """The default chat template is rendered without the Liquid interpreter: same text for any document."""
+    import random
+
+    from hanzo_engine.engine.vector.prompt import DEFAULT_TEMPLATE, Prompt
+    from hanzo_engine.server.chats.conversation import render_hit
+
+    rng = random.Random(3)
+
+    def value(depth: int = 0) -> Any:
+        kind = rng.randrange(9 if depth < 2 else 7)
+        simple: list[Any] = [None, rng.random() < 0.5, rng.randrange(-5, 10**6), rng.random() * 1e6,
+                             "é漢x" * rng.randrange(3), 2.0, ""]
+        if kind < 7:
+            return simple[kind]
+        if kind == 7:
+            return [value(depth + 1) for _ in range(rng.randrange(3))]
+        return {f"k{i}": value(depth + 1) for i in range(rng.randrange(3))}
+
+    for _ in range(2000):
+        document = {f"f{i}": value() for i in range(rng.randrange(6))}
+        if rng.random() < 0.3:
+            document["_vectors"] = {"e": [1.0]}
+        order = list(document)[::-1] if rng.random() < 0.5 else []
+        searchable = None if rng.random() < 0.5 else [k for k in document if rng.random() < 0.5]
+        prompt = Prompt(DEFAULT_TEMPLATE, rng.choice([None, 400, 10]))
+        assert render_hit(prompt, document, searchable, order) == prompt.render(document, searchable, order)

@@ -64,7 +64,10 @@ def endpoint(settings: dict[str, Any]) -> tuple[str, dict[str, str]]:
                f"?api-version={settings.get('apiVersion')}")
         return url, {"api-key": api_key}
     base = settings.get("baseUrl") or (MISTRAL_BASE if source == "mistral" else OPENAI_BASE)
-    headers = {"Authorization": f"Bearer {api_key}", "OpenAI-Beta": "assistants=v2"}
+    # no key at all (a local vLLM): no Authorization header, as a `Bearer ` value with nothing after it is
+    # not a valid header value
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers["OpenAI-Beta"] = "assistants=v2"
     if settings.get("orgId"):
         headers["OpenAI-Organization"] = settings["orgId"]
     if settings.get("projectId"):
