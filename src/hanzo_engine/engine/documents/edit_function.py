@@ -80,6 +80,9 @@ PUNCT: Final = sorted([
     "+", "-", "*", "/", "%", "=", "<", ">", "!", "&", "|", "^", "(", ")", "{", "}", "[", "]", ",", ";",
     ".", ":", "?", "@", "$", "~",
 ], key=len, reverse=True)
+DIGITS: Final = frozenset("0123456789")
+IDENT_START: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+IDENT_CHARS: Final = IDENT_START | DIGITS
 ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "`": "`", "0": "\0", "$": "$"}
 
 
@@ -155,11 +158,11 @@ class Lexer:
         if self.i >= len(self.src):
             return Token("eof", None, pos)
         c = self.src[self.i]
-        if c.isdigit():
+        if c in DIGITS:
             return self._number(pos)
-        if c.isalpha() or c == "_":
+        if c in IDENT_START:
             j = self.i
-            while j < len(self.src) and (self.src[j].isalnum() or self.src[j] == "_"):
+            while j < len(self.src) and self.src[j] in IDENT_CHARS:
                 j += 1
             word = self.src[self.i:j]
             self._adv(j - self.i)
@@ -189,7 +192,7 @@ class Lexer:
         if src[j] == "0" and j + 1 < len(src) and src[j + 1] in "xXoObB":
             base = {"x": 16, "o": 8, "b": 2}[src[j + 1].lower()]
             k = j + 2
-            while k < len(src) and (src[k].isalnum() or src[k] == "_"):
+            while k < len(src) and src[k] in IDENT_CHARS:
                 k += 1
             text = src[j:k]
             self._adv(k - j)
@@ -201,26 +204,26 @@ class Lexer:
                 _lex_error(f"Invalid number: '{text}'", pos)
             return Token("int", value, pos)
         k = j
-        while k < len(src) and (src[k].isdigit() or src[k] == "_"):
+        while k < len(src) and (src[k] in DIGITS or src[k] == "_"):
             k += 1
         is_float = False
-        if k + 1 < len(src) and src[k] == "." and src[k + 1].isdigit():
+        if k + 1 < len(src) and src[k] == "." and src[k + 1] in DIGITS:
             is_float = True
             k += 1
-            while k < len(src) and (src[k].isdigit() or src[k] == "_"):
+            while k < len(src) and (src[k] in DIGITS or src[k] == "_"):
                 k += 1
         if k < len(src) and src[k] in "eE":
             m = k + 1
             if m < len(src) and src[m] in "+-":
                 m += 1
-            if m < len(src) and src[m].isdigit():
+            if m < len(src) and src[m] in DIGITS:
                 is_float = True
                 k = m
-                while k < len(src) and src[k].isdigit():
+                while k < len(src) and src[k] in DIGITS:
                     k += 1
         text = src[j:k]
         self._adv(k - j)
-        if k < len(src) and (src[k].isalpha() or src[k] == "_"):
+        if k < len(src) and src[k] in IDENT_START:
             _lex_error(f"Invalid number: '{text}{src[k]}'", pos)
         clean = text.replace("_", "")
         if is_float:
