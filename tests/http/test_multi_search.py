@@ -297,7 +297,7 @@ def test_query_position_needs_the_network_feature(http: httpx.Client) -> None:
     queries = [{"indexUid": SCORES, "q": "badman", "federationOptions": {"queryPosition": 7}},
                {"indexUid": SCORES, "q": "batman", "attributesToRetrieve": ["id"]}]
     fails(http.post("/multi-search", json={"federation": {}, "queries": queries}), 400, "feature_not_enabled",
-          "Using `federationOptions.queryPosition` requires enabling the `network` experimental feature. See "
+          "Inside `.queries[0]`: Using `federationOptions.queryPosition` requires enabling the `network` experimental feature. See "
           "https://github.com/orgs/meilisearch/discussions/805")
     assert http.patch("/experimental-features", json={"network": True}).json()["network"] is True
     try:
@@ -306,12 +306,12 @@ def test_query_position_needs_the_network_feature(http: httpx.Client) -> None:
                         {"title": "Badman", "id": "E", "_federation": fed(SCORES, 7, 1.0)}]
         fails(http.post("/multi-search", json={"federation": {}, "queries": [
             {"indexUid": SCORES, "federationOptions": {"remote": "ms0"}}]}), 400, "invalid_multi_search_remote",
-            "Invalid `queries[0].federation_options.remote`: remote `ms0` is not registered")
+            "Inside `.queries[0]`: Invalid `.federation_options.remote`: remote `ms0` is not registered")
     finally:
         http.patch("/experimental-features", json={"network": False})
     fails(http.post("/multi-search", json={"federation": {}, "queries": [
         {"indexUid": SCORES, "federationOptions": {"remote": "ms0"}}]}), 400, "feature_not_enabled",
-        "Performing a remote federated search requires enabling the `network` experimental feature. See "
+        "Inside `.queries[0]`: Performing a remote federated search requires enabling the `network` experimental feature. See "
         "https://github.com/orgs/meilisearch/discussions/805")
 
 

@@ -93,6 +93,44 @@ class FederatedFacets:
     def add(self, uid: str, facets: ComputedFacets) -> None:
         self.by_index[uid] = facets
 
+    def append(self, uid: str, remote: Iterable[ComputedFacets]) -> None:
+        """Add remotes' facets of index `uid` to this instance's (Meilisearch's `FederatedFacets::append`):
+        counts of a value add up (new values after the known ones), stats keep the widest bounds."""
+        distribution, stats = self.by_index.get(uid, ({}, {}))
+        distribution = {facet: dict(values) for facet, values in distribution.items()}
+        stats = {facet: dict(bounds) for facet, bounds in stats.items()}
+        for remote_distribution, remote_stats in remote:
+            for facet, bounds in remote_stats.items():
+                known = stats.get(facet)
+                stats[facet] = dict(bounds) if known is None else {
+                    "min": min(known["min"], bounds["min"]), "max": max(known["max"], bounds["max"])}
+            for facet, values in remote_distribution.items():
+                merged = distribution.setdefault(facet, {})
+                for value, count in values.items():
+                    merged[value] = merged.get(value, 0) + count
+        self.by_index[uid] = (distribution, stats)
+
+    def sort_and_truncate(self, settings_by_index: Mapping[str, Mapping[str, Any]]) -> None:
+        """After `append`, without `mergeFacets`: each index searched here sorts its facets' values by its
+        `sortFacetValuesBy` and keeps its `maxValuesPerFacet` first ones (indexes only remotes searched
+        are left as merged, as Meilisearch)."""
+        from .routes.instance import facet_sort_order  # the routes import this module
+
+        for uid, settings in settings_by_index.items():
+            if uid not in self.by_index:
+                continue
+            distribution, stats = self.by_index[uid]
+            max_values = (settings.get("faceting") or {}).get("maxValuesPerFacet")
+            limit = 100 if max_values is None else int(max_values)
+            out: dict[str, dict[str, int]] = {}
+            for facet, values in distribution.items():
+                if facet_sort_order(facet, dict(settings)) == "count":
+                    items = sorted(values.items(), key=lambda kv: -kv[1])
+                else:
+                    items = sorted(values.items())
+                out[facet] = dict(items[:limit])
+            self.by_index[uid] = (out, stats)
+
     def fields(self) -> dict[str, Any]:
         """`facetDistribution` + `facetStats` (merging), else `facetsByIndex`; `{}` when nothing was computed."""
         if not self.by_index:

@@ -25,6 +25,13 @@ With `federation` (contract §3.10, Meilisearch's `perform_federated_search`):
 Hits are compared by weighted score as `search_exec.compare` documents (Meilisearch's
 `WeightedScoreValue`); ranking-rule compatibility is `search_exec.RankingRules`.
 
+Remote queries (`federationOptions.remote`, or `useNetwork` fanning a query out to every remote of the
+network; contract §14): a query naming `self` runs here; the others are grouped per remote and sent as
+one federated search each (`remotes.proxy_search`) while the local queries run. Their hits carry
+`weightedScoreValues` (a remote answers in proxy mode when `Meili-Proxy-Search: true`) and merge with the
+local ones by the same comparison; every hit gets `_federation.remote`, the body `remoteErrors` (a remote
+that fails only loses its hits), totals add up and the remotes' `facetsByIndex` join the local ones.
+
 `estimatedTotalHits` sums, over the indexes, the number of documents any of the index's queries
 matched (the union of their candidates, the set the facets are counted on), not capped by
 `maxTotalHits`, as Meilisearch.
@@ -32,6 +39,7 @@ matched (the union of their candidates, the set the facets are counted on), not 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import time
@@ -60,7 +68,9 @@ from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.filter_parser import FilterFeatures
+from hanzo_engine.scheduler.network import Network, default_network, read_network
 
+from .. import remotes
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..federated_facets import ComputedFacets, FederatedFacets
@@ -323,9 +333,16 @@ def _with_federation(hit: dict[str, Any], federation: dict[str, Any]) -> dict[st
 class Federated:
     """One federated search (the steps of the module doc); not reusable."""
 
-    def __init__(self, scheduler: IndexSource, federation: dict[str, Any], features: ExperimentalFeatures) -> None:
+    def __init__(self, scheduler: IndexSource, federation: dict[str, Any], features: ExperimentalFeatures,
+                 network: Network | None = None, is_proxy: bool = False) -> None:
         self.scheduler = scheduler
         self.features = features
+        self.network = network if network is not None else default_network()
+        self.is_proxy = is_proxy
+        self.has_remote = False
+        # remote name -> (its network entry, the queries it runs, as JSON)
+        self.remote_queries: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        self.index_settings: dict[str, dict[str, Any]] = {}  # settings of the indexes searched here
         self.federation = federation
         self.facets_by_index: dict[str, list[str] | None] = dict(federation["facetsByIndex"])
         self.facets = FederatedFacets(federation["mergeFacets"])
@@ -390,19 +407,38 @@ class Federated:
                     f"Inside `.queries[{i}]`: Using `distinct` in a federated query is not allowed when "
                     f"`federation.distinct` is set.\n - Hint: remove `distinct` from query #{i} or remove "
                     "`distinct` from `federation`", 400)
-            _check_use_network(query, self.features)
-            if options.remote is not None:
-                if not network:
-                    raise feature_not_enabled("Performing a remote federated search", "network", NETWORK_DISCUSSION)
-                raise MeiliError("invalid_multi_search_remote", f"Invalid `queries[{i}].federation_options.remote`: "
-                                 f"remote `{options.remote}` is not registered")
-            position = i
-            if options.query_position is not None:
-                if not network:
-                    raise feature_not_enabled("Using `federationOptions.queryPosition`", "network",
-                                              NETWORK_DISCUSSION)
-                position = options.query_position
-            groups.setdefault(q.index_uid, []).append(IndexQuery(query, options.weight, position))
+            try:
+                _check_use_network(query, self.features)
+            except MeiliError as err:
+                raise inside(err, _query(i)) from None
+            # Community Edition: `useNetwork` defaults to false, and a networked query becomes one
+            # query per remote of the network (the one named like `self` runs here)
+            targets: list[str | None] = [options.remote]
+            if query.use_network and options.remote is None:
+                targets = list(self.network["remotes"])
+            query = dataclasses.replace(query, use_network=None)
+            for target in targets:
+                if target is not None:
+                    self.has_remote = True
+                    if not network:
+                        raise inside(feature_not_enabled("Performing a remote federated search", "network",
+                                                         NETWORK_DISCUSSION), _query(i))
+                    if target != self.network["self"]:
+                        remote = self.network["remotes"].get(target)
+                        if remote is None:
+                            raise inside(MeiliError("invalid_multi_search_remote",
+                                                    "Invalid `.federation_options.remote`: remote "
+                                                    f"`{target}` is not registered"), _query(i))
+                        self.remote_queries.setdefault(target, (remote, []))[1].append(
+                            query_json(q.index_uid, query, options.weight, i))
+                        continue
+                position = i
+                if options.query_position is not None:
+                    if not network:
+                        raise inside(feature_not_enabled("Using `federationOptions.queryPosition`", "network",
+                                                         NETWORK_DISCUSSION), _query(i))
+                    position = options.query_position
+                groups.setdefault(q.index_uid, []).append(IndexQuery(query, options.weight, position))
         return groups
 
     # -- 2. one index --------------------------------------------------------------------------------
@@ -502,8 +538,15 @@ class Federated:
             if docid in seen:
                 continue
             seen.add(docid)
-            federation = {"indexUid": uid, "queriesPosition": rank.query_index, "weightedRankingScore": rank.weighted}
+            federation: dict[str, Any] = {"indexUid": uid, "queriesPosition": rank.query_index,
+                                          "weightedRankingScore": rank.weighted}
+            if self.has_remote and not self.is_proxy:
+                federation["remote"] = self.network["self"]
+            if self.is_proxy:
+                federation["weightedScoreValues"] = score_values_json(rank)
+                federation["extra_document"] = {}
             hits.append((rank, _with_federation(maker.make(document, score, details), federation)))
+        self.index_settings[uid] = settings
         computed = self._facets(reader, uid, facets, settings, candidates, note)
         if computed is not None:
             self.facets.add(uid, computed)
@@ -531,9 +574,8 @@ class Federated:
 
     # -- 3. merge ------------------------------------------------------------------------------------
 
-    def run(self, queries: list[MultiQuery], request_uid: str, with_metadata: bool) -> dict[str, Any]:
-        started = time.perf_counter()
-        groups = self.partition(queries)
+    def run_local(self, groups: dict[str, list[IndexQuery]]) -> list[IndexResult]:
+        """Step 2: every index's queries, in uid order, then the check of the unused `facetsByIndex`."""
         results: list[IndexResult] = []
         for uid in sorted(groups):
             group = groups[uid]
@@ -545,8 +587,44 @@ class Federated:
             except MeiliError as err:
                 raise inside(err, _query(group[0].query_index)) from None
         self._check_unused_facets()
-        total = sum(r.total for r in results)
-        page = [hit for _, hit in list(merge_ranked(r.hits for r in results))[self.skip : self.skip + self.take]]
+        return results
+
+    def run(self, queries: list[MultiQuery], request_uid: str, with_metadata: bool) -> dict[str, Any]:
+        """The whole search, for requests without remote queries."""
+        started = time.perf_counter()
+        results = self.run_local(self.partition(queries))
+        return self.finish(results, RemoteResults(), queries, request_uid, with_metadata, started)
+
+    def remote_body(self, queries: list[dict[str, Any]]) -> dict[str, Any]:
+        """What a remote is sent: its queries and the federation, paginated so that the merge here can
+        cut the page (`offset + limit` hits from offset 0, or page 1 of `page × hitsPerPage`), facets
+        never merged there."""
+        f = self.federation
+        federation: dict[str, Any] = {"limit": f["limit"], "offset": f["offset"]}
+        if not self.paginated:
+            federation.update(limit=f["limit"] + f["offset"], offset=0)
+        elif f["page"] == 0:
+            federation.update(page=0)
+            if f["hitsPerPage"] is not None:
+                federation["hitsPerPage"] = f["hitsPerPage"]
+        else:
+            federation.update(page=1, hitsPerPage=self.page * self.per_page)
+        federation["facetsByIndex"] = f["facetsByIndex"]
+        if f["distinct"] is not None:
+            federation["distinct"] = f["distinct"]
+        federation["showPerformanceDetails"] = f["showPerformanceDetails"]
+        return {"queries": queries, "federation": federation}
+
+    def finish(self, results: list[IndexResult], remote: RemoteResults, queries: list[MultiQuery],
+               request_uid: str, with_metadata: bool, started: float) -> dict[str, Any]:
+        """Step 3: merge the local and remote hits, totals, facets and metadata into the response."""
+        total = sum(r.total for r in results) + remote.total
+        for uid, facets in remote.facets_by_index.items():
+            self.facets.append(uid, facets)
+        if self.has_remote and self.facets.merge is None:
+            self.facets.sort_and_truncate(self.index_settings)
+        lists: list[list[tuple[Ranked, dict[str, Any]]]] = [r.hits for r in results] + remote.hits
+        page = [hit for _, hit in list(merge_ranked(lists))[self.skip : self.skip + self.take]]
         body: dict[str, Any] = {"hits": page, "processingTimeMs": int((time.perf_counter() - started) * 1000)}
         if self.paginated:
             body.update(hitsPerPage=self.per_page, page=self.page,
@@ -556,8 +634,19 @@ class Federated:
         body.update(self.facets.fields())
         body["requestUid"] = request_uid
         if with_metadata:
-            keys = {r.uid: r.primary_key for r in results}
-            body["metadata"] = [_metadata(q.index_uid, keys.get(q.index_uid)) for q in queries]
+            keys: dict[tuple[str | None, str], str | None] = {(None, r.uid): r.primary_key for r in results}
+            keys.update(remote.primary_keys)
+            local_name = self.network["self"] if self.has_remote else None
+            metadata = []
+            for q in queries:
+                name = q.options.remote if q.options is not None else None
+                item = _metadata(q.index_uid, keys.get((name, q.index_uid)))
+                if name is not None or local_name is not None:
+                    item["remote"] = name if name is not None else local_name
+                metadata.append(item)
+            body["metadata"] = metadata
+        if self.has_remote:
+            body["remoteErrors"] = {name: err.to_json() for name, err in sorted(remote.errors.items())}
         if self.federation["showPerformanceDetails"]:
             body["performanceDetails"] = {"federatedSearch": duration_text(time.perf_counter() - started)}
         return body
@@ -568,6 +657,217 @@ def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
     if primary_key is not None:
         out["primaryKey"] = primary_key
     return out
+
+
+# -------------------------------------------------------------------------------------------------
+# Remote queries (the network's `remotes`, contract §14)
+# -------------------------------------------------------------------------------------------------
+
+
+def query_json(uid: str, query: SearchQuery, weight: float, position: int) -> dict[str, Any]:
+    """A query as a remote is sent it: its search parameters (the tenant token's filter included),
+    `federationOptions` reduced to its weight and its position in the caller's request."""
+    out: dict[str, Any] = {"indexUid": uid}
+    if query.q is not None:
+        out["q"] = query.q
+    if query.vector is not None:
+        out["vector"] = query.vector
+    if query.media is not None:
+        out["media"] = query.media
+    if query.hybrid is not None:
+        hybrid: dict[str, Any] = {"embedder": query.hybrid.embedder, "semanticRatio": query.hybrid.semantic_ratio}
+        if query.hybrid.fusion is not None:
+            hybrid["fusion"] = query.hybrid.fusion
+        out["hybrid"] = hybrid
+    optional = (("attributesToRetrieve", query.attributes_to_retrieve), ("attributesToCrop", query.attributes_to_crop),
+                ("attributesToHighlight", query.attributes_to_highlight), ("filter", query.filter),
+                ("sort", query.sort), ("distinct", query.distinct),
+                ("attributesToSearchOn", query.attributes_to_search_on),
+                ("rankingScoreThreshold", query.ranking_score_threshold), ("locales", query.locales))
+    out.update((key, value) for key, value in optional if value is not None)
+    out.update(retrieveVectors=query.retrieve_vectors, cropLength=query.crop_length, cropMarker=query.crop_marker,
+               highlightPreTag=query.highlight_pre_tag, highlightPostTag=query.highlight_post_tag,
+               showMatchesPosition=query.show_matches_position, matchingStrategy=query.matching_strategy,
+               showRankingScore=query.show_ranking_score, showRankingScoreDetails=query.show_ranking_score_details)
+    out["federationOptions"] = {"weight": weight, "queryPosition": position}
+    return out
+
+
+def score_values_json(rank: Ranked) -> list[dict[str, Any]]:
+    """`_federation.weightedScoreValues` of a hit answered in proxy mode (Meilisearch's
+    `WeightedScoreValue`: `{"weightedScore": f}` or `{"sort": {"asc", "value"}}`)."""
+    out: list[dict[str, Any]] = []
+    for value in rank.values:
+        if value[0] == "score":
+            out.append({"weightedScore": value[1]})
+        elif value[0] == "sort":
+            out.append({"sort": {"asc": value[1], "value": value[2]}})
+        else:
+            out.append({"geoSort": {"asc": value[1], "distance": value[2]}})
+    return out
+
+
+def _score_values(values: Any) -> list[tuple[Any, ...]]:
+    """A remote hit's `weightedScoreValues` as `Ranked.values`; ValueError when malformed."""
+    if not isinstance(values, list):
+        raise ValueError("expected a list")
+    out: list[tuple[Any, ...]] = []
+    for item in values:
+        if not isinstance(item, dict) or len(item) != 1:
+            raise ValueError("expected a single-key object")
+        ((kind, value),) = item.items()
+        if kind in ("weightedScore", "vectorSort") and isinstance(value, (int, float)):
+            out.append(("score", float(value)))
+        elif kind == "sort" and isinstance(value, dict) and isinstance(value.get("asc"), bool):
+            out.append(("sort", value["asc"], value.get("value")))
+        elif kind == "geoSort" and isinstance(value, dict) and isinstance(value.get("asc"), bool):
+            out.append(("geo", value["asc"], value.get("distance")))
+        else:
+            raise ValueError(f"unknown variant `{kind}`")
+    return out
+
+
+@dataclass
+class RemoteResults:
+    """What the remotes answered, ready to merge (Meilisearch's `RemoteSearch::finish`)."""
+
+    hits: list[list[tuple[Ranked, dict[str, Any]]]] = dataclasses.field(default_factory=list)
+    total: int = 0
+    facets_by_index: dict[str, list[ComputedFacets]] = dataclasses.field(default_factory=dict)
+    primary_keys: dict[tuple[str | None, str], str | None] = dataclasses.field(default_factory=dict)
+    errors: dict[str, MeiliError] = dataclasses.field(default_factory=dict)
+
+    def add(self, name: str, result: dict[str, Any]) -> None:
+        """Take one remote's answer, or record why it cannot be used (its hits are then all dropped)."""
+        entries: list[tuple[Ranked, dict[str, Any]]] = []
+        for hit in result["hits"]:
+            federation = hit.get("_federation")
+            if federation is None:
+                self.errors[name] = remotes.missing_path("._federation")
+                return
+            if not isinstance(federation, dict):
+                self.errors[name] = remotes.unexpected_value("._federation", "map", federation)
+                return
+            if "weightedScoreValues" not in federation:
+                self.errors[name] = remotes.missing_path("._federation.weightedScoreValues")
+                return
+            if "weightedRankingScore" not in federation:
+                self.errors[name] = remotes.missing_path("._federation.weightedRankingScore")
+                return
+            values = federation.pop("weightedScoreValues")
+            federation.pop("extra_document", None)
+            federation.pop("pinnedPosition", None)
+            federation["remote"] = name
+            weighted, position = federation.get("weightedRankingScore"), federation.get("queriesPosition")
+            try:
+                if not isinstance(weighted, (int, float)) or not isinstance(position, int):
+                    raise ValueError("bad score or position")
+                rank = Ranked(_score_values(values), float(weighted), position)
+            except ValueError:
+                continue  # Meilisearch skips such a hit (with a warning) and keeps the others
+            entries.append((rank, hit))
+        self.hits.append(entries)
+        self.total += int(result.get("estimatedTotalHits", result.get("totalHits", 0)) or 0)
+        by_index = result.get("facetsByIndex")
+        if isinstance(by_index, dict):
+            for uid, facets in by_index.items():
+                if isinstance(facets, dict):
+                    computed = (facets.get("distribution") or {}, facets.get("stats") or {})
+                    self.facets_by_index.setdefault(uid, []).append(computed)
+        for meta in result.get("metadata") or []:
+            if isinstance(meta, dict) and isinstance(meta.get("indexUid"), str):
+                self.primary_keys[(name, meta["indexUid"])] = meta.get("primaryKey")
+
+
+async def search_remotes(searcher: Federated, include_metadata: bool, deadline: float) -> RemoteResults:
+    """Every remote's queries, in parallel, merged into one `RemoteResults` (in remote name order)."""
+    names = sorted(searcher.remote_queries)
+    answers = await asyncio.gather(*(
+        remotes.proxy_search(searcher.remote_queries[name][0], searcher.remote_body(searcher.remote_queries[name][1]),
+                             include_metadata, deadline) for name in names), return_exceptions=True)
+    out = RemoteResults()
+    for name, answer in zip(names, answers, strict=True):
+        if isinstance(answer, remotes.RemoteSearchError):
+            out.errors[name] = answer.error
+        elif isinstance(answer, BaseException):
+            out.errors[name] = MeiliError("internal", str(answer))
+        else:
+            out.add(name, answer)
+    if searcher.network["shards"]:
+        for name, error in out.errors.items():
+            if error.status >= 500:
+                remotes.mark_unavailable(name)
+    return out
+
+
+async def run_federated(request: Request, searcher: Federated, queries: list[MultiQuery], request_uid: str,
+                        with_metadata: bool) -> dict[str, Any]:
+    """A federated search whose remote queries (if any) run while the local ones do."""
+    started = time.perf_counter()
+    groups = searcher.partition(queries)
+    if not searcher.remote_queries:
+        results = await run_in_threadpool(searcher.run_local, groups)
+        return await run_in_threadpool(searcher.finish, results, RemoteResults(), queries, request_uid,
+                                       with_metadata, started)
+    remote_task = asyncio.ensure_future(search_remotes(searcher, with_metadata, remotes.deadline_from_env()))
+    try:
+        results = await run_in_threadpool(searcher.run_local, groups)
+    except BaseException:
+        remote_task.cancel()
+        raise
+    remote = await remote_task
+    return await run_in_threadpool(searcher.finish, results, remote, queries, request_uid, with_metadata, started)
+
+
+async def read_network_of(request: Request, features: ExperimentalFeatures) -> Network:
+    """The stored network when the `network` feature is on (else the empty one, never used)."""
+    if not features.enabled("network"):
+        return default_network()
+    store = state(request).indexes.store  # type: ignore[attr-defined]
+    return await run_in_threadpool(read_network, store)
+
+
+async def network_search(request: Request, uid: str, query: SearchQuery, request_uid: str) -> dict[str, Any] | None:
+    """`POST/GET /indexes/{uid}/search` with `useNetwork` (Meilisearch's `search` with `must_use_network`):
+    None when the search stays local, else the body of the search fanned out to every remote as one
+    federated search (pagination, facets, `distinct` and performance details moved to the federation)
+    and answered in the search shape, each hit with its `_federation`, `remoteErrors` last."""
+    features = runtime_features(request)
+    if query.use_network is not None and not features.enabled("network"):
+        raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
+    if not query.use_network:
+        return None
+    network = await read_network_of(request, features)
+    query = fused_query(request, uid, query)
+    federation: dict[str, Any] = {
+        "limit": query.limit, "offset": query.offset, "page": query.page, "hitsPerPage": query.hits_per_page,
+        "facetsByIndex": {uid: list(query.facets)} if query.facets else {}, "mergeFacets": None,
+        "distinct": query.distinct, "showPerformanceDetails": query.show_performance_details, "personalize": None,
+    }
+    local = dataclasses.replace(query, offset=0, limit=DEFAULT_LIMIT, page=None, hits_per_page=None, facets=None,
+                                distinct=None, show_performance_details=False, use_network=None)
+    queries = [MultiQuery(uid, local, FederationOptions(1.0, name, None), None, None) for name in network["remotes"]]
+    with_metadata = include_metadata(request)
+    searcher = Federated(state(request).indexes, federation, features, network)
+    async with search_queue(request).permit():
+        result = await run_federated(request, searcher, queries, request_uid, with_metadata)
+    body: dict[str, Any] = {"hits": result.pop("hits"), "query": query.q or ""}
+    body.update((key, result.pop(key)) for key in list(result)
+                if key in ("processingTimeMs", "limit", "offset", "estimatedTotalHits", "hitsPerPage", "page",
+                           "totalPages", "totalHits"))
+    computed = (result.pop("facetsByIndex", None) or {}).get(uid)
+    if computed is not None:
+        body["facetDistribution"], body["facetStats"] = computed["distribution"], computed["stats"]
+    body["requestUid"] = result.pop("requestUid")
+    if "metadata" in result:
+        metadata = result.pop("metadata")
+        if metadata:
+            body["metadata"] = metadata[-1]
+    if "performanceDetails" in result:
+        body["performanceDetails"] = result.pop("performanceDetails")
+    if "remoteErrors" in result:
+        body["remoteErrors"] = result.pop("remoteErrors")
+    return body
 
 
 # -------------------------------------------------------------------------------------------------
@@ -593,5 +893,9 @@ async def multi_search(request: Request) -> Response:
         if federation is None:
             results = await run_in_threadpool(multi, scheduler, queries, features, request_uid, with_metadata)
             return JSONResponse({"results": results})
-        searcher = Federated(scheduler, federation, features)
-        return JSONResponse(await run_in_threadpool(searcher.run, queries, request_uid, with_metadata))
+        is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
+        if is_proxy and not features.enabled("network"):
+            raise feature_not_enabled("Performing a remote federated search", "network", NETWORK_DISCUSSION)
+        network = await read_network_of(request, features)
+        searcher = Federated(scheduler, federation, features, network, is_proxy)
+        return JSONResponse(await run_federated(request, searcher, queries, request_uid, with_metadata))

@@ -524,8 +524,11 @@ def filter_features(request: Request) -> FilterFeatures:
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     request_uid = uuid7()
     if query.use_network is not None:
-        raise MeiliError("feature_not_enabled", "passing `useNetwork` in a search query requires enabling the "
-                         f"`network` experimental feature. See {NETWORK_DISCUSSION}")
+        from .multi_search import network_search  # multi_search imports this module
+
+        networked = await network_search(request, uid, query, request_uid)
+        if networked is not None:
+            return JSONResponse(networked)
     with_metadata = include_metadata(request)
     query = fused_query(request, uid, query)
     scheduler = state(request).indexes
