@@ -222,3 +222,22 @@ def test_dumps_carry_the_network(admin: httpx.Client, srv: ServerProcess, tmp_pa
             assert c.get("/network").json() == {**network, "self": None}
     finally:
         target.stop()
+
+
+def test_snapshots_carry_the_network(tmp_path: Path) -> None:
+    source = ServerProcess(tmp_path / "data.ms", extra_args=["--snapshot-dir", str(tmp_path / "snaps")]).start()
+    try:
+        with httpx.Client(base_url=source.url, timeout=30) as c:
+            c.patch("/experimental-features", json={"network": True})
+            _, network = patch(c, {"self": "ms0", "remotes": {"ms1": {"url": "http://ms1.example:7700"}}})
+            done = wait_task(c, c.post("/snapshots").json()["taskUid"], timeout=60)
+            assert done["status"] == "succeeded", done
+    finally:
+        source.stop()
+    target = ServerProcess(tmp_path / "restored.ms", extra_args=[
+        "--import-snapshot", str(tmp_path / "snaps" / "data.ms.snapshot")]).start()
+    try:
+        with httpx.Client(base_url=target.url, timeout=30) as c:
+            assert c.get("/network").json() == network
+    finally:
+        target.stop()
