@@ -106,7 +106,12 @@ _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
     ("PATCH", "/chats/{workspace}/settings"): "chatsSettings.update",
     ("DELETE", "/chats/{workspace}/settings"): "chatsSettings.update",
     ("POST", "/chats/{workspace}/chat/completions"): "chatCompletions",
+    # needs `documents.get` as well (`_SECOND_ACTIONS`)
+    ("POST", "/render-template"): "settings.get",
 }
+# routes needing a second action besides their declared one (Meilisearch's `DoubleActionPolicy`): the keys
+# of their "exact" and "family" cases hold the second action too
+_SECOND_ACTIONS: Final[dict[tuple[str, str], str]] = {("POST", "/render-template"): "documents.get"}
 
 
 def contract_action(method: str, path: str) -> str | None:
@@ -140,6 +145,7 @@ _BODIES: Final[dict[tuple[str, str], Any]] = {
     ("POST", "/logs/stream"): {"mode": "matrix"},
     ("POST", "/dumps"): NO_BODY, ("POST", "/snapshots"): NO_BODY,
     ("POST", "/indexes/{index_uid}/compact"): NO_BODY, ("POST", "/tasks/compact"): NO_BODY,
+    ("POST", "/render-template"): {"template": {"kind": "inlineDocumentTemplate", "inline": "{{ doc.a }}"}},
 }
 _PARAMS: Final[dict[tuple[str, str], dict[str, str]]] = {
     # a task uid that does not exist: the cancelation / deletion touches nothing
@@ -232,10 +238,12 @@ def cases(spec: RouteSpec) -> list[Case]:
     if action is None:
         return [*out, Case("tenant_token", None, OK)]
     every = ("*",)
-    out.append(Case(f"exact[{action}]", ((action,), every), OK))
+    second = _SECOND_ACTIONS.get((spec.method, spec.path))
+    also: tuple[str, ...] = () if second is None else (second,)
+    out.append(Case(f"exact[{action}]", ((action, *also), every), OK))
     other = other_action(action)
     out.append(Case(f"other_action[{other}]", ((other,), every), (403, invalid_key())))
-    out.extend(Case(f"family[{fam}]", ((fam,), every), OK) for fam in family_wildcards(action))
+    out.extend(Case(f"family[{fam}]", ((fam, *also), every), OK) for fam in family_wildcards(action))
     out.append(Case("wildcard[*]", (("*",), every), OK))
     reads = action in expand_actions(["*.get"])
     out.append(Case("wildcard[*.get]", (("*.get",), every), OK if reads else (403, invalid_key())))

@@ -31,6 +31,7 @@ from .routes import (  # noqa: F401  (importing registers the routes)
     meta,
     multi_search,
     network,
+    render,
     search,
     settings,
     similar,
