@@ -184,7 +184,7 @@ class Lexer:
             if self.src.startswith(p, self.i):
                 self._adv(len(p))
                 return Token("op", p, pos)
-        _lex_error(f"Unknown operator: '{c}'", pos)
+        _lex_error(f"Unexpected '{c}'", pos)
 
     def _number(self, pos: Pos) -> Token:
         src = self.src
@@ -328,10 +328,11 @@ ASSIGN_OPS: Final = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", 
 
 
 class Parser:
-    def __init__(self, tokens: list[Token], depth: int = 0) -> None:
+    def __init__(self, tokens: list[Token], depth: int = 0, loops: int = 0) -> None:
         self.toks = tokens
         self.k = 0
         self.depth = depth
+        self.loops = loops  # how many loops enclose the current statement
 
     @property
     def tok(self) -> Token:
@@ -371,7 +372,7 @@ class Parser:
                 self._take()
             if self.tok.kind == "eof":
                 if not top:
-                    raise CompileError("Script is incomplete", self.tok.pos)
+                    raise CompileError("Expecting '}' to terminate this block", self.tok.pos)
                 return stmts
             if not top and self._is("}"):
                 return stmts
@@ -402,13 +403,15 @@ class Parser:
                 if tok.value == "while":
                     self._take()
                     cond = self._expr(0)
-                    return ("while", cond, self._block(), tok.pos), False
+                    return ("while", cond, self._loop_body(), tok.pos), False
                 if tok.value == "loop":
                     self._take()
-                    return ("while", None, self._block(), tok.pos), False
+                    return ("while", None, self._loop_body(), tok.pos), False
                 if tok.value == "for":
                     return self._for(), False
                 if tok.value in ("break", "continue"):
+                    if not self.loops:
+                        raise CompileError("Break statement should only be used inside a loop", tok.pos)
                     self._take()
                     return (tok.value, tok.pos), True
                 if tok.value in ("return", "throw"):
@@ -421,7 +424,7 @@ class Parser:
             if self.tok.kind == "op" and self.tok.value in ASSIGN_OPS:
                 op = self._take()
                 if expr[0] not in ("var", "prop", "index"):
-                    raise CompileError("Left-hand side of an assignment is not a variable or property", op.pos)
+                    raise CompileError("Expression cannot be assigned to", op.pos)
                 rhs = self._expr(0)
                 return ("assign", expr, op.value, rhs, op.pos), True
             return ("expr", expr), expr[0] not in ("if", "block")
@@ -449,13 +452,20 @@ class Parser:
             raise CompileError("Expecting 'in' after the iteration variable", self.tok.pos)
         self._take()
         source = self._expr(0)
-        return ("for", name.value, counter, source, self._block(), tok.pos)
+        return ("for", name.value, counter, source, self._loop_body(), tok.pos)
+
+    def _loop_body(self) -> Node:
+        self.loops += 1
+        try:
+            return self._block()
+        finally:
+            self.loops -= 1
 
     def _block(self) -> Node:
         start = self._expect("{", "to start a statement block")
         self._enter()
         stmts = self._statements(top=False)
-        self._expect("}", "to end this statement block")
+        self._expect("}", "to terminate this block")
         self.depth -= 1
         return ("block", stmts, start.pos)
 
@@ -473,7 +483,7 @@ class Parser:
                     if name.kind not in ("ident",) and not (name.kind == "kw" and name.value in ("in",)):
                         raise CompileError("Expecting name of a property", name.pos)
                     if self._is("("):
-                        args = self._args()
+                        args = self._args(name.value)
                         left = ("method", left, name.value, args, name.pos, tok.value == "?.")
                     else:
                         left = ("prop", left, name.value, name.pos, tok.value == "?.")
@@ -481,7 +491,7 @@ class Parser:
                 if tok.kind == "op" and tok.value in ("[", "?["):
                     self._take()
                     idx = self._expr(0)
-                    self._expect("]", "to close the index expression")
+                    self._expect("]", "for a matching [ in this index expression")
                     left = ("index", left, idx, tok.pos, tok.value == "?[")
                     continue
                 op = tok.value if tok.kind == "op" or (tok.kind == "kw" and tok.value == "in") else None
@@ -499,17 +509,22 @@ class Parser:
         finally:
             self.depth -= 1
 
-    def _args(self) -> list[Node]:
-        self._expect("(", "to start the arguments list")
+    def _args(self, name: str) -> list[Node]:
+        self._expect("(", "to start arguments list of function call")
         args: list[Node] = []
         while not self._is(")"):
+            if self.tok.kind == "eof":
+                raise CompileError(f"Expecting ')' to close the arguments list of this function call '{name}'",
+                                   self.tok.pos)
             args.append(self._expr(0))
             if self._is(","):
                 self._take()
             elif not self._is(")"):
                 if self.tok.kind == "eof":
-                    raise CompileError("Script is incomplete", self.tok.pos)
-                raise CompileError("Expecting ',' to separate the arguments", self.tok.pos)
+                    raise CompileError(
+                        f"Expecting ')' to close the arguments list of this function call '{name}'", self.tok.pos)
+                raise CompileError(f"Expecting ',' to separate the arguments to function call '{name}'",
+                                   self.tok.pos)
         self._take()
         return args
 
@@ -538,7 +553,7 @@ class Parser:
                 return self._if(pos)
         if kind == "ident":
             if self._is("("):
-                return ("call", value, self._args(), pos)
+                return ("call", value, self._args(value), pos)
             return ("var", value, pos)
         if kind == "op":
             if value == "(":
@@ -546,7 +561,9 @@ class Parser:
                     self._take()
                     return ("lit", None, pos)
                 inner = self._expr(0)
-                self._expect(")", "to close the parenthesis")
+                if not self._is(")"):
+                    raise CompileError("Expecting ')' for a matching ( in this expression", self.tok.pos)
+                self._take()
                 return inner
             if value in ("-", "+", "!"):
                 operand = self._expr(170)
@@ -556,12 +573,14 @@ class Parser:
             if value == "[":
                 items: list[Node] = []
                 while not self._is("]"):
+                    if self.tok.kind == "eof":
+                        raise CompileError("Expecting ']' to end this array literal", self.tok.pos)
                     items.append(self._expr(0))
                     if self._is(","):
                         self._take()
                     elif not self._is("]"):
                         if self.tok.kind == "eof":
-                            raise CompileError("Script is incomplete", self.tok.pos)
+                            raise CompileError("Expecting ']' to end this array literal", self.tok.pos)
                         raise CompileError("Expecting ',' to separate the items of this array literal",
                                            self.tok.pos)
                 self._take()
@@ -569,16 +588,21 @@ class Parser:
             if value == "#{":
                 entries: list[tuple[str, Node]] = []
                 while not self._is("}"):
+                    if self.tok.kind == "eof":
+                        raise CompileError("Expecting '}' to end this object map literal", self.tok.pos)
                     key = self._take()
                     if key.kind not in ("ident", "str", "kw"):
                         raise CompileError("Expecting name of a property", key.pos)
-                    self._expect(":", "to follow the property name in this object map literal")
+                    if not self._is(":"):
+                        raise CompileError(f"Expecting ':' to follow the property '{key.value}' in this object "
+                                           "map literal", self.tok.pos)
+                    self._take()
                     entries.append((str(key.value), self._expr(0)))
                     if self._is(","):
                         self._take()
                     elif not self._is("}"):
                         if self.tok.kind == "eof":
-                            raise CompileError("Script is incomplete", self.tok.pos)
+                            raise CompileError("Expecting '}' to end this object map literal", self.tok.pos)
                         raise CompileError("Expecting ',' to separate the items of this object map literal",
                                            self.tok.pos)
                 self._take()
@@ -735,13 +759,27 @@ def _fail(message: str, pos: Pos | None) -> NoReturn:
     raise RuntimeScriptError(message, pos)
 
 
+def _signature_type(v: Any) -> str:
+    return "&str | ImmutableString | String" if isinstance(v, str) and not isinstance(v, Char) else type_name(v)
+
+
 def _not_found(name: str, args: list[Any], pos: Pos) -> NoReturn:
-    _fail(f"Function not found: {name} ({', '.join(type_name(a) for a in args)})", pos)
+    _fail(f"Function not found: {name} ({', '.join(_signature_type(a) for a in args)})", pos)
+
+
+def _shift(x: int, y: int, left: bool) -> int:
+    """Rhai's checked `<<` / `>>` on i64: a negative count shifts the other way, a count of 64 or more
+    gives 0 to the left and the sign to the right."""
+    if y < 0:
+        return _shift(x, min(-y, I64_MAX), not left)
+    if left:
+        return 0 if y >= 64 else ((x << y) + (1 << 63)) % (1 << 64) - (1 << 63)
+    return x >> min(y, 63)
 
 
 def _check_int(v: int, what: str, pos: Pos) -> int:
     if not I64_MIN <= v <= I64_MAX:
-        _fail(f"Arithmetic error: {what}", pos)
+        _fail(what, pos)
     return v
 
 
@@ -875,7 +913,8 @@ class Interpreter:
             raise _Return
         if tag == "throw":
             value = self.eval(s[1])
-            _fail(f"Runtime error: {to_display(value)}", s[2])
+            text = to_display(value)
+            _fail(f"Runtime error: {text}" if text else "Runtime error", s[2])
         raise AssertionError(tag)
 
     def for_loop(self, s: Node) -> None:
@@ -891,8 +930,7 @@ class Interpreter:
         elif isinstance(source, dict):
             items = iter(list(source))
         else:
-            _fail(f"For loop expects an iterable type, but gets {type_name(source)}", source_node[-1]
-                  if isinstance(source_node[-1], tuple) else pos)
+            _fail("For loop expects iterable type", source_node[-1] if isinstance(source_node[-1], tuple) else pos)
         mark = len(self.names)
         self.push(name, None, False, pos)
         if counter is not None:
@@ -931,7 +969,7 @@ class Interpreter:
     def assign(self, target: Node, op: str, rhs_node: Node, pos: Pos) -> None:
         const = self._root_const(target)
         if const is not None:
-            _fail(f"Cannot modify constant: {const}", pos)
+            _fail(f"Cannot modify constant {const}", pos)
         rhs = self.eval(rhs_node)
         if op != "=":
             rhs = self.binary(op[:-1], self.eval(target), rhs, pos)
@@ -945,7 +983,8 @@ class Interpreter:
         container = self.eval(target[1])
         if tag == "prop":
             if not isinstance(container, dict):
-                _fail(f"Property not found: {target[2]} ({type_name(container)})", target[3])
+                _fail(f"No writable property '{target[2]}' - a setter is not registered for type "
+                      f"'{type_name(container)}' to handle '{type_name(value)}'", target[3])
             if target[2] not in container and len(container) >= MAX_MAP_SIZE:
                 _fail("Size of object map too large", pos)
             container[target[2]] = value
@@ -955,7 +994,7 @@ class Interpreter:
             container[self._array_index(container, key, target[3])] = value
         elif isinstance(container, dict):
             if not isinstance(key, str):
-                _fail(f"Indexer not found: map[{type_name(key)}]", target[3])
+                _fail(f"Indexer unavailable: map [{type_name(key)}] = {type_name(value)}", target[3])
             if key not in container and len(container) >= MAX_MAP_SIZE:
                 _fail("Size of object map too large", pos)
             container[str(key)] = value
@@ -965,22 +1004,26 @@ class Interpreter:
             i = self._string_index(container, key, target[3])
             self.store(target[1], container[:i] + value + container[i + 1:], pos)
         else:
-            _fail(f"Indexer not found: {type_name(container)}[{type_name(key)}]", target[3])
+            _fail(f"Indexer unavailable: {type_name(container)} [{type_name(key)}] = {type_name(value)}", target[3])
 
     def _array_index(self, arr: list[Any], key: Any, pos: Pos) -> int:
         if not isinstance(key, int) or isinstance(key, bool):
-            _fail(f"Indexer not found: array[{type_name(key)}]", pos)
+            _fail(f"Indexer unavailable: array [{type_name(key)}]", pos)
         i = key + len(arr) if key < 0 else key
         if not 0 <= i < len(arr):
-            _fail(f"Array index {key} out of bounds: only {len(arr)} elements in array", pos)
+            n = len(arr)
+            _fail(f"Array index {key} out of bounds: " + ("array is empty" if n == 0 else "only 1 element in array"
+                  if n == 1 else f"only {n} elements in array"), pos)
         return i
 
     def _string_index(self, s: str, key: Any, pos: Pos) -> int:
         if not isinstance(key, int) or isinstance(key, bool):
-            _fail(f"Indexer not found: string[{type_name(key)}]", pos)
+            _fail(f"Indexer unavailable: string [{type_name(key)}]", pos)
         i = key + len(s) if key < 0 else key
         if not 0 <= i < len(s):
-            _fail(f"String index {key} out of bounds: only {len(s)} characters in string", pos)
+            n = len(s)
+            _fail(f"String index {key} out of bounds: " + ("string is empty" if n == 0 else
+                  "only 1 character in string" if n == 1 else f"only {n} characters in string"), pos)
         return i
 
     # -- expressions ------------------------------------------------------------------------------
@@ -1044,15 +1087,15 @@ class Interpreter:
             return obj[self._array_index(obj, key, pos)]
         if isinstance(obj, dict):
             if not isinstance(key, str):
-                _fail(f"Indexer not found: map[{type_name(key)}]", pos)
+                _fail(f"Indexer unavailable: map [{type_name(key)}]", pos)
             return obj.get(key)
         if isinstance(obj, str):
             return Char(obj[self._string_index(obj, key, pos)])
         if _is_num(obj) and isinstance(obj, int) and isinstance(key, int) and not isinstance(key, bool):
             if not 0 <= key < 64:
-                _fail(f"Bit-field index {key} out of bounds: only 64 bits in number", pos)
+                _fail(f"Bit-field index {key} out of bounds: only 64 bits in bit-field", pos)
             return bool((obj >> key) & 1)
-        _fail(f"Indexer not found: {type_name(obj)}[{type_name(key)}]", pos)
+        _fail(f"Indexer unavailable: {type_name(obj)} [{type_name(key)}]", pos)
 
     def unary(self, op: str, v: Any, pos: Pos) -> Any:
         if op == "!":
@@ -1073,7 +1116,9 @@ class Interpreter:
         if op in ("<", "<=", ">", ">="):
             ordered = _compare(a, b)
             if ordered is None:
-                return False
+                if a is not None and type_name(a) == type_name(b):
+                    _not_found(op, [a, b], pos)  # same type, no ordering (arrays, maps)
+                return False  # different types never compare
             return {"<": ordered < 0, "<=": ordered <= 0, ">": ordered > 0, ">=": ordered >= 0}[op]
         if op == "in":
             return self.contains(b, a, pos)
@@ -1108,23 +1153,21 @@ class Interpreter:
                 return _check_int(a * b, f"Multiplication overflow: {a} * {b}", pos)
             if op in ("/", "%"):
                 if b == 0:
-                    _fail(f"Arithmetic error: Division by zero: {a} {op} {b}", pos)
+                    _fail(f"Division by zero: {a} / {b}" if op == "/" else
+                          f"Modulo division by zero or overflow: {a} % {b}", pos)
                 q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
                 if op == "/":
                     return _check_int(q, f"Division overflow: {a} / {b}", pos)
-                return a - b * q
+                return _check_int(a - b * q if q <= I64_MAX else I64_MAX + 1,
+                                  f"Modulo division by zero or overflow: {a} % {b}", pos)
             if op == "**":
                 if b < 0:
-                    _fail(f"Arithmetic error: Integer raised to a negative power: {a} ** {b}", pos)
+                    _fail(f"Integer raised to a negative power: {a} ** {b}", pos)
                 if abs(a) > 1 and b > 63:
-                    _fail(f"Arithmetic error: Exponential overflow: {a} ** {b}", pos)
+                    _fail(f"Exponential overflow: {a} ** {b}", pos)
                 return _check_int(a ** b, f"Exponential overflow: {a} ** {b}", pos)
             if op in ("<<", ">>"):
-                if b < 0 or b > 63:
-                    _fail(f"Arithmetic error: Shift overflow: {a} {op} {b}", pos)
-                if op == ">>":
-                    return a >> b
-                return ((a << b) + (1 << 63)) % (1 << 64) - (1 << 63)
+                return _shift(a, b, op == "<<")
             if op in ("&", "|", "^"):
                 return {"&": a & b, "|": a | b, "^": a ^ b}[op]
             _not_found(op, [a, b], pos)
@@ -1199,7 +1242,7 @@ class Interpreter:
         if place is not None and name in MUTATING:
             const = self._root_const(place)
             if const is not None:
-                _fail(f"Cannot modify constant: {const}", pos)
+                _fail(f"Non-pure method '{name}' cannot be called on constant", pos)
         return self.method(obj, name, args, pos, place)
 
     def method(self, obj: Any, name: str, args: list[Any], pos: Pos, place: Node | None,
@@ -1243,7 +1286,7 @@ class Interpreter:
             if r is not _MISSING:
                 return r
         if property_get:
-            _fail(f"Property not found: {name} ({type_name(obj)})", pos)
+            _fail(f"Unknown property '{name}' - a getter is not registered for type '{type_name(obj)}'", pos)
         _not_found(name, [obj, *args], pos)
 
     def number_method(self, x: Any, name: str, args: list[Any], pos: Pos) -> Any:
@@ -1266,7 +1309,7 @@ class Interpreter:
         if name == "to_int":
             if isinstance(x, float):
                 if not math.isfinite(x) or not I64_MIN <= x <= I64_MAX:
-                    _fail(f"Arithmetic error: Integer overflow: to_int({_fmt_float(x)})", pos)
+                    _fail(f"Integer overflow: to_int({_fmt_float(x)})", pos)
                 return int(x)
             return x
         if isinstance(x, float) or name in ("floor", "ceiling", "round", "sqrt"):
