@@ -472,6 +472,12 @@ class Conversation:
 
     async def _events(self) -> AsyncIterator[bytes]:
         url, headers = llm.endpoint(self.settings)
+        try:
+            await llm.check_destination(url)
+        except llm.LlmError as err:
+            yield _event(err.event)
+            yield DONE
+            return
         async with llm.new_client() as client:
             for _ in range(MAX_ROUNDS):
                 finish = ""

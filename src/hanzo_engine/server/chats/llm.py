@@ -93,9 +93,8 @@ def _provider_error(status: int, body: bytes, source: str) -> dict[str, Any]:
         return error_event("reqwest_error", f"error decoding response body: HTTP status {status}")
 
 
-async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, str], body: dict[str, Any],
-                        source: str) -> AsyncIterator[dict[str, Any]]:
-    """POST `body` to `url` and yield each streamed chunk (see the module docstring for the failures)."""
+async def check_destination(url: str) -> None:
+    """LlmError unless the IP policy lets the server reach `url`'s host (checked once per conversation)."""
     try:
         await run_in_threadpool(net_guard.check_url, url)
     except net_guard.DeniedAddress:
@@ -104,6 +103,11 @@ async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, 
                                    "`--experimental-allowed-ip-networks`)", "internal")) from None
     except OSError as exc:
         raise LlmError(error_event("transport_error", f"error sending request for url ({url}): {exc}")) from None
+
+
+async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, str], body: dict[str, Any],
+                        source: str) -> AsyncIterator[dict[str, Any]]:
+    """POST `body` to `url` and yield each streamed chunk (see the module docstring for the failures)."""
     try:
         async with client.stream("POST", url, json=body, headers={**headers, "Accept": "text/event-stream"}) as resp:
             content_type = resp.headers.get("content-type", "")
