@@ -19,9 +19,12 @@ Rhai's messages and ` (line L, position P)`.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
+
+import numpy as np
 
 MAX_OPERATIONS: Final = 1_000_000
 MAX_EXPR_DEPTH: Final = 100
@@ -672,15 +675,24 @@ def type_name(v: Any) -> str:
     return type(v).__name__
 
 
+_MAX_NATURAL: Final = struct.unpack("f", struct.pack("f", 1e13))[0]  # Rhai's f32 display bounds
+_MIN_NATURAL: Final = struct.unpack("f", struct.pack("f", 1e-13))[0]
+
+
 def _fmt_float(f: float) -> str:
+    """Rhai's float display: `0.0`, Rust's `{:e}` outside [1e-13, 1e13], else Rust's shortest positional
+    form with `.0` for a whole number."""
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
         return "inf" if f > 0 else "-inf"
-    if f == int(f) and abs(f) < 1e16:
-        return f"{int(f)}.0"
-    text = repr(f)
-    return text.replace("e+", "e")
+    magnitude = abs(f)
+    if magnitude == 0:
+        return "0.0"
+    if magnitude > _MAX_NATURAL or magnitude < _MIN_NATURAL:
+        return str(np.format_float_scientific(f, trim="-", exp_digits=1)).replace("e+", "e")
+    text = str(np.format_float_positional(f, trim="-"))
+    return text if "." in text else f"{text}.0"
 
 
 def to_display(v: Any) -> str:
