@@ -218,7 +218,7 @@ def parse_index_chat(value: Any, path: str) -> dict[str, Any]:
 
 
 def merge_index_chat(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """Merge at every level (absent keeps, null resets), then check what milli checks when it applies it."""
+    """Merge at every level (absent keeps, null resets); a zero `documentTemplateMaxBytes` fails, as milli."""
     merged = {**copy.deepcopy(DEFAULT_INDEX_CHAT), **copy.deepcopy(current)}
     for key in ("description", "documentTemplate", "documentTemplateMaxBytes"):
         if key in patch:
@@ -238,11 +238,5 @@ def merge_index_chat(current: dict[str, Any], patch: dict[str, Any]) -> dict[str
     if merged["documentTemplateMaxBytes"] == 0:
         raise MeiliError("invalid_settings_embedders",
                          "`.chat.documentTemplateMaxBytes`: `documentTemplateMaxBytes` cannot be zero")
-    from hanzo_engine.engine.vector.prompt import LiquidError, Prompt
-
-    try:
-        Prompt(merged["documentTemplate"], None)
-    except LiquidError as exc:
-        raise MeiliError("invalid_chat_setting_document_template",
-                         f"`.chat.documentTemplate`: Invalid document template: {exc}") from None
+    # the template's syntax is the engine's to check (`engine.chat.check_chat_template`)
     return {k: merged[k] for k in DEFAULT_INDEX_CHAT}

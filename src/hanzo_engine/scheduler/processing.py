@@ -19,6 +19,7 @@ import msgspec
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import SettingsPatch, apply_patch, complete_settings
+from hanzo_engine.engine.chat import check_chat_template
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexWriter
 from hanzo_engine.engine.update.facets import check_geo
@@ -191,6 +192,7 @@ def _update_settings(w: IndexWriter, uid: str, task: Task) -> TaskResult:
         # milli's settings errors name the index
         raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
     check_embedders(new, uid)
+    check_chat_template(new, uid)
     reindex_for_settings(w, old, new, uid)
     w.set_settings(new)
     return succeeded(task["details"])

@@ -272,8 +272,9 @@ def run_chat_search(reader: IndexReader, uid: str, query: SearchQuery, features:
     except MeiliError as err:
         if err.code == "invalid_search_embedder" or err.code.startswith("feature_"):
             raise ToolFailure(err) from None
-        # a user error of the search itself: the LLM reads it and may fix its call
-        return SearchOutcome(_strip_index_prefix(err.message, uid), ok=False)
+        # a user error of the search itself: the LLM reads it and may fix its call (the sources, if reported,
+        # are then empty, as Meilisearch reports them)
+        return SearchOutcome(_strip_index_prefix(err.message, uid))
     chat = settings["chat"]
     try:
         prompt = Prompt(chat["documentTemplate"], chat["documentTemplateMaxBytes"])
