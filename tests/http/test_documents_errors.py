@@ -170,7 +170,7 @@ def test_get_document_bad_query(http: httpx.Client, filled: str) -> None:
         "Invalid value in parameter `retrieveVectors`: could not parse `tamo` as a boolean, expected either "
         "`true` or `false`"))
     check(http.get(f"/indexes/{filled}/documents/1?doggo=1"), 400, error(
-        "bad_request", "Unknown parameter `doggo`: expected one of `fields`, `retrieveVectors`"))
+        "bad_request", "Unknown parameter `doggo`: expected one of `fields`, `retrieveVectors`, `useNetwork`"))
 
 
 @pytest.mark.parametrize(

@@ -279,3 +279,43 @@ def test_proxy_mode_answers_weighted_score_values(net: dict[str, Any]) -> None:
                                 "extra_document"]
     assert federation["queriesPosition"] == 4
     assert federation["weightedScoreValues"] == [{"sort": {"asc": True, "value": 1}}]
+
+
+def test_use_network_documents_equal_one_instance(net: dict[str, Any]) -> None:
+    clients = net["clients"]
+    body = {"offset": 7, "limit": 20, "sort": ["rank:desc"], "filter": "genre IN [drama, comedy]",
+            "fields": ["id", "title"]}
+    expected = clients["single"].post(f"/indexes/{INDEX}/documents/fetch", json=body).json()
+    r = clients["ms1"].post(f"/indexes/{INDEX}/documents/fetch", json={**body, "useNetwork": True})
+    assert r.status_code == 200, r.text
+    assert r.json() == expected  # no `remoteErrors` when every remote answered
+    params = {"offset": 3, "limit": 9, "sort": "year:asc,rank:asc", "fields": "id,year", "useNetwork": "true"}
+    expected = clients["single"].get(f"/indexes/{INDEX}/documents", params={**params, "useNetwork": "false"}).json()
+    got = clients["ms2"].get(f"/indexes/{INDEX}/documents", params=params).json()
+    assert got == expected
+    # without a sort, each remote's documents follow the others' (remote name order)
+    got = clients["ms1"].post(f"/indexes/{INDEX}/documents/fetch", json={"limit": 1000, "useNetwork": True}).json()
+    assert got["total"] == len(net["docs"])
+    assert [d["id"] % 3 for d in got["results"]] == sorted(d["id"] % 3 for d in net["docs"])
+
+
+def test_use_network_one_document(net: dict[str, Any]) -> None:
+    c = net["clients"]["ms0"]
+    assert c.get(f"/indexes/{INDEX}/documents/4").status_code == 404  # it lives on ms1
+    r = c.get(f"/indexes/{INDEX}/documents/4", params={"useNetwork": "true", "fields": "id,genre"})
+    assert (r.status_code, r.json()) == (200, {"id": 4, "genre": "documentary"})
+    r = c.get(f"/indexes/{INDEX}/documents/100000", params={"useNetwork": "true"})
+    assert (r.status_code, r.json()["code"]) == (404, "document_not_found")
+
+
+def test_use_network_documents_with_failing_remotes(net: dict[str, Any]) -> None:
+    r = net["clients"]["ms0"].post(f"/indexes/{INDEX}/documents/fetch",
+                                   json={"limit": 10, "sort": ["rank:asc"], "useNetwork": True})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert {name: e["code"] for name, e in body["remoteErrors"].items()} == {
+        "badkey": "remote_invalid_api_key", "down": "remote_could_not_send_request",
+        "garbage": "remote_bad_response", "slow": "remote_timeout"}
+    # the three instances still answer every document
+    assert body["total"] == len(net["docs"])
+    assert [d["rank"] for d in body["results"]] == list(range(10))

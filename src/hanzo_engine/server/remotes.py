@@ -3,7 +3,7 @@
 `proxy_search(name, remote, body, include_metadata, deadline)` sends one federated multi-search to a
 remote of the network, as Meilisearch's `proxy_search`:
 
-- `POST <remote url with its path replaced by /multi-search>`, JSON body, `Authorization: Bearer
+- `POST <remote url with its path replaced by /multi-search>` (document reads: `/indexes/{uid}/documents/fetch`), JSON body, `Authorization: Bearer
   <searchApiKey>` (omitted when the remote has none), `Meili-Proxy-Search: true`, and
   `Meili-Include-Metadata: true` when the caller asked for metadata;
 - one deadline for the whole exchange: `MEILI_EXPERIMENTAL_REMOTE_SEARCH_TIMEOUT_SECONDS` (default 25)
@@ -33,6 +33,7 @@ import random
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from typing import Any, Final
 
 import httpx
@@ -76,10 +77,10 @@ def deadline_from_env() -> float:
     return time.monotonic() + remote_timeout_seconds()
 
 
-def multi_search_url(base: str) -> str:
-    """The remote's URL with its path (and query) replaced by `/multi-search`."""
+def remote_url(base: str, path: str) -> str:
+    """The remote's URL with its path (and query) replaced by `path` (Meilisearch's `url_from_base_and_route`)."""
     parts = urllib.parse.urlsplit(base)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/multi-search", "", ""))
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 def _response_text(raw: bytes) -> str:
@@ -118,6 +119,13 @@ def _is_federated_result(value: Any) -> bool:
     return offset_limit or paginated
 
 
+def _is_documents_result(value: Any) -> bool:
+    """Whether `value` deserializes as Meilisearch's `DocumentsResult` (results, offset, limit, total)."""
+    return (isinstance(value, dict) and isinstance(value.get("results"), list)
+            and all(isinstance(doc, dict) for doc in value["results"])
+            and all(isinstance(value.get(k), int) for k in ("offset", "limit", "total")))
+
+
 # -------------------------------------------------------------------------------------------------
 # The HTTP exchange
 # -------------------------------------------------------------------------------------------------
@@ -138,7 +146,8 @@ def _client() -> httpx.AsyncClient:
         return client
 
 
-async def _attempt(url: str, headers: dict[str, str], content: bytes, deadline: float) -> dict[str, Any]:
+async def _attempt(url: str, headers: dict[str, str], content: bytes, deadline: float,
+                   valid: Callable[[Any], bool]) -> dict[str, Any]:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise RemoteSearchError(MeiliError("remote_timeout", "remote host did not answer before the deadline"), False)
@@ -174,7 +183,7 @@ async def _attempt(url: str, headers: dict[str, str], content: bytes, deadline: 
         value = json.loads(raw)
     except ValueError:
         value = None
-    if not _is_federated_result(value):
+    if not valid(value):
         raise RemoteSearchError(bad_response(
             "could not parse response from the remote host as a federated search response:\n  - response from "
             f"remote: {_response_text(raw)}{_VERSION_HINT}"), True)
@@ -185,7 +194,21 @@ async def _attempt(url: str, headers: dict[str, str], content: bytes, deadline: 
 async def proxy_search(remote: dict[str, Any], body: dict[str, Any], include_metadata: bool,
                        deadline: float) -> dict[str, Any]:
     """The remote's federated search result for `body`; RemoteSearchError when it cannot be had."""
-    url = multi_search_url(remote["url"])
+    return await json_proxy(remote, "/multi-search", body, include_metadata, deadline, _is_federated_result)
+
+
+async def proxy_documents(remote: dict[str, Any], index_uid: str, body: dict[str, Any],
+                          deadline: float) -> dict[str, Any]:
+    """The remote's `POST /indexes/{uid}/documents/fetch` answer (proxy mode: each document with its
+    `_federation.weightedScoreValues`); RemoteSearchError when it cannot be had."""
+    return await json_proxy(remote, f"/indexes/{urllib.parse.quote(index_uid)}/documents/fetch", body, False,
+                            deadline, _is_documents_result)
+
+
+async def json_proxy(remote: dict[str, Any], path: str, body: dict[str, Any], include_metadata: bool,
+                     deadline: float, valid: Callable[[Any], bool]) -> dict[str, Any]:
+    """POST `body` to `path` of `remote` with the proxy headers and retries (see the module doc)."""
+    url = remote_url(remote["url"], path)
     headers = {"Content-Type": "application/json", PROXY_SEARCH_HEADER: "true"}
     if remote.get("searchApiKey") is not None:
         headers["Authorization"] = f"Bearer {remote['searchApiKey']}"
@@ -194,7 +217,7 @@ async def proxy_search(remote: dict[str, Any], body: dict[str, Any], include_met
     content = json.dumps(body, ensure_ascii=False).encode()
     for attempt in range(TRY_COUNT + 1):
         try:
-            return await _attempt(url, headers, content, deadline)
+            return await _attempt(url, headers, content, deadline, valid)
         except RemoteSearchError as err:
             if not err.retry or attempt == TRY_COUNT:
                 raise

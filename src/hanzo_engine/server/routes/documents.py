@@ -43,11 +43,15 @@ from hanzo_engine.engine.search.format import is_faceted_by
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.filter_parser import FilterError, FilterFeatures, check_features, parse_filter_value
+from hanzo_engine.scheduler.network import read_network
 
+from .. import network_documents, remotes
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
-from .search import filter_features, parse_search_filter
+from ..network_documents import weighted_score_values
+from .instance import feature_not_enabled, runtime_features
+from .search import NETWORK_DISCUSSION, filter_features, parse_search_filter
 
 
 def _csv_delimiter(text: str) -> str:
@@ -78,6 +82,7 @@ BROWSE_QUERY = (
     QueryField("ids", "csv", "invalid_document_ids", None),
     QueryField("filter", "string", "invalid_document_filter", None),
     QueryField("sort", "string", "invalid_document_sort", None),
+    QueryField("useNetwork", "bool", "invalid_document_use_network", None),
 )
 FETCH_BODY = (
     Field("offset", "usize", "invalid_document_offset", default=0),
@@ -87,10 +92,12 @@ FETCH_BODY = (
     Field("ids", "array", nullable=True, code="invalid_document_ids", default=None),
     Field("filter", "any", "invalid_document_filter", default=None),
     Field("sort", "string_array", nullable=True, code="invalid_document_sort", default=None),
+    Field("useNetwork", "boolean", "invalid_document_use_network", nullable=True, default=None),
 )
 GET_ONE_QUERY = (
     QueryField("fields", "csv", "invalid_document_fields", None),
     QueryField("retrieveVectors", "bool", "invalid_document_retrieve_vectors", False),
+    QueryField("useNetwork", "bool", "invalid_document_use_network", None),
 )
 VECTORS: Final = "_vectors"
 # Sub-resources of `/documents`: actix matches them before `/documents/{document_id}`, so another
@@ -230,11 +237,18 @@ def _browse_candidates(r: IndexReader, params: dict[str, Any], ids: list[str] | 
     return candidates, criteria, settings
 
 
-def _browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any]:
+def _browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = False) -> dict[str, Any]:
+    """`proxy`: each document also carries `_federation.weightedScoreValues` (`network_documents`)."""
     ids = None if params.get("ids") is None else _external_ids(params["ids"])
     offset, limit, fields = params["offset"], params["limit"], params["fields"]
     vectors = params["retrieveVectors"]
     features = filter_features(request)
+
+    def present(document: dict[str, Any]) -> dict[str, Any]:
+        shown = _present(document, fields, vectors)
+        if proxy:
+            shown["_federation"] = {"weightedScoreValues": weighted_score_values(document, params.get("sort"))}
+        return shown
 
     def run(r: IndexReader) -> dict[str, Any]:
         # the index is looked up before the filter and sort are read
@@ -251,7 +265,7 @@ def _browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any
             for position in page:
                 found = r.document_by_internal_id(position)
                 if found is not None:
-                    results.append(_present(found, fields, vectors))
+                    results.append(present(found))
             return {"results": results, "offset": offset, "limit": limit, "total": len(universe)}
         if ids is not None:
             # the matching documents in internal-id order, whatever the order of `ids`
@@ -260,12 +274,12 @@ def _browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any
             for docid in docids[offset : offset + limit]:
                 doc = r.document_by_internal_id(docid)
                 if doc is not None:
-                    results.append(_present(doc, fields, vectors))
+                    results.append(present(doc))
         else:
             total = r.number_of_documents()
             if limit > 0:
                 for doc in r.iter_documents(offset):
-                    results.append(_present(doc, fields, vectors))
+                    results.append(present(doc))
                     if len(results) >= limit:
                         break
         return {"results": results, "offset": offset, "limit": limit, "total": total}
@@ -282,6 +296,9 @@ async def browse_documents(request: Request) -> Response:
     if params["sort"] is not None:
         params["sort"] = fix_sort_query_parameters(params["sort"])
     uid = validate_index_uid(request.path_params["index_uid"])
+    networked = await _network_browse(request, uid, params)
+    if networked is not None:
+        return JSONResponse(networked)
     return JSONResponse(await run_in_threadpool(_browse, request, uid, params))
 
 
@@ -291,7 +308,25 @@ async def fetch_documents(request: Request) -> Response:
     params = deserialize_object(body, FETCH_BODY)
     params["fields"] = _star_or_list(params["fields"])
     uid = validate_index_uid(request.path_params["index_uid"])
-    return JSONResponse(await run_in_threadpool(_browse, request, uid, params))
+    networked = await _network_browse(request, uid, params)
+    if networked is not None:
+        return JSONResponse(networked)
+    proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
+    return JSONResponse(await run_in_threadpool(_browse, request, uid, params, proxy))
+
+
+async def _network_browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    """The browse fanned out over the network when `useNetwork` is true (`network_documents`), else None."""
+    use_network = params.pop("useNetwork", None)
+    if use_network is None:
+        return None
+    if not runtime_features(request).enabled("network"):
+        raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
+    if not use_network:
+        return None
+    network = await run_in_threadpool(read_network, state(request).scheduler.store)
+    return await network_documents.browse(
+        network, uid, params, lambda local: run_in_threadpool(_browse, request, uid, local, True))
 
 
 @route("GET", "/indexes/{index_uid}/documents/{document_id}", action="documents.get")
@@ -303,6 +338,16 @@ async def get_document(request: Request) -> Response:
     uid = validate_index_uid(request.path_params["index_uid"])
     ext = normalize_document_id(doc_id)
     doc = read_index(state(request).scheduler, uid, lambda r: r.get_document(ext) if ext is not None else None)
+    if doc is None and ext is not None:
+        # not here: looked for on the network when `useNetwork` asks for it
+        browse = {"offset": 0, "limit": 1, "fields": _star_or_list(params["fields"]),
+                  "retrieveVectors": params["retrieveVectors"], "ids": [ext], "filter": None, "sort": None,
+                  "useNetwork": params["useNetwork"]}
+        networked = await _network_browse(request, uid, browse)
+        if networked is not None and networked["results"]:
+            return JSONResponse(networked["results"][-1])
+    elif params["useNetwork"] is not None and not runtime_features(request).enabled("network"):
+        raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
     if doc is None:
         raise MeiliError("document_not_found", f"Document `{doc_id}` not found.")
     return JSONResponse(_present(doc, _star_or_list(params["fields"]), params["retrieveVectors"]))

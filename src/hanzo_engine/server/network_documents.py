@@ -1,0 +1,126 @@
+"""Document reads over the network (`useNetwork` on `GET /documents`, `POST /documents/fetch` and
+`GET /documents/{id}`; Meilisearch's `retrieve_documents_federated`, contract §14).
+
+- Browse: the request goes to every remote of the network (the one named like `self` is read here) as
+  `POST /indexes/{uid}/documents/fetch` with `offset: 0, limit: offset + limit` and
+  `Meili-Proxy-Search: true`, in parallel. In proxy mode each document carries
+  `_federation.weightedScoreValues`, its values for the request's `sort` (`{"sort": {"asc", "value"}}`,
+  the value ranking first among the field's values, strings lowercased, `null` when missing). The
+  lists are merged by those values (remote order on ties, so without `sort` they follow each other in
+  remote name order), `offset`/`limit` are cut from the merged list, `total` adds up, and a remote that
+  fails appears in `remoteErrors` (present only when some remote failed).
+- One document: read here first; only when it is not found here is it looked for on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.search import parse_sort
+from hanzo_engine.scheduler.network import Network
+
+from . import remotes
+from .search_exec import Ranked, merge_ranked
+
+FEDERATION = "_federation"
+
+
+def _values(document: dict[str, Any], path: str) -> list[Any]:
+    """The facet values of `path` in `document` (arrays flattened, nested objects followed)."""
+    current: list[Any] = [document]
+    for part in path.split("."):
+        found: list[Any] = []
+        for value in current:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if isinstance(item, dict) and part in item:
+                    found.append(item[part])
+        current = found
+    out: list[Any] = []
+    for value in current:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, bool):
+                out.append(str(item).lower())
+            elif isinstance(item, str):
+                out.append(item.lower())
+            elif isinstance(item, (int, float)):
+                out.append(item)
+    return out
+
+
+def weighted_score_values(document: dict[str, Any], sort: list[str] | None) -> list[dict[str, Any]]:
+    """`_federation.weightedScoreValues` of a document read in proxy mode (see the module doc)."""
+    from .search_exec import _sort_value_order
+
+    out: list[dict[str, Any]] = []
+    for criterion in parse_sort(sort) if sort else []:
+        if criterion.field is None:
+            out.append({"geoSort": {"asc": criterion.ascending, "distance": None}})
+            continue
+        best: Any = None
+        for value in _values(document, criterion.field):
+            if best is None or _sort_value_order(criterion.ascending, value, best) > 0:
+                best = value
+        out.append({"sort": {"asc": criterion.ascending, "value": best}})
+    return out
+
+
+def _ranked(document: dict[str, Any], position: int) -> Ranked:
+    federation = document.pop(FEDERATION, None) or {}
+    values: list[tuple[Any, ...]] = []
+    for item in federation.get("weightedScoreValues") or []:
+        ((kind, value),) = item.items()
+        if kind == "sort":
+            values.append(("sort", value["asc"], value.get("value")))
+        elif kind in ("weightedScore", "vectorSort"):
+            values.append(("score", value))
+        else:
+            values.append(("geo", value.get("asc"), value.get("distance")))
+    return Ranked(values, 0.0, position)
+
+
+async def browse(network: Network, uid: str, params: dict[str, Any],
+                 local: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """The browse of `params` over the network; `local(params)` runs it here, in proxy mode, and
+    returns its result (awaitable)."""
+    offset, limit = params["offset"], params["limit"]
+    proxied = {**params, "offset": 0, "limit": offset + limit}
+    proxied.pop("useNetwork", None)
+    names = list(network["remotes"])
+    deadline = remotes.deadline_from_env()
+
+    async def one(name: str) -> dict[str, Any]:
+        if name == network["self"]:
+            result: dict[str, Any] = await local(dict(proxied))
+            return result
+        return await remotes.proxy_documents(network["remotes"][name], uid, proxied, deadline)
+
+    answers = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)
+    lists: list[list[tuple[Ranked, dict[str, Any]]]] = []
+    errors: dict[str, dict[str, str]] = {}
+    total = 0
+    for position, (name, answer) in enumerate(zip(names, answers, strict=True)):
+        if isinstance(answer, remotes.RemoteSearchError):
+            errors[name] = answer.error.to_json()
+        elif isinstance(answer, MeiliError):
+            if name == network["self"]:
+                raise answer
+            errors[name] = answer.to_json()
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            total += answer["total"]
+            for remote_name, remote_error in (answer.get("remoteErrors") or {}).items():
+                errors[remote_name] = remote_error
+            try:
+                lists.append([(_ranked(doc, position), doc) for doc in answer["results"]])
+            except (ValueError, AttributeError, KeyError, TypeError):
+                errors[name] = remotes.missing_path("._federation.weightedScoreValues").to_json()
+    merged = [doc for _, doc in merge_ranked(lists)][offset : offset + limit]
+    body: dict[str, Any] = {"results": merged, "offset": offset, "limit": limit, "total": total}
+    if errors:
+        body["remoteErrors"] = dict(sorted(errors.items()))
+    return body
