@@ -319,3 +319,17 @@ def test_use_network_documents_with_failing_remotes(net: dict[str, Any]) -> None
     # the three instances still answer every document
     assert body["total"] == len(net["docs"])
     assert [d["rank"] for d in body["results"]] == list(range(10))
+
+
+def test_use_network_facet_search(net: dict[str, Any]) -> None:
+    clients = net["clients"]
+    body = {"facetName": "genre", "q": "batman", "filter": "year > 1960"}
+    expected = clients["single"].post(f"/indexes/{INDEX}/facet-search", json=body).json()
+    r = clients["ms1"].post(f"/indexes/{INDEX}/facet-search", json={**body, "useNetwork": True})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["facetHits"] == expected["facetHits"]
+    assert (got["facetQuery"], got["remoteErrors"]) == (None, {})
+    got = clients["ms0"].post(f"/indexes/{INDEX}/facet-search", json={**body, "useNetwork": True}).json()
+    assert got["facetHits"] == expected["facetHits"]
+    assert sorted(got["remoteErrors"]) == ["badkey", "down", "garbage", "slow"]

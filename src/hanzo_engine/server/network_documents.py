@@ -1,5 +1,6 @@
-"""Document reads over the network (`useNetwork` on `GET /documents`, `POST /documents/fetch` and
-`GET /documents/{id}`; Meilisearch's `retrieve_documents_federated`, contract §14).
+"""Document reads and facet search over the network (`useNetwork` on `GET /documents`, `POST
+/documents/fetch`, `GET /documents/{id}` and `POST /facet-search`; Meilisearch's
+`retrieve_documents_federated` and facet search's `search_federated`, contract §14).
 
 - Browse: the request goes to every remote of the network (the one named like `self` is read here) as
   `POST /indexes/{uid}/documents/fetch` with `offset: 0, limit: offset + limit` and
@@ -10,6 +11,9 @@
   remote name order), `offset`/`limit` are cut from the merged list, `total` adds up, and a remote that
   fails appears in `remoteErrors` (present only when some remote failed).
 - One document: read here first; only when it is not found here is it looked for on the network.
+- Facet search: the same body goes to every remote (`POST /indexes/{uid}/facet-search`), the facet
+  values of all answers are merged by value (counts added, values in byte order) or, when this
+  instance's index sorts the facet by count, by decreasing count; `remoteErrors` is always present.
 """
 
 from __future__ import annotations
@@ -124,3 +128,39 @@ async def browse(network: Network, uid: str, params: dict[str, Any],
     if errors:
         body["remoteErrors"] = dict(sorted(errors.items()))
     return body
+
+
+async def facet_search(network: Network, uid: str, body: dict[str, Any], local: Callable[[], Any],
+                       by_count: Callable[[], Any]) -> dict[str, Any]:
+    """The facet search of `body` over the network; `local()` runs it here (awaitable, its result),
+    `by_count()` (awaitable) tells whether this instance's index sorts the facet's values by count."""
+    names = list(network["remotes"])
+    deadline = remotes.deadline_from_env()
+
+    async def one(name: str) -> dict[str, Any]:
+        if name == network["self"]:
+            result: dict[str, Any] = await local()
+            return result
+        return await remotes.proxy_facet_search(network["remotes"][name], uid, body, deadline)
+
+    answers = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)
+    counts: dict[str, int] = {}
+    errors: dict[str, dict[str, str]] = {}
+    local_result: dict[str, Any] | None = None
+    for name, answer in zip(names, answers, strict=True):
+        if isinstance(answer, remotes.RemoteSearchError):
+            errors[name] = answer.error.to_json()
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            if name == network["self"]:
+                local_result = answer
+            for hit in answer["facetHits"]:
+                counts[hit["value"]] = counts.get(hit["value"], 0) + hit["count"]
+    items = sorted(counts.items())
+    if await by_count():
+        items.sort(key=lambda item: -item[1])
+    hits = [{"value": value, "count": count} for value, count in items]
+    return {"facetHits": hits, "facetQuery": body.get("facetQuery"),
+            "processingTimeMs": local_result["processingTimeMs"] if local_result is not None else 0,
+            "remoteErrors": dict(sorted(errors.items()))}

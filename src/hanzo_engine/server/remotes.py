@@ -205,6 +205,21 @@ async def proxy_documents(remote: dict[str, Any], index_uid: str, body: dict[str
                             deadline, _is_documents_result)
 
 
+def _is_facet_search_result(value: Any) -> bool:
+    """Whether `value` deserializes as Meilisearch's `FacetSearchResult`."""
+    return (isinstance(value, dict) and isinstance(value.get("facetHits"), list)
+            and all(isinstance(h, dict) and isinstance(h.get("value"), str) and isinstance(h.get("count"), int)
+                    for h in value["facetHits"])
+            and isinstance(value.get("processingTimeMs"), int))
+
+
+async def proxy_facet_search(remote: dict[str, Any], index_uid: str, body: dict[str, Any],
+                             deadline: float) -> dict[str, Any]:
+    """The remote's `POST /indexes/{uid}/facet-search` answer; RemoteSearchError when it cannot be had."""
+    return await json_proxy(remote, f"/indexes/{urllib.parse.quote(index_uid)}/facet-search", body, False,
+                            deadline, _is_facet_search_result)
+
+
 async def json_proxy(remote: dict[str, Any], path: str, body: dict[str, Any], include_metadata: bool,
                      deadline: float, valid: Callable[[Any], bool]) -> dict[str, Any]:
     """POST `body` to `path` of `remote` with the proxy headers and retries (see the module doc)."""

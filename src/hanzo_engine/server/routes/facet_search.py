@@ -16,6 +16,7 @@ import time
 from typing import Any, Final
 
 from pyroaring import BitMap
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -28,10 +29,13 @@ from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.facet_distribution import facet_search
 from hanzo_engine.engine.update.facets import FacetRules
 from hanzo_engine.filter_parser import FilterFeatures
+from hanzo_engine.scheduler.network import read_network
 
+from .. import network_documents
 from ..app_state import route, state
 from ..http import JSONResponse, read_body, read_index
 from ..search_exec import fused_query, run_queued
+from .instance import facet_sort_order, runtime_features
 from .search import (
     NETWORK_DISCUSSION,
     _without_hidden,
@@ -119,7 +123,7 @@ async def search_facet_values(request: Request) -> Response:
         raw = {k: v for k, v in raw.items() if k in _KNOWN}  # unknown parameters are ignored
     body = deserialize_object(raw, FACET_SEARCH_BODY)
     uid = validate_index_uid(request.path_params["index_uid"])
-    if body["useNetwork"] is not None:
+    if body["useNetwork"] is not None and not runtime_features(request).enabled("network"):
         raise MeiliError("feature_not_enabled", "passing `useNetwork` in a search query requires enabling the "
                          f"`network` experimental feature. See {NETWORK_DISCUSSION}")
     hybrid = body["hybrid"]
@@ -131,6 +135,28 @@ async def search_facet_values(request: Request) -> Response:
     )
     query = fused_query(request, uid, query)
     features = filter_features(request)
+    if body["useNetwork"]:
+        return JSONResponse(await _network_facet_search(request, uid, raw, body, query, features))
     result = await run_queued(request, read_index, state(request).indexes, uid,
                               lambda reader: perform_facet_search(reader, uid, body, query, features))
     return JSONResponse(result)
+
+
+async def _network_facet_search(request: Request, uid: str, raw: dict[str, Any], body: dict[str, Any],
+                                query: SearchQuery, features: FilterFeatures) -> dict[str, Any]:
+    """`useNetwork: true`: the facet search on every remote (`network_documents.facet_search`), sent
+    with the tenant token's filter and without `useNetwork`."""
+    indexes = state(request).indexes
+    network = await run_in_threadpool(read_network, indexes.store)  # type: ignore[attr-defined]
+    forwarded = {k: v for k, v in raw.items() if k != "useNetwork"}
+    forwarded["filter"] = query.filter
+
+    def local() -> Any:
+        return run_queued(request, read_index, indexes, uid,
+                          lambda reader: perform_facet_search(reader, uid, body, query, features))
+
+    def by_count() -> Any:
+        return run_in_threadpool(read_index, indexes, uid, lambda reader: facet_sort_order(
+            body["facetName"], complete_settings(reader.settings())) == "count")
+
+    return await network_documents.facet_search(network, uid, forwarded, local, by_count)
