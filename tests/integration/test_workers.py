@@ -127,6 +127,29 @@ def test_a_write_through_any_process_is_searchable_on_every_process(multi: Serve
         assert r.json()["code"] == "index_not_found"
 
 
+def test_swap_and_compaction_are_seen_by_every_process(multi: ServerProcess, admin: httpx.Client) -> None:
+    for uid, word in (("left", "apple"), ("right", "banana")):
+        task = admin.post(f"/indexes/{uid}/documents", json=[{"id": i, "t": f"{word} {i}"} for i in range(30)]).json()
+        assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
+    for r in on_each_process(multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers),
+                             json={"q": "apple"}).values():
+        assert r.json()["estimatedTotalHits"] == 30  # every process has the env of `left` open now
+    task = admin.post("/swap-indexes", json=[{"indexes": ["left", "right"]}]).json()
+    assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
+    for r in on_each_process(multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers),
+                             json={"q": "banana"}).values():
+        assert r.json()["estimatedTotalHits"] == 30
+    # compaction rebuilds the index in a new environment and drops the old one
+    task = admin.post("/indexes/left/compact").json()
+    assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
+    task = admin.post("/indexes/left/documents", json=[{"id": 99, "t": "banana cherry"}]).json()
+    assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
+    for r in on_each_process(multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers),
+                             json={"q": "banana"}).values():
+        assert r.status_code == 200, r.text
+        assert r.json()["estimatedTotalHits"] == 31
+
+
 def test_a_deleted_key_is_refused_by_every_process(multi: ServerProcess, admin: httpx.Client) -> None:
     task = admin.post("/indexes/keyed/documents", json=[{"id": 1, "title": "hello"}]).json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
