@@ -279,3 +279,23 @@ def test_workspaces_survive_a_restart_and_a_dump(tmp_path: Path) -> None:
             assert api.get("/indexes/kept_idx/settings/chat").json()["description"] == "kept"
     finally:
         imported.stop()
+
+
+def test_snapshots_carry_the_workspaces(tmp_path: Path) -> None:
+    source = ServerProcess(tmp_path / "data.ms", extra_args=["--snapshot-dir", str(tmp_path / "snaps")]).start()
+    try:
+        with httpx.Client(base_url=source.url, timeout=30) as api:
+            set_feature(api, True)
+            assert api.patch("/chats/snap/settings", json={"orgId": "org-snap"}).status_code == 200
+            done = wait_task(api, api.post("/snapshots").json()["taskUid"], timeout=60)
+            assert done["status"] == "succeeded", done
+    finally:
+        source.stop()
+    target = ServerProcess(tmp_path / "restored.ms", extra_args=[
+        "--import-snapshot", str(tmp_path / "snaps" / "data.ms.snapshot")]).start()
+    try:
+        with httpx.Client(base_url=target.url, timeout=30) as api:
+            assert api.get("/chats").json()["results"] == [{"uid": "snap"}]
+            assert api.get("/chats/snap/settings").json()["orgId"] == "org-snap"
+    finally:
+        target.stop()
