@@ -53,7 +53,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory, llm: ScriptedLlm) -> Iterat
     srv = ServerProcess(tmp_path_factory.mktemp("chats") / "data.ms",
                         extra_args=["--master-key", MASTER_KEY, "--experimental-allowed-ip-networks", "127.0.0.0/8",
                                     "--http-workers", "2"],
-                        ).start()
+                        env={"HANZO_CHAT_LLM_READ_TIMEOUT": "3"}).start()
     with httpx.Client(base_url=srv.url, timeout=30, headers=auth(MASTER_KEY)) as admin:
         assert admin.patch("/experimental-features", json={"chatCompletions": True}).status_code == 200
         r = admin.patch(f"/chats/{WS}/settings", json={"source": "vLlm", "baseUrl": llm.base_url,
@@ -317,6 +317,28 @@ def test_denied_destination(admin: httpx.Client, llm: ScriptedLlm) -> None:
                                                       "baseUrl": "http://10.255.255.1:9/v1"}).status_code == 200
     [err] = _error_events(chat(admin, ws="private"))
     assert "Rejected URI" in err["error"]["message"]
+
+
+def test_llm_timeout_is_a_transport_error(admin: httpx.Client, llm: ScriptedLlm) -> None:
+    llm.play(Reply(hang=True))
+    started = time.monotonic()
+    [err] = _error_events(chat(admin))  # the engine waits 3 s (HANZO_CHAT_LLM_READ_TIMEOUT) for a byte
+    assert err["error"]["type"] == "transport_error" and "timed out" in err["error"]["message"]
+    assert 2.5 < time.monotonic() - started < 20
+    assert llm.aborted.wait(10)
+
+
+def test_mistral_error_shape(admin: httpx.Client, llm: ScriptedLlm) -> None:
+    assert admin.patch("/chats/mistral/settings", json={"source": "mistral", "baseUrl": llm.base_url,
+                                                        "apiKey": "m"}).status_code == 200
+    llm.play(Reply(status=401, body={"message": "Unauthorized", "type": "invalid_request_error", "param": None,
+                                     "code": "1000"}))
+    [err] = _error_events(chat(admin, ws="mistral"))
+    assert err["error"] == {"type": "invalid_request_error", "code": "1000", "message": "Unauthorized",
+                            "param": None, "event_id": None}
+    # Mistral gets the system prompt as `system` and no `stream_options`
+    sent = llm.requests[0]["body"]
+    assert sent["messages"][0]["role"] == "system" and "stream_options" not in sent
 
 
 def test_slow_stream_arrives_in_order(admin: httpx.Client, llm: ScriptedLlm) -> None:

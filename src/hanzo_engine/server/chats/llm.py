@@ -26,6 +26,8 @@ OPENAI_BASE: Final = "https://api.openai.com/v1/"
 MISTRAL_BASE: Final = "https://api.mistral.ai/v1/"
 CONNECT_TIMEOUT: Final = 10.0
 READ_TIMEOUT: Final = 120.0  # longest wait for the next bytes of a streamed answer
+# overrides READ_TIMEOUT (seconds), for deployments whose models think longer, and for tests
+READ_TIMEOUT_ENV: Final = "HANZO_CHAT_LLM_READ_TIMEOUT"
 # OpenAI models that predate the `developer` role: they get the system prompt as `system`
 _OLD_OPENAI_MODELS: Final = ("gpt-3.5", "gpt-4", "gpt-4.1", "gpt-4.5", "gpt-4o", "chatgpt-4o")
 
@@ -144,5 +146,9 @@ async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, 
 
 def new_client() -> httpx.AsyncClient:
     """A client for one conversation: no environment proxies, bounded connect and read waits."""
-    return httpx.AsyncClient(timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT), trust_env=False,
+    try:
+        read = float(os.environ.get(READ_TIMEOUT_ENV, READ_TIMEOUT))
+    except ValueError:
+        read = READ_TIMEOUT
+    return httpx.AsyncClient(timeout=httpx.Timeout(read, connect=CONNECT_TIMEOUT), trust_env=False,
                              follow_redirects=False)
