@@ -460,3 +460,19 @@ def test_default_template_fast_path_renders_as_liquid() -> None:
         searchable = None if rng.random() < 0.5 else [k for k in document if rng.random() < 0.5]
         prompt = Prompt(DEFAULT_TEMPLATE, rng.choice([None, 400, 10]))
         assert render_hit(prompt, document, searchable, order) == prompt.render(document, searchable, order)
+
+
+def test_the_meilisearch_python_sdk(engine: ServerProcess, llm: ScriptedLlm) -> None:
+    meilisearch = pytest.importorskip("meilisearch")
+    client = meilisearch.Client(engine.url, MASTER_KEY)
+    settings = client.update_chat_workspace_settings("sdk", {"source": "vLlm", "baseUrl": llm.base_url,
+                                                             "apiKey": "sdk-key-123456789"})
+    assert settings["source"] == "vLlm" and settings["apiKey"] == "sdXXXX..."
+    assert client.get_chat_workspace_settings("sdk")["baseUrl"] == llm.base_url
+    assert {"uid": "sdk"} in client.get_chat_workspaces(limit=100)["results"]
+    llm.play(tool_reply(("s1", {"index_uid": MOVIES, "q": "carol", "filter": ""})), text_reply("Carol", "!"))
+    chunks = list(client.create_chat_completion("sdk", [{"role": "user", "content": "a film about Carol?"}],
+                                                model=MODEL))
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
+    assert text == "Carol!"
+    assert llm.requests[1]["body"]["messages"][-1]["content"] == "Carol (drama)"
