@@ -333,3 +333,20 @@ def test_use_network_facet_search(net: dict[str, Any]) -> None:
     got = clients["ms0"].post(f"/indexes/{INDEX}/facet-search", json={**body, "useNetwork": True}).json()
     assert got["facetHits"] == expected["facetHits"]
     assert sorted(got["remoteErrors"]) == ["badkey", "down", "garbage", "slow"]
+
+
+def test_use_network_in_a_multi_search(net: dict[str, Any]) -> None:
+    clients = net["clients"]
+    query = {"indexUid": INDEX, "q": "joker", "sort": ["rank:asc"], "limit": 12}
+    expected = clients["single"].post(f"/indexes/{INDEX}/search", json={k: v for k, v in query.items() if k != "indexUid"}).json()
+    r = clients["ms2"].post("/multi-search", json={"queries": [{**query, "useNetwork": True}, query]})
+    assert r.status_code == 200, r.text
+    networked, local = r.json()["results"]
+    assert networked["indexUid"] == INDEX and networked["remoteErrors"] == {}
+    assert _ids(networked["hits"]) == _ids(expected["hits"])
+    assert networked["estimatedTotalHits"] == expected["estimatedTotalHits"]
+    assert all(h["id"] % 3 == 2 for h in local["hits"]) and "remoteErrors" not in local
+    r = clients["ms2"].post("/multi-search", json={"queries": [query, {**query, "useNetwork": True,
+                                                                       "indexUid": "missing"}]})
+    assert (r.status_code, r.json()["code"]) == (400, "index_not_found")
+    assert r.json()["message"].startswith("Inside `.queries[1]`: ")

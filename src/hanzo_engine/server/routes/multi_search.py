@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -258,6 +259,9 @@ def inside(err: MeiliError, where: str, note: str = "", code: str | None = None)
     return MultiSearchError(code or err.code, f"Inside `{where}`: {err.message}{note}", status)
 
 
+_QUERY_PREFIX: Final = re.compile(r"^Inside `\.queries\[\d+\]`: ")
+
+
 def _query(i: int) -> str:
     return f".queries[{i}]"
 
@@ -278,11 +282,12 @@ def _single(scheduler: IndexSource, uid: str, query: SearchQuery, request_uid: s
 
 
 def multi(scheduler: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
-          with_metadata: bool) -> list[dict[str, Any]]:
-    """Each query as its own search, in order; the first failure names its query."""
+          with_metadata: bool, first: int = 0) -> list[dict[str, Any]]:
+    """Each query as its own search, in order; the first failure names its query (`first` is the
+    position of `queries[0]` in the request)."""
     results = []
     filters = features.filter_features()
-    for i, q in enumerate(queries):
+    for i, q in enumerate(queries, start=first):
         if q.options is not None:
             raise MultiSearchError(
                 "invalid_multi_search_federation_options",
@@ -837,8 +842,14 @@ async def network_search(request: Request, uid: str, query: SearchQuery, request
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
     if not query.use_network:
         return None
+    async with search_queue(request).permit():
+        return await _network_search(request, uid, fused_query(request, uid, query), request_uid, features)
+
+
+async def _network_search(request: Request, uid: str, query: SearchQuery, request_uid: str,
+                          features: ExperimentalFeatures) -> dict[str, Any]:
+    """The body of `network_search` for a query already holding the tenant token's filter."""
     network = await read_network_of(request, features)
-    query = fused_query(request, uid, query)
     federation: dict[str, Any] = {
         "limit": query.limit, "offset": query.offset, "page": query.page, "hitsPerPage": query.hits_per_page,
         "facetsByIndex": {uid: list(query.facets)} if query.facets else {}, "mergeFacets": None,
@@ -849,8 +860,11 @@ async def network_search(request: Request, uid: str, query: SearchQuery, request
     queries = [MultiQuery(uid, local, FederationOptions(1.0, name, None), None, None) for name in network["remotes"]]
     with_metadata = include_metadata(request)
     searcher = Federated(state(request).indexes, federation, features, network)
-    async with search_queue(request).permit():
+    try:
         result = await run_federated(request, searcher, queries, request_uid, with_metadata)
+    except MeiliError as err:
+        # Meilisearch's `search` drops the query position of the federated search it ran
+        raise MultiSearchError(err.code, _QUERY_PREFIX.sub("", err.message, count=1), err.status) from None
     body: dict[str, Any] = {"hits": result.pop("hits"), "query": query.q or ""}
     body.update((key, result.pop(key)) for key in list(result)
                 if key in ("processingTimeMs", "limit", "offset", "estimatedTotalHits", "hitsPerPage", "page",
@@ -868,6 +882,24 @@ async def network_search(request: Request, uid: str, query: SearchQuery, request
     if "remoteErrors" in result:
         body["remoteErrors"] = result.pop("remoteErrors")
     return body
+
+
+async def _multi_networked(request: Request, queries: list[MultiQuery], features: ExperimentalFeatures,
+                           request_uid: str, with_metadata: bool) -> list[dict[str, Any]]:
+    """Non-federated multi-search where some query has `useNetwork: true`: that query runs over the
+    network as the search route would (`_network_search`), the others as usual, in order."""
+    results: list[dict[str, Any]] = []
+    scheduler = state(request).indexes
+    for i, q in enumerate(queries):
+        if q.options is None and q.query.use_network:
+            try:
+                body = await _network_search(request, q.index_uid, q.query, request_uid, features)
+            except MeiliError as err:
+                raise inside(err, _query(i)) from None
+            results.append({"indexUid": q.index_uid, **body})
+        else:
+            results.extend(await run_in_threadpool(multi, scheduler, [q], features, request_uid, with_metadata, i))
+    return results
 
 
 # -------------------------------------------------------------------------------------------------
@@ -891,6 +923,9 @@ async def multi_search(request: Request) -> Response:
                 raise MeiliError("invalid_api_key", f"Inside `.queries[{i}]`: The provided API key is invalid.")
             q.query = fused_query(request, q.index_uid, q.query)
         if federation is None:
+            if features.enabled("network") and any(q.query.use_network for q in queries):
+                return JSONResponse({"results": await _multi_networked(request, queries, features, request_uid,
+                                                                        with_metadata)})
             results = await run_in_threadpool(multi, scheduler, queries, features, request_uid, with_metadata)
             return JSONResponse({"results": results})
         is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
