@@ -6,7 +6,8 @@ is empty) and records the request (`requests`: path, headers, JSON body). A repl
 OpenAI does (`data: <json>` events, `data: [DONE]` unless `done=False`), after `delay` seconds per chunk;
 `status`/`body` make it an HTTP error instead; each recorded request holds `received_at` and, once its
 reply is sent, `finished_at` (`time.monotonic()`); `hang` keeps the connection open without sending anything
-until the client goes away, which sets `aborted`.
+until the client goes away, which sets `aborted`. `POST /embed` is a REST embedder (`embed`), for hybrid
+chat searches.
 """
 
 from __future__ import annotations
@@ -74,10 +75,19 @@ def tool_reply(*calls: tuple[str, dict[str, Any]], pieces: int = 3) -> Reply:
     return Reply(chunks)
 
 
+def embed(text: Any) -> list[float]:
+    """A deterministic 3-dimensional embedding: how much of the text is vowels, digits, other."""
+    value = str(text).lower()
+    vowels = sum(c in "aeiouy" for c in value)
+    digits = sum(c.isdigit() for c in value)
+    return [vowels + 1.0, digits + 1.0, len(value) - vowels - digits + 1.0]
+
+
 class ScriptedLlm:
     def __init__(self) -> None:
         self.script: list[Reply] = []
         self.requests: list[dict[str, Any]] = []
+        self.embedded: list[Any] = []  # the texts sent to `/embed`
         self.aborted = threading.Event()
         self.port = free_port()
         self._lock = threading.Lock()
@@ -113,6 +123,11 @@ class ScriptedLlm:
     async def _handle(self, request: Request) -> Response:
         received_at = time.monotonic()
         body = json.loads(await request.body())
+        if request.url.path == "/embed":
+            # a REST embedder for hybrid chat searches: `{"data": <vector of the text>}`
+            with self._lock:
+                self.embedded.append(body)
+            return Response(json.dumps({"data": embed(body)}), media_type="application/json")
         record: dict[str, Any] = {"path": request.url.path, "query": request.url.query,
                                   "headers": dict(request.headers), "body": body, "received_at": received_at}
         with self._lock:

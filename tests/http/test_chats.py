@@ -476,3 +476,26 @@ def test_the_meilisearch_python_sdk(engine: ServerProcess, llm: ScriptedLlm) -> 
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
     assert text == "Carol!"
     assert llm.requests[1]["body"]["messages"][-1]["content"] == "Carol (drama)"
+
+
+def test_hybrid_chat_search(admin: httpx.Client, llm: ScriptedLlm) -> None:
+    """An index whose chat parameters name an embedder: the LLM's query is embedded and searched hybrid."""
+    uid = "chat_hybrid"
+    embedder = {"source": "rest", "url": f"http://127.0.0.1:{llm.port}/embed", "request": "{{text}}",
+                "response": {"data": "{{embedding}}"}, "dimensions": 3, "documentTemplate": "{{doc.title}}"}
+    tasks = [admin.patch(f"/indexes/{uid}/settings", json={
+                 "embedders": {"default": embedder},
+                 "chat": {"documentTemplate": "{{ doc.title }}",
+                          "searchParameters": {"hybrid": {"embedder": "default", "semanticRatio": 1.0},
+                                               "limit": 1}}}).json(),
+             admin.post(f"/indexes/{uid}/documents", json=[{"id": 1, "title": "aaaa"},
+                                                           {"id": 2, "title": "1234"}]).json()]
+    for task in tasks:
+        assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
+    llm.embedded.clear()
+    llm.play(tool_reply(("h1", {"index_uid": uid, "q": "5678", "filter": ""})), text_reply("digits"))
+    evts = events(chat(admin, tools=MARKERS))
+    assert "5678" in llm.embedded  # the query went through the embedder
+    [sources] = marker_payloads(evts, "_meiliSearchSources")
+    assert [d["id"] for d in sources["sources"]] == [2]  # nearest by meaning, no shared word
+    assert llm.requests[1]["body"]["messages"][-1]["content"] == "1234"
