@@ -58,6 +58,8 @@ class BatchOutcome:
     dropped_index_uuids: list[str] = field(default_factory=list)
     # extra work in the tasks env's finishing transaction (cancelation, task deletion)
     on_tasks_txn: Callable[[lmdb.Transaction, Batch, int], list[Task]] | None = None
+    # the batch's optional stats (`progressTrace`, ...), filled by the scheduler
+    stats: dict[str, Any] = field(default_factory=dict)
 
 
 def succeeded(details: dict[str, Any] | None) -> TaskResult:

@@ -31,7 +31,7 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TaskQuery
 from hanzo_engine.engine.index import Index, now_ns
 
-from . import processing
+from . import processing, stats
 from .autobatcher import autobatch
 from .index_mapper import IndexMapper
 from .progress import Progress
@@ -41,6 +41,8 @@ from .webhooks import WebhookNotifier
 
 log = logging.getLogger("hanzo_engine.scheduler")
 
+# Batches that report the internal database sizes they changed (Meilisearch's index operations).
+_INDEXING_TYPES = frozenset({"documentAdditionOrUpdate", "documentDeletion", "documentEdition", "settingsUpdate"})
 # How many enqueued tasks the autobatcher looks at in one go.
 AUTOBATCH_WINDOW = 10_000
 
@@ -173,6 +175,7 @@ class Scheduler:
         view = batch_view(batch)
         if batch["uid"] == self._current_batch and batch.get("finishedAt") is None:
             view["progress"] = self.progress.view()
+            view["stats"]["progressTrace"] = self.progress.trace()  # live, as Meilisearch's
         return view
 
     def restrict_to_indexes(self, q: TaskQuery, authorized: Callable[[str], bool]) -> TaskQuery:
@@ -319,6 +322,7 @@ class Scheduler:
         self._must_stop.clear()
         self._current_batch = batch["uid"]
         self.progress.start("processing tasks", len(tasks))
+        sizes_before = self._database_sizes(tasks)
         try:
             with _full_collections_deferred():
                 outcome = processing.apply_batch(self, batch, tasks, interrupted=self._must_stop.is_set)
@@ -336,6 +340,7 @@ class Scheduler:
             self._current_batch = None
             self.progress.clear()
         _crash_point("after-apply-batch")
+        outcome.stats = self._batch_diagnostics(tasks, outcome, sizes_before)
         self._finish_batch(batch, tasks, outcome)
 
     def _requeue(self, batch: Batch, tasks: list[Task]) -> None:
@@ -369,6 +374,7 @@ class Scheduler:
             batch = dict(batch, finishedAt=finished)
             batch.pop("pendingIndexUuid", None)
             self._fill_batch_stats(batch, done)
+            batch["stats"].update(outcome.stats)
             self.store.put_batch(txn, batch)
             if self.webhooks is not None:
                 self.webhooks.record(txn, done)  # durable with the tasks' final status
@@ -385,6 +391,45 @@ class Scheduler:
                 self.on_batch_finished(done)
             except Exception:
                 log.exception("on_batch_finished hook failed")
+
+    def _database_sizes(self, tasks: list[Task]) -> dict[str, int] | None:
+        """The internal database sizes of the batch's index before it runs (None for other batches)."""
+        uid = tasks[0].get("indexUid")
+        if uid is None or tasks[0]["type"] not in _INDEXING_TYPES:
+            return None
+        try:
+            index = self.index(uid)
+            return None if index is None else stats.index_database_sizes(index)
+        except Exception:  # diagnostics only: never fail a batch over them
+            log.exception("reading the database sizes of `%s` failed", uid)
+            return None
+
+    def _batch_diagnostics(self, tasks: list[Task], outcome: processing.BatchOutcome,
+                           sizes_before: dict[str, int] | None) -> dict[str, Any]:
+        """The optional stats of a finished batch, in Meilisearch's order: `progressTrace`, then
+        `writeChannelCongestion` for document indexing, `internalDatabaseSizes` when sizes changed."""
+        out: dict[str, Any] = {"progressTrace": self.progress.trace()}
+        if tasks[0]["type"] in ("documentAdditionOrUpdate", "documentEdition"):
+            # writes are synchronous here: every write is an attempt and none blocks
+            attempts = sum(int((r.details or {}).get("indexedDocuments") or (r.details or {}).get("editedDocuments")
+                               or 0) for r in outcome.results.values())
+            out["writeChannelCongestion"] = {"attempts": attempts, "blocking_attempts": 0,
+                                             "blocking_ratio": 0.0 if attempts else None}
+        uid = tasks[0].get("indexUid")
+        if uid is not None and tasks[0]["type"] in _INDEXING_TYPES:
+            try:
+                if uid in outcome.mapping_changes:  # created (or deleted) by this batch, not mapped yet
+                    uuid = outcome.mapping_changes[uid]
+                    index = None if uuid is None else self.mapper.open_uuid(uuid)
+                else:
+                    index = self.index(uid)
+                if index is not None:
+                    changes = stats.size_changes(sizes_before or {}, stats.index_database_sizes(index))
+                    if changes:
+                        out["internalDatabaseSizes"] = changes
+            except Exception:  # diagnostics only
+                log.exception("reading the database sizes of `%s` failed", uid)
+        return out
 
     @staticmethod
     def _fill_batch_stats(batch: Batch, tasks: list[Task]) -> None:

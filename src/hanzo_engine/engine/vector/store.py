@@ -525,6 +525,25 @@ class VectorStore:
                 self._docids[emb_id] = cached
         return BitMap(cached[2])
 
+    def embedding_stats(self, reader: IndexReader) -> tuple[int, int]:
+        """(vectors stored over every embedder, documents having at least one), as Meilisearch's
+        `numberOfEmbeddings` / `numberOfEmbeddedDocuments`; one scan of the document records."""
+        txn = reader.txn
+        vectors = 0
+        documents = BitMap()
+        for emb_id in self._registry(txn)["ids"].values():
+            prefix = _prefix(int(emb_id), TAG_DOC)
+            with txn.cursor(db=self.db) as cursor:
+                if not cursor.set_range(prefix):
+                    continue
+                for raw_key, value in cursor:
+                    key = bytes(raw_key)
+                    if not key.startswith(prefix):
+                        break
+                    vectors += _U32LE.unpack_from(value)[0]
+                    documents.add(_U32BE.unpack_from(key, len(prefix))[0])
+        return vectors, len(documents)
+
     def get_vectors(self, reader: IndexReader, embedder: str, docid: int) -> np.ndarray[Any, Any] | None:
         """A document's vectors (float32, one row each), or None when it has none."""
         emb_id = self._emb_id(reader.txn, embedder)

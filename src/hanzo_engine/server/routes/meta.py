@@ -11,9 +11,11 @@ from starlette.responses import FileResponse, Response
 
 from hanzo_engine import MEILISEARCH_COMPAT_VERSION
 from hanzo_engine.apitypes.deserr import QueryField, parse_query
-from hanzo_engine.apitypes.errors import index_not_found
+from hanzo_engine.apitypes.errors import MeiliError, index_not_found
 from hanzo_engine.apitypes.tasks import format_timestamp
 from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.vector.store import VectorStore
+from hanzo_engine.scheduler.stats import database_sizes, human_size
 
 from .. import dashboard
 from ..app_state import AppState, route, state
@@ -67,61 +69,67 @@ def _dir_size(path: Path) -> int:
     return total
 
 
-def _human(n: int) -> str:
-    units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    value = float(n)
-    for unit in units:
-        if value < 1024 or unit == units[-1]:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{n} B"
+def _size_format(text: str) -> bool:
+    """`sizeFormat`: True for `human`, False for `raw` (deserr's enum error otherwise)."""
+    if text not in ("human", "raw"):
+        raise MeiliError("invalid_stats_size_format",
+                         f"Unknown value `{text}` for parameter `sizeFormat`: expected one of `human`, `raw`")
+    return text == "human"
 
 
 STATS_QUERY = (
     QueryField("showInternalDatabaseSizes", "bool", "invalid_stats_show_internal_database_sizes", False),
-    QueryField("sizeFormat", "string", "invalid_stats_size_format", "raw"),
+    QueryField("sizeFormat", "string", "invalid_stats_size_format", False, parse=_size_format),
 )
 
 
-def _stats_of(st: AppState, uid: str, index: Index, *, internal: bool) -> tuple[dict[str, Any], int]:
+def _size(n: int, human: bool) -> int | str:
+    return human_size(n) if human else n
+
+
+def _stats_of(st: AppState, uid: str, index: Index, *, internal: bool,
+              human: bool = False) -> tuple[dict[str, Any], int]:
     """IndexStats (Meilisearch field order) and the index's `updatedAt`, from one read transaction."""
     with index.read() as r:
         count = r.number_of_documents()
         raw_size = r.documents_size()
         stats: dict[str, Any] = {
             "numberOfDocuments": count,
-            "rawDocumentDbSize": raw_size,
-            "avgDocumentSize": raw_size // count if count else 0,
+            "rawDocumentDbSize": _size(raw_size, human),
+            "avgDocumentSize": _size(raw_size // count if count else 0, human),
             "isIndexing": st.scheduler.is_indexing(uid),
         }
         if internal:
-            stats["internalDatabaseSizes"] = {"documents": raw_size}
-        stats["numberOfEmbeddings"] = 0
-        stats["numberOfEmbeddedDocuments"] = 0
+            sizes = database_sizes(r)
+            if sizes:
+                stats["internalDatabaseSizes"] = {name: _size(n, human) for name, n in sizes.items()}
+        embeddings, embedded = VectorStore.of(index).embedding_stats(r)
+        stats["numberOfEmbeddings"] = embeddings
+        stats["numberOfEmbeddedDocuments"] = embedded
         stats["fieldDistribution"] = dict(sorted(r.field_distribution().items()))
         return stats, r.updated_at
 
 
-def index_stats(request: Request, uid: str, *, internal: bool = False) -> dict[str, Any]:
+def index_stats(request: Request, uid: str, *, internal: bool = False, human: bool = False) -> dict[str, Any]:
     st = state(request)
     index = st.scheduler.index(uid)
     if index is None:
         raise index_not_found(uid)
-    return _stats_of(st, uid, index, internal=internal)[0]
+    return _stats_of(st, uid, index, internal=internal, human=human)[0]
 
 
 @route("GET", "/indexes/{index_uid}/stats", action="stats.get")
 async def get_index_stats(request: Request) -> Response:
     q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
     uid = request.path_params["index_uid"]
-    return JSONResponse(index_stats(request, uid, internal=q["showInternalDatabaseSizes"]))
+    return JSONResponse(index_stats(request, uid, internal=q["showInternalDatabaseSizes"], human=q["sizeFormat"]))
 
 
 @route("GET", "/stats", action="stats.get")
 async def get_stats(request: Request) -> Response:
     q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
     st = state(request)
-    human = q["sizeFormat"] == "human"
+    human: bool = q["sizeFormat"]
     indexes = {}
     used = 0
     # Meilisearch's `lastUpdate` is the newest `updatedAt` among the indexes (null without any index),
@@ -134,13 +142,13 @@ async def get_stats(request: Request) -> Response:
         index = st.scheduler.index(uid)
         if index is None:  # deleted meanwhile
             continue
-        indexes[uid], updated_at = _stats_of(st, uid, index, internal=q["showInternalDatabaseSizes"])
+        indexes[uid], updated_at = _stats_of(st, uid, index, internal=q["showInternalDatabaseSizes"], human=human)
         used += index.used_size()
         last = updated_at if last is None else max(last, updated_at)
     size = _dir_size(st.options.db_path)
     return JSONResponse({
-        "databaseSize": _human(size) if human else size,
-        "usedDatabaseSize": _human(used) if human else used,
+        "databaseSize": _size(size, human),
+        "usedDatabaseSize": _size(used, human),
         "lastUpdate": format_timestamp(last) if last is not None else None,
         "indexes": indexes,
     })
