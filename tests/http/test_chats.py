@@ -499,3 +499,19 @@ def test_hybrid_chat_search(admin: httpx.Client, llm: ScriptedLlm) -> None:
     [sources] = marker_payloads(evts, "_meiliSearchSources")
     assert [d["id"] for d in sources["sources"]] == [2]  # nearest by meaning, no shared word
     assert llm.requests[1]["body"]["messages"][-1]["content"] == "1234"
+
+
+def test_every_llm_connection_goes_through_the_ip_policy() -> None:
+    """The chat client's network backend refuses a private address itself (not only the first check)."""
+    import asyncio
+
+    from hanzo_engine.engine import net_guard
+    from hanzo_engine.server.chats.llm import GuardedBackend
+
+    async def connect(host: str) -> None:
+        await GuardedBackend(net_guard.IpPolicy()).connect_tcp(host, 9, timeout=1)
+
+    with pytest.raises(net_guard.DeniedAddress):
+        asyncio.run(connect("10.255.255.1"))
+    with pytest.raises(net_guard.DeniedAddress):
+        asyncio.run(connect("localhost"))

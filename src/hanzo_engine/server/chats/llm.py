@@ -6,17 +6,23 @@ the error event Meilisearch streams to its client for it (`{"event_id", "type": 
 the provider's own error for an HTTP error status (OpenAI's `{"error": {...}}` or Mistral's flat shape),
 `transport_error` for a connection that fails or times out, `stream_ended` for a stream cut before
 `[DONE]`, `json_deserialize_error` for a chunk that is not JSON, `reqwest_error` for an error answer whose
-body cannot be read. Destinations go through the outgoing-request IP policy (`net_guard`).
+body cannot be read. Destinations go through the outgoing-request IP policy (`net_guard`): checked once
+before a conversation (a refused address is an error event before any round), and on every connection the
+client opens (`GuardedBackend`: each resolved address checked, the connection made to a checked address,
+so a DNS answer cannot change between the check and the connection).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
+import anyio
+import httpcore
 import httpx
 from starlette.concurrency import run_in_threadpool
 
@@ -137,11 +143,50 @@ async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, 
                                                f"failed to deserialize api response: content:{message}", "internal"))
                 yield chunk
             raise LlmError(error_event("stream_ended", "Stream ended"))
+    except net_guard.DeniedAddress:
+        raise LlmError(error_event("internal_reqwest_error", f"error sending request for url ({url}): "
+                                   "Rejected URI (the destination address is not allowed: see "
+                                   "`--experimental-allowed-ip-networks`)", "internal")) from None
     except httpx.TimeoutException as exc:
         raise LlmError(error_event("transport_error", f"error sending request for url ({url}): operation timed "
                                    f"out ({type(exc).__name__})")) from None
     except httpx.HTTPError as exc:
         raise LlmError(error_event("transport_error", f"error sending request for url ({url}): {exc}")) from None
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend with `net_guard`'s policy applied to every TCP connection."""
+
+    def __init__(self, policy: net_guard.IpPolicy | None = None) -> None:
+        self._inner = httpcore.AnyIOBackend()
+        self._policy = policy
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        policy = self._policy if self._policy is not None else net_guard.current()
+        try:
+            infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from None
+        addresses = [str(info[4][0]) for info in infos]
+        for address in addresses:
+            policy.check(address)
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                                     socket_options=socket_options)
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error if error is not None else httpcore.ConnectError(f"no address found for {host}")
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
 
 
 def new_client() -> httpx.AsyncClient:
@@ -150,5 +195,10 @@ def new_client() -> httpx.AsyncClient:
         read = float(os.environ.get(READ_TIMEOUT_ENV, READ_TIMEOUT))
     except ValueError:
         read = READ_TIMEOUT
-    return httpx.AsyncClient(timeout=httpx.Timeout(read, connect=CONNECT_TIMEOUT), trust_env=False,
-                             follow_redirects=False)
+    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    # httpx builds its connection pool without a way to pass a network backend: the pool is replaced by
+    # an equal one whose connections go through the IP policy
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(), max_connections=10, network_backend=GuardedBackend())
+    return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(read, connect=CONNECT_TIMEOUT),
+                             trust_env=False, follow_redirects=False)
