@@ -351,3 +351,16 @@ def test_runtime_dirs_of_dead_primaries_are_swept(tmp_path: Path) -> None:
     foreign.mkdir()  # no pid file: not one of ours
     workers._sweep_runtime_dirs(tmp_path)
     assert not stale.exists() and live.exists() and foreign.exists()
+
+
+def test_a_second_server_on_the_same_port_is_refused(multi: ServerProcess, tmp_path: Path) -> None:
+    """SO_REUSEPORT must not let another server share the port and take half of its connections."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "hanzo_engine", "--db-path", str(tmp_path / "other.ms"), "--http-addr",
+         f"127.0.0.1:{multi.port}", "--http-workers", "2", "--no-analytics"],
+        capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items() if not k.startswith("MEILI_")})
+    assert result.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{multi.port}" in result.stderr

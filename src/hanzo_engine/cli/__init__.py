@@ -182,6 +182,7 @@ def _start_workers(app: Any, opts: Options, cli_values: dict[str, Any], workers:
         PRIMARY_SOCKET,
         SEARCH_COUNTS,
         WorkerPool,
+        ensure_port_free,
         listening_socket,
         make_runtime_dir,
         unix_socket,
@@ -189,6 +190,8 @@ def _start_workers(app: Any, opts: Options, cli_values: dict[str, Any], workers:
 
     host, port = opts.host_port
     try:
+        if port != 0:
+            ensure_port_free(host, port)
         public = listening_socket(host, port)
     except OSError as exc:
         _fail(f"cannot listen on {opts.http_addr}: {exc.strerror}")

@@ -10,6 +10,7 @@ import contextlib
 import ctypes
 import gc
 import json
+import logging
 import os
 import signal
 import sys
@@ -52,6 +53,8 @@ def main() -> None:
         print(f"Error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     configure_logging(opts)
+    # the proxy's client logs every forwarded request at INFO: the primary logs them already
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
     import uvicorn
 

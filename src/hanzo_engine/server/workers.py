@@ -82,9 +82,19 @@ def _sweep_runtime_dirs(parent: Path) -> None:
             pass  # another user's live server
 
 
+def ensure_port_free(host: str, port: int) -> None:
+    """OSError (EADDRINUSE) when another program listens on `host:port`. `SO_REUSEPORT` would let a
+    second server of the same user bind the port beside the first and split its connections: the
+    primary probes with a socket without it first, as a single-process server would bind."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+
+
 def listening_socket(host: str, port: int, *, backlog: int = 2048) -> socket.socket:
     """A TCP socket bound with `SO_REUSEPORT`, so that every process of the server binds its own and the
-    kernel balances the new connections between them."""
+    kernel balances the new connections between them (the primary checks `ensure_port_free` first)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
