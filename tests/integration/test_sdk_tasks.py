@@ -115,7 +115,9 @@ def test_get_batches_and_get_batch(client: Any, index_uid: str) -> None:
     assert isinstance(batch, Batch)
     assert client.get_batch(batch.uid) == batch
     assert batch.details == {"receivedDocuments": 1, "indexedDocuments": 1}
-    assert batch.stats == {
+    # Meilisearch's best-effort diagnostics follow the four maps (its own tests redact them)
+    assert list(batch.stats)[4:] == ["progressTrace", "writeChannelCongestion", "internalDatabaseSizes"]
+    assert {k: v for k, v in batch.stats.items() if k in ("totalNbTasks", "status", "types", "indexUids")} == {
         "totalNbTasks": 1, "status": {"succeeded": 1}, "types": {"documentAdditionOrUpdate": 1},
         "indexUids": {index_uid: 1}}
     assert (batch.started_at, batch.finished_at) == (task.started_at, task.finished_at)
