@@ -241,3 +241,28 @@ def test_snapshots_carry_the_network(tmp_path: Path) -> None:
             assert c.get("/network").json() == network
     finally:
         target.stop()
+
+
+def test_shard_filter(admin: httpx.Client) -> None:
+    """`_shard` needs the feature; as in Meilisearch's Community Edition no document belongs to a shard,
+    so a named shard does not exist, and only `=`, `!=`, `IN` are allowed."""
+    task = admin.post("/indexes/sharded/documents", json=[{"id": 1}]).json()
+    assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
+    admin.patch("/experimental-features", json={"network": True})
+
+    def search(filter_: str) -> tuple[int, Any]:
+        r = admin.post("/indexes/sharded/search", json={"filter": filter_})
+        return r.status_code, r.json()
+
+    # milli's errors are named by their index in a search, as Meilisearch does
+    assert search("_shard = a") == (400, error("invalid_search_filter", "Index `sharded`: Shard `a` does not exist"))
+    assert search("_shard != b")[1]["message"] == "Index `sharded`: Shard `b` does not exist"
+    assert search("_shard IN [c, d]")[1]["message"] == "Index `sharded`: Shard `c` does not exist"
+    assert search("_shard > 1") == (400, error(
+        "invalid_search_filter", "Index `sharded`: Filter operator `> is not allowed for the special attribute `_shard`.\n  - Note: "
+        "allowed operators: =, !=, IN. \n  - Note: other operators are not allowed for the special attribute "
+        "`_shard`."))
+    admin.patch("/experimental-features", json={"network": False})
+    status, body = search("_shard = a")
+    assert (status, body["code"]) == (400, "feature_not_enabled")
+    assert "using a shard filter requires enabling the `network` experimental feature" in body["message"]

@@ -227,9 +227,30 @@ class FilterContext:
     def _complement(self, selected: BitMap, hint: BitMap | None) -> BitMap:
         return (hint if hint is not None else self.all_docids) - selected
 
+    @staticmethod
+    def _shard(node: Node) -> BitMap:
+        """milli's `evaluate_shard_operator`: `=`, `!=` and `IN` name shards, other operators are refused.
+        Documents belong to shards only in sharded (Enterprise Edition) setups, so here every named shard
+        is unknown, as in Meilisearch's Community Edition."""
+        if isinstance(node, Comparison) and node.op in ("=", "!="):
+            raise FilterOperatorError(f"Shard `{node.value.value}` does not exist")
+        if isinstance(node, In):
+            if node.values:
+                raise FilterOperatorError(f"Shard `{node.values[0].value}` does not exist")
+            return BitMap()
+        operator = (node.op if isinstance(node, Comparison) else "TO" if isinstance(node, Range)
+                    else "EXISTS" if isinstance(node, Exists) else "IS NULL" if isinstance(node, IsNull)
+                    else "IS EMPTY" if isinstance(node, IsEmpty) else "CONTAINS" if isinstance(node, Contains)
+                    else "STARTS WITH")
+        raise FilterOperatorError(
+            f"Filter operator `{operator} is not allowed for the special attribute `_shard`.\n  - Note: allowed "
+            "operators: =, !=, IN. \n  - Note: other operators are not allowed for the special attribute `_shard`.")
+
     def _condition(self, node: Node) -> BitMap:
         token: Token = node.field  # type: ignore[union-attr]
         name = token.value
+        if name == "_shard":
+            return self._shard(node)
         fid = self.store.fid(name)
         matched = self.rules.matching(name)
         if matched is None or (fid is None and name not in self._known_fields()):
