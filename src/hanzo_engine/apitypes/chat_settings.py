@@ -131,13 +131,13 @@ def apply_workspace_patch(current: dict[str, Any] | None, patch: dict[str, Any])
 
 
 def validate_workspace(settings: dict[str, Any]) -> None:
-    """Meilisearch's `ChatCompletionSettings::validate`: what a source needs to be reachable."""
+    """Meilisearch's `ChatCompletionSettings::validate`: what a source needs to be set (any string, even
+    empty: nothing else is checked)."""
     source = settings["source"]
-    if source == "azureOpenAi" and not (settings["baseUrl"] and settings["deploymentId"]
-                                        and settings["apiVersion"]):
+    if source == "azureOpenAi" and None in (settings["baseUrl"], settings["deploymentId"], settings["apiVersion"]):
         raise MeiliError("bad_request",
                          "azureOpenAi requires setting a valid `baseUrl`, `deploymentId`, and `apiVersion`")
-    if source == "vLlm" and not settings["baseUrl"]:
+    if source == "vLlm" and settings["baseUrl"] is None:
         raise MeiliError("bad_request", "vLlm requires setting a valid `baseUrl`")
 
 
