@@ -1042,7 +1042,9 @@ class Interpreter:
 
     def eval(self, node: Node) -> Any:
         tag = node[0]
-        self.tick(None)
+        self.ops += 1
+        if self.ops > self.max_operations:
+            _fail("Too many operations", _node_pos(node))
         if tag == "lit":
             return node[1]
         if tag == "var":
@@ -1524,6 +1526,14 @@ MUTATING: Final = frozenset({"push", "append", "pop", "shift", "insert", "remove
                              "crop"})
 
 
+def _node_pos(node: Node) -> Pos | None:
+    """Where a node starts (its position is its last tuple of two ints)."""
+    for part in reversed(node):
+        if isinstance(part, tuple) and len(part) == 2 and all(type(x) is int for x in part):
+            return part
+    return None
+
+
 def _sort_key(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, int | float | str):
         raise TypeError
@@ -1533,6 +1543,8 @@ def _sort_key(v: Any) -> Any:
 def _equal(a: Any, b: Any) -> bool:
     if _is_num(a) and _is_num(b):
         return bool(a == b)
+    if isinstance(a, str) and isinstance(b, str):  # string and char compare by their text
+        return str(a) == str(b)
     if type_name(a) != type_name(b):
         return False
     if isinstance(a, list):
