@@ -22,7 +22,7 @@ import pytest
 
 from hanzo_engine.auth import encode_token
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
-from tests.http.scripted_llm import MODEL, Reply, ScriptedLlm, chunk, text_reply, tool_reply
+from tests.http.scripted_llm import MODEL, Reply, ScriptedLlm, chunk, text_reply, tool_reply, usage
 
 WS: Final = "assistant"
 MOVIES: Final = "chat_movies"
@@ -515,3 +515,16 @@ def test_every_llm_connection_goes_through_the_ip_policy() -> None:
         asyncio.run(connect("10.255.255.1"))
     with pytest.raises(net_guard.DeniedAddress):
         asyncio.run(connect("localhost"))
+
+
+def test_calls_finishing_in_their_own_chunk_are_answered(admin: httpx.Client, llm: ScriptedLlm) -> None:
+    """Some providers send the last tool-call fragment and `finish_reason: tool_calls` in one chunk."""
+    arguments = json.dumps({"index_uid": MOVIES, "q": "carol", "filter": ""})
+    call = {"index": 0, "id": "f1", "type": "function",
+            "function": {"name": "_meiliSearchInIndex", "arguments": arguments}}
+    llm.play(Reply([chunk({"role": "assistant", "content": None}), chunk({"tool_calls": [call]}, "tool_calls"),
+                    usage()]), text_reply("Carol"))
+    evts = events(chat(admin))
+    assert content_of(evts) == "Carol" and len(llm.requests) == 2
+    assert llm.requests[1]["body"]["messages"][-1] == {"role": "tool", "tool_call_id": "f1",
+                                                       "content": "Carol (drama)"}

@@ -30,6 +30,7 @@ A client that disconnects cancels the streaming task, which closes the upstream 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -440,30 +441,49 @@ class Conversation:
             body["stream_options"] = {"include_usage": True}
         else:
             body.pop("stream_options", None)
-        async for chunk in llm.stream_chunks(client, url, headers, body, source):
-            choices = chunk["choices"]
-            if not choices:
-                break  # the usage chunk ends the round
-            choice = choices[0] if isinstance(choices[0], dict) else {}
-            finish = choice.get("finish_reason")
-            delta = choice.get("delta") or {}
-            tool_calls = delta.get("tool_calls")
-            if tool_calls:
-                for part in tool_calls:
-                    index = int(part.get("index", 0))
-                    function = part.get("function") or {}
-                    call = self.calls.get(index)
-                    if call is None:
-                        self.calls[index] = {"id": part.get("id") or "", "name": function.get("name") or "",
-                                             "arguments": function.get("arguments") or ""}
-                    elif call["name"] == SEARCH_IN_INDEX:
-                        call["arguments"] += function.get("arguments") or ""
-            elif self.calls:
-                async for event in self.handle_calls(chunk):
-                    yield event
-            else:
-                yield _event(chunk)
+        last: dict[str, Any] | None = None
+        async with contextlib.aclosing(llm.stream_chunks(client, url, headers, body, source)) as chunks:
+            async for chunk in chunks:
+                choices = chunk["choices"]
+                if not choices:
+                    break  # the usage chunk ends the round
+                last = chunk
+                choice = choices[0] if isinstance(choices[0], dict) else {}
+                finish = choice.get("finish_reason")
+                delta = choice.get("delta")
+                tool_calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+                if isinstance(tool_calls, list) and tool_calls:
+                    self.accumulate(tool_calls)
+                elif self.calls:
+                    async for event in self.handle_calls(chunk):
+                        yield event
+                else:
+                    yield _event(chunk)
+        if self.calls and finish == "tool_calls" and last is not None:
+            # the calls and the finish reason came in the same chunk (Meilisearch would call the LLM again
+            # without answering them): they are answered now
+            async for event in self.handle_calls(last):
+                yield event
         yield finish or ""
+
+    def accumulate(self, tool_calls: list[Any]) -> None:
+        """Tool-call fragments: a new index opens a call, later fragments extend its arguments."""
+        for part in tool_calls:
+            if not isinstance(part, dict):
+                continue
+            raw_index, function = part.get("index"), part.get("function")
+            index = raw_index if isinstance(raw_index, int) else 0
+            if not isinstance(function, dict):
+                function = {}
+            arguments = function.get("arguments")
+            if not isinstance(arguments, str):
+                arguments = ""
+            call = self.calls.get(index)
+            if call is None:
+                self.calls[index] = {"id": str(part.get("id") or ""), "name": str(function.get("name") or ""),
+                                     "arguments": arguments}
+            elif call["name"] == SEARCH_IN_INDEX:
+                call["arguments"] += arguments
 
     async def events(self) -> AsyncIterator[bytes]:
         first = True

@@ -18,7 +18,7 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Final
 
 import anyio
@@ -114,7 +114,7 @@ async def check_destination(url: str) -> None:
 
 
 async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, str], body: dict[str, Any],
-                        source: str) -> AsyncIterator[dict[str, Any]]:
+                        source: str) -> AsyncGenerator[dict[str, Any], None]:
     """POST `body` to `url` and yield each streamed chunk (see the module docstring for the failures)."""
     try:
         async with client.stream("POST", url, json=body, headers={**headers, "Accept": "text/event-stream"}) as resp:
