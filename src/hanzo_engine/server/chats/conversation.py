@@ -36,6 +36,7 @@ import dataclasses
 import functools
 import hmac
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ from ..routes.search import (
 from ..search_exec import run_queued
 from . import llm
 from .gate import check_chat
+
+log = logging.getLogger("hanzo_engine.chats")
 
 SEARCH_IN_INDEX: Final = "_meiliSearchInIndex"
 SEARCH_PROGRESS: Final = "_meiliSearchProgress"
@@ -510,6 +513,11 @@ class Conversation:
                             yield item
                 except llm.LlmError as err:
                     yield _event(err.event)
+                    break
+                except Exception as exc:  # a fault of the engine: the client still gets an event and the end
+                    log.exception("a chat completion round failed")
+                    yield _event(llm.error_event("internal", f"An internal error occurred: {type(exc).__name__}.",
+                                                 "internal"))
                     break
                 if finish != "tool_calls":
                     break
