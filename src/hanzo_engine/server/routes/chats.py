@@ -10,7 +10,7 @@ searches, sources) is `server.chats.conversation`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -22,7 +22,7 @@ from hanzo_engine.apitypes.chat_settings import (
     parse_workspace_patch,
     workspace_view,
 )
-from hanzo_engine.apitypes.deserr import decode_json_body, parse_query
+from hanzo_engine.apitypes.deserr import QueryField, decode_json_body, parse_query
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.scheduler import chats as store
@@ -31,7 +31,12 @@ from ..app_state import route, state
 from ..chats.conversation import start_completion
 from ..chats.gate import check_chat
 from ..http import JSONResponse, query_pairs, read_body
-from .indexes import PAGINATION
+
+# `GET /chats` pages as `GET /indexes` does, with the same error codes
+PAGINATION: Final = (
+    QueryField("offset", "usize", "invalid_index_offset", 0),
+    QueryField("limit", "usize", "invalid_index_limit", 20),
+)
 
 
 def _chat_not_found(uid: str) -> MeiliError:
