@@ -4,11 +4,18 @@ batch (`progressTrace`, `writeChannelCongestion`, `internalDatabaseSizes`)."""
 
 from __future__ import annotations
 
+import json
 import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
-from tests.conftest import wait_task
+from tests.conftest import ServerProcess, wait_task
 
 HUMAN = re.compile(r"^\d+(\.\d+)?\s+(B|KiB|MiB|GiB|TiB)$")
 
@@ -66,3 +73,68 @@ def test_internal_sizes_and_human_format(http: httpx.Client, index_uid: str) -> 
     assert all(re.fullmatch(r"\d+(\.\d+)? (B|KiB|MiB) \(\+\d+(\.\d+)? (B|KiB|MiB)\)", v) for v in grown.values())
     assert batch["stats"]["writeChannelCongestion"]["attempts"] == 50
     assert any(k.startswith("processing tasks > ") for k in batch["stats"]["progressTrace"])
+
+
+class FlakyEmbedder:
+    """A loopback embedding service answering 500 to the first `failures` requests."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.requests = 0
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                service.requests += 1
+                failing = service.requests <= service.failures
+                raw = json.dumps({"error": "overloaded"} if failing else {"data": [1.0, 0.0]}).encode()
+                self.send_response(500 if failing else 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def embedding_server(tmp_path: Path) -> Iterator[tuple[httpx.Client, FlakyEmbedder]]:
+    service = FlakyEmbedder(failures=2)
+    srv = ServerProcess(tmp_path / "data.ms", env={"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8",
+                                                   "MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0"})
+    srv.start()
+    try:
+        with httpx.Client(base_url=srv.url, timeout=30) as client:
+            yield client, service
+    finally:
+        srv.stop()
+        service.server.shutdown()
+        service.server.server_close()
+
+
+def test_batch_embedder_requests(embedding_server: tuple[httpx.Client, FlakyEmbedder]) -> None:
+    http, service = embedding_server
+    url = f"http://127.0.0.1:{service.server.server_address[1]}/embed"
+    r = http.patch("/indexes/e/settings", json={"embedders": {"default": {
+        "source": "rest", "url": url, "request": "{{text}}", "response": {"data": "{{embedding}}"}, "dimensions": 2}}})
+    assert wait_task(http, r.json()["taskUid"])["status"] == "succeeded"
+    service.requests, service.failures = 0, 2
+    r = http.post("/indexes/e/documents", json=[{"id": 1, "t": "one"}])
+    task = wait_task(http, r.json()["taskUid"])
+    assert task["status"] == "succeeded", task["error"]
+    batch = http.get(f"/batches/{task['batchUid']}").json()
+    requests = batch["stats"]["embedderRequests"]
+    # two failed attempts, then the one that worked (Meilisearch counts every attempt)
+    assert (requests["total"], requests["failed"]) == (3, 2)
+    assert requests["total"] == service.requests
+    assert "500" in requests["lastError"] or "overloaded" in requests["lastError"]
+    assert list(batch["stats"])[-1] == "embedderRequests"
+    # a batch that embeds nothing has no entry
+    r = http.delete("/indexes/e/documents/1")
+    task = wait_task(http, r.json()["taskUid"])
+    assert "embedderRequests" not in http.get(f"/batches/{task['batchUid']}").json()["stats"]

@@ -30,6 +30,7 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.tasks import FINISHED_STATUSES, TaskQuery
 from hanzo_engine.engine.index import Index, now_ns
+from hanzo_engine.engine.vector import request_stats
 
 from . import processing, stats
 from .autobatcher import autobatch
@@ -323,8 +324,9 @@ class Scheduler:
         self._current_batch = batch["uid"]
         self.progress.start("processing tasks", len(tasks))
         sizes_before = self._database_sizes(tasks)
+        embedder_requests = None
         try:
-            with _full_collections_deferred():
+            with _full_collections_deferred(), request_stats.collecting() as embedder_requests:
                 outcome = processing.apply_batch(self, batch, tasks, interrupted=self._must_stop.is_set)
         except processing.Interrupted:
             self._requeue(batch, tasks)
@@ -341,6 +343,9 @@ class Scheduler:
             self.progress.clear()
         _crash_point("after-apply-batch")
         outcome.stats = self._batch_diagnostics(tasks, outcome, sizes_before)
+        requests = None if embedder_requests is None else embedder_requests.view()
+        if requests is not None:
+            outcome.stats["embedderRequests"] = requests
         self._finish_batch(batch, tasks, outcome)
 
     def _requeue(self, batch: Batch, tasks: list[Task]) -> None:

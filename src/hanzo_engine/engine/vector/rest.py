@@ -19,6 +19,7 @@ their task or search messages.
 
 from __future__ import annotations
 
+import contextvars
 import http.client
 import json
 import os
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hanzo_engine.engine import net_guard
+from hanzo_engine.engine.vector import request_stats
 from hanzo_engine.engine.vector.json_template import (
     REPEAT_PLACEHOLDER,
     REQUEST_PLACEHOLDER,
@@ -237,6 +239,7 @@ class RestEmbedder:
             if deadline is not None:
                 timeout = max(min(timeout, deadline - time.monotonic()), 0.001)
             embeddings, error, strategy = self._attempt(body, len(texts), dimensions, timeout)
+            request_stats.record(None if error is None else str(error))  # the batch's `embedderRequests`
             if embeddings is not None:
                 return embeddings
             assert error is not None
@@ -262,7 +265,8 @@ class RestEmbedder:
             return self.embed(chunks[0], dimensions) if chunks else []
         out: list[list[float]] = []
         with ThreadPoolExecutor(max_workers=min(REQUEST_PARALLELISM, len(chunks))) as pool:
-            futures = [pool.submit(self.embed, chunk, dimensions) for chunk in chunks]
+            # each request thread runs in a copy of this context: the batch's request counters follow
+            futures = [pool.submit(contextvars.copy_context().run, self.embed, chunk, dimensions) for chunk in chunks]
             try:
                 for future in futures:
                     out.extend(future.result())
