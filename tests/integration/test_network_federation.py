@@ -350,3 +350,19 @@ def test_use_network_in_a_multi_search(net: dict[str, Any]) -> None:
                                                                        "indexUid": "missing"}]})
     assert (r.status_code, r.json()["code"]) == (400, "index_not_found")
     assert r.json()["message"].startswith("Inside `.queries[1]`: ")
+
+
+def test_use_network_query_in_a_federated_search(net: dict[str, Any]) -> None:
+    """A federated query with `useNetwork: true` becomes one query per remote (self's runs here), next
+    to a plain local query; weights apply to both."""
+    clients = net["clients"]
+    networked = {"indexUid": INDEX, "q": "night", "sort": ["rank:asc"], "useNetwork": True,
+                 "federationOptions": {"weight": 0.5}}
+    expected = _federated(clients["single"], [{**networked, "useNetwork": False}], limit=40)
+    got = _federated(clients["ms1"], [networked], limit=40)
+    assert _ids(got["hits"]) == _ids(expected["hits"])
+    assert got["estimatedTotalHits"] == expected["estimatedTotalHits"]
+    assert {h["_federation"]["remote"] for h in got["hits"]} == set(NETWORK3)
+    scores = [h["_federation"]["weightedRankingScore"] for h in got["hits"]]
+    assert scores == [h["_federation"]["weightedRankingScore"] for h in expected["hits"]]
+    assert max(scores) <= 0.5
