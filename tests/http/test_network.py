@@ -266,3 +266,21 @@ def test_shard_filter(admin: httpx.Client) -> None:
     status, body = search("_shard = a")
     assert (status, body["code"]) == (400, "feature_not_enabled")
     assert "using a shard filter requires enabling the `network` experimental feature" in body["message"]
+
+
+def test_official_python_sdk_network_methods(srv: ServerProcess) -> None:
+    """What meilisearch-python's `test_client_network.py` does: get, upsert remotes, `leader: null`."""
+    import meilisearch
+
+    client = meilisearch.Client(srv.url, MASTER_KEY)
+    client.update_experimental_features({"network": True})
+    assert isinstance(client.get_all_networks(), dict)
+    response = client.add_or_update_networks(body={"remotes": {
+        "ms_1": {"url": "http://localhost:7700", "searchApiKey": "xxxxxxxxxxxxxx", "writeApiKey": "xxxxxxxxx"},
+        "ms_2": {"url": "http://localhost:7720", "searchApiKey": "xxxxxxxxxxxxxxx", "writeApiKey": "xxxxxxxx"}}})
+    assert {"ms_1", "ms_2"} <= set(response["remotes"])
+    response = client.add_or_update_networks({"remotes": {"ms_1": {"url": "http://localhost:7701",
+                                                                   "searchApiKey": "remoteSearchKey"}},
+                                              "leader": None})
+    assert response["remotes"]["ms_1"] == remote("http://localhost:7701", "remoteSearchKey", "xxxxxxxxx")
+    client.add_or_update_networks({"remotes": None, "self": None})
