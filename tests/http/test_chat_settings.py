@@ -47,7 +47,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def api(engine: ServerProcess) -> Iterator[httpx.Client]:
+    """The master key's client, `chatCompletions` on (a test that turns it off turns it back on)."""
     with httpx.Client(base_url=engine.url, timeout=30, headers={"Authorization": f"Bearer {MASTER_KEY}"}) as c:
+        set_feature(c, True)
         yield c
 
 
