@@ -366,3 +366,24 @@ def test_use_network_query_in_a_federated_search(net: dict[str, Any]) -> None:
     scores = [h["_federation"]["weightedRankingScore"] for h in got["hits"]]
     assert scores == [h["_federation"]["weightedRankingScore"] for h in expected["hits"]]
     assert max(scores) <= 0.5
+
+
+def test_proxy_mode_accepts_a_meilisearch_request(net: dict[str, Any]) -> None:
+    """The body a Meilisearch node sends its remotes: every optional field of the query serialized,
+    `null` when unset; the federation with `facetsByIndex` always present."""
+    query = {"indexUid": INDEX, "q": "batman", "offset": None, "limit": None, "page": None, "hitsPerPage": None,
+             "attributesToRetrieve": None, "attributesToCrop": None, "cropLength": 10, "cropMarker": "…",
+             "attributesToHighlight": None, "highlightPreTag": "<em>", "highlightPostTag": "</em>",
+             "showMatchesPosition": False, "filter": "genre = drama", "sort": ["rank:asc"], "distinct": None,
+             "facets": None, "matchingStrategy": "last", "attributesToSearchOn": None,
+             "rankingScoreThreshold": None, "locales": None, "hybrid": None, "vector": None,
+             "retrieveVectors": False, "media": None, "useNetwork": None, "showRankingScore": False,
+             "showRankingScoreDetails": False, "showPerformanceDetails": None,
+             "federationOptions": {"weight": 1.0, "remote": None, "queryPosition": 3}}
+    federation = {"limit": 5, "offset": 0, "facetsByIndex": {}, "showPerformanceDetails": False}
+    r = net["clients"]["ms1"].post("/multi-search", headers={"Meili-Proxy-Search": "true"},
+                                   json={"queries": [query], "federation": federation})
+    assert r.status_code == 200, r.text
+    hits = r.json()["hits"]
+    assert hits and all(h["genre"] == "drama" and h["id"] % 3 == 1 for h in hits)
+    assert all(h["_federation"]["queriesPosition"] == 3 for h in hits)
