@@ -529,7 +529,9 @@ def test_reset_all_details() -> None:
 
 def test_view_masks_stored_api_keys() -> None:
     stored = apply_patch({}, parse_setting_value("embedders", {"e": {"source": "openAi", "apiKey": "sk-0123456789abcdef"}}))
-    assert settings_view(stored)["embedders"] == {"e": {"source": "openAi", "apiKey": "skXXXX..."}}
+    shown = settings_view(stored)["embedders"]["e"]
+    assert {k: shown[k] for k in ("source", "apiKey", "model")} == {
+        "source": "openAi", "apiKey": "skXXXX...", "model": "text-embedding-3-small"}
     assert stored["embedders"]["e"]["apiKey"] == "sk-0123456789abcdef"
 
 

@@ -680,8 +680,11 @@ def _mask_embedders(embedders: dict[str, Any]) -> dict[str, Any]:
 
 def settings_view(stored: dict[str, Any] | None) -> dict[str, Any]:
     """The body of `GET /indexes/{uid}/settings`: the 20 keys in order, embedder API keys masked."""
+    from hanzo_engine.engine.vector.embedders import display_embedder  # the engine layer imports this module
+
     view = complete_settings(stored)
-    view["embedders"] = _mask_embedders(view["embedders"])
+    view["embedders"] = _mask_embedders({name: display_embedder(conf) if isinstance(conf, dict) else conf
+                                         for name, conf in view["embedders"].items()})
     return view
 
 

@@ -321,3 +321,42 @@ def reindex_action(old: dict[str, Any] | None, new: dict[str, Any], searchable_c
     old_max = old.get("documentTemplateMaxBytes") or DEFAULT_MAX_BYTES
     new_max = new.get("documentTemplateMaxBytes") or DEFAULT_MAX_BYTES
     return "prompts" if new_max > old_max else None
+
+
+# -- display ------------------------------------------------------------------------------------------
+
+HF_DEFAULT_MODEL: Final = "BAAI/bge-base-en-v1.5"
+HF_DEFAULT_REVISION: Final = "617ca489d9e86b49b8167676d8220688b99db36e"
+
+
+def _with_defaults(conf: dict[str, Any], prompt: bool) -> dict[str, Any]:
+    """One embedder (or composite sub-embedder) as Meilisearch displays its configuration: the defaults it
+    applied made explicit. `prompt` says whether the embedder renders documents (a composite's search
+    embedder does not)."""
+    source = source_of(conf)
+    out = dict(conf)
+    if source == "huggingFace":
+        if "model" not in out:
+            # the default model comes with its pinned revision; a model the user names has none unless given
+            out["model"] = HF_DEFAULT_MODEL
+            out.setdefault("revision", HF_DEFAULT_REVISION)
+        out.setdefault("pooling", "useModel")
+    elif source == "openAi":
+        out.setdefault("model", OPENAI_DEFAULT_MODEL)
+    elif source == "composite":
+        for key, sub_prompt in (("searchEmbedder", False), ("indexingEmbedder", True)):
+            if isinstance(out.get(key), dict):
+                out[key] = _with_defaults(out[key], sub_prompt)
+    fragments = bool(out.get("indexingFragments")) or bool(out.get("searchFragments"))
+    if prompt and source in ("huggingFace", "openAi", "ollama", "rest") and not fragments:
+        out.setdefault("documentTemplate", DEFAULT_TEMPLATE)
+        out.setdefault("documentTemplateMaxBytes", DEFAULT_MAX_BYTES)
+    return {key: out[key] for key in FIELDS if key in out}
+
+
+def display_embedder(conf: dict[str, Any]) -> dict[str, Any]:
+    """An embedder's settings as `GET /settings/embedders` shows them: Meilisearch rebuilds the settings
+    from the configuration it runs, so the defaults it applied appear (a huggingFace model, revision and
+    pooling, an openAi model, the document template and its byte limit of every embedder that renders
+    documents without fragments)."""
+    return _with_defaults(conf, prompt=True)
