@@ -264,3 +264,29 @@ def test_deleting_every_document(http: httpx.Client, movies: str) -> None:
     assert documents(http, movies) == []
     assert http.get(f"/indexes/{movies}/stats").json()["numberOfDocuments"] == 0
     assert http.post(f"/indexes/{movies}/search", json={"q": "shazam"}).json()["hits"] == []
+
+
+def test_a_late_failure_rolls_back_the_documents_already_edited(http: httpx.Client) -> None:
+    """Editions are written a chunk at a time: a failure after the first chunks still leaves every
+    document as it was (the whole write transaction is dropped), and the index's updatedAt too."""
+    uid = "many_docs"
+    docs = [{"id": i, "n": i, "tags": ["x"]} for i in range(3000)]
+    r = http.post(f"/indexes/{uid}/documents", json=docs)
+    assert wait_task(http, r.json()["taskUid"])["status"] == "succeeded"
+    updated_at = http.get(f"/indexes/{uid}").json()["updatedAt"]
+    function = "doc.n += 1; doc.tags.push(`t${doc.id}`); if doc.id == 2900 { doc.n = doc.nope.len() }"
+    task = edit(http, uid, {"function": function})
+    assert task["status"] == "failed"
+    assert task["error"]["message"] == (
+        f"Index `{uid}`: {RUNTIME}Function not found: len (()) (line 1, position 79)")
+    r = http.post(f"/indexes/{uid}/documents/fetch", json={"limit": 3000})
+    assert sorted(r.json()["results"], key=lambda d: d["id"]) == docs
+    assert http.get(f"/indexes/{uid}").json()["updatedAt"] == updated_at
+    # and the same function without the failure edits every document
+    task = edit(http, uid, {"function": "doc.n += 1; doc.tags.push(`t${doc.id}`);"})
+    assert task["status"] == "succeeded"
+    r = http.post(f"/indexes/{uid}/documents/fetch", json={"limit": 3000})
+    assert sorted(r.json()["results"], key=lambda d: d["id"]) == [
+        {"id": i, "n": i + 1, "tags": ["x", f"t{i}"]} for i in range(3000)]
+    hits = http.post(f"/indexes/{uid}/search", json={"q": "t2999", "matchingStrategy": "all"}).json()["hits"]
+    assert hits[0]["id"] == 2999  # the edited field is indexed

@@ -1,9 +1,9 @@
 """Processing of a `documentEdition` task: run the task's function on every document its filter selects
 (Meilisearch's `process_index_operation.rs` `DocumentEdition` and `update_by_function.rs`).
 
-The function runs on each candidate first and every change is checked before the first write, so a
-script error (or a document it breaks) fails the task and leaves every document untouched. Edited
-documents replace the stored ones (their keys sorted, as Rhai's maps serialize); `doc = ()` deletes.
+Changes are written as the function runs, a chunk at a time (memory stays bounded); a script error (or a
+document it breaks) raises `TaskAborted`, which aborts the batch's write transaction: the task fails and
+every document stays untouched. Edited documents replace the stored ones; `doc = ()` deletes.
 Both counters of the details are the number of candidates, as Meilisearch reports them.
 """
 
@@ -18,7 +18,7 @@ from hanzo_engine.engine.documents.primary_key import extract_document_id
 from hanzo_engine.engine.index import IndexWriter
 from hanzo_engine.engine.vector.documents import prepare_documents, write_vectors
 
-from .processing import INTERRUPT_CHECK_EVERY, Interrupted, TaskResult, succeeded
+from .processing import INTERRUPT_CHECK_EVERY, Interrupted, TaskAborted, TaskResult, succeeded
 from .store import Task
 
 if TYPE_CHECKING:
@@ -39,11 +39,11 @@ def _candidates(w: IndexWriter, uid: str, value: Any) -> Any:
             return w.documents_ids()
         return FilterContext(w, complete_settings(w.settings())).evaluate(node)
     except (FilterError, FilterOperatorError) as err:
-        raise MeiliError("invalid_document_filter", f"Index `{uid}`: {err.message}") from None
+        raise TaskAborted("invalid_document_filter", f"Index `{uid}`: {err.message}") from None
 
 
-def _edition_error(uid: str, message: str) -> MeiliError:
-    return MeiliError(ERROR_CODE, f"Index `{uid}`: {message}")
+def _edition_error(uid: str, message: str, code: str = ERROR_CODE) -> TaskAborted:
+    return TaskAborted(code, f"Index `{uid}`: {message}")
 
 
 def edit_documents(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> TaskResult:
@@ -60,14 +60,31 @@ def edit_documents(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> Ta
     context: dict[str, Any] | None = kind.get("context")
     pk = w.primary_key
     assert pk is not None  # the index has documents
+    settings = w.settings()
     deletions: list[str] = []
     updates: list[tuple[str, dict[str, Any]]] = []
+
+    def flush() -> None:
+        try:
+            prepared = prepare_documents(w, uid, settings, updates, merge=False)
+        except MeiliError as err:
+            raise TaskAborted(err.code, err.message) from None
+        for ext_id, doc, vectors in prepared:
+            w.put_document(ext_id, doc, merge=False)
+            write_vectors(w, ext_id, vectors)
+        if deletions:
+            w.delete_documents(deletions)
+        updates.clear()
+        deletions.clear()
+
     sched.progress.nested("computing document changes", count)
     for i, docid in enumerate(candidates):
         if i % INTERRUPT_CHECK_EVERY == 0:
             if w.interrupted():
                 raise Interrupted
             sched.progress.advance(i)
+            if updates or deletions:
+                flush()
         document = w.document_by_internal_id(docid)
         if document is None:
             continue
@@ -87,18 +104,9 @@ def edit_documents(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> Ta
         try:
             new_id = extract_document_id(new, pk)
         except MeiliError as err:
-            raise MeiliError(err.code, f"Index `{uid}`: {err.message}") from None
+            raise _edition_error(uid, err.message, err.code) from None
         if new_id != ext_id:
             raise _edition_error(uid, "Document editions cannot modify a document's primary key")
         updates.append((ext_id, new))
-    # every change is valid: apply them (an edited document replaces the stored one)
-    prepared = prepare_documents(w, uid, w.settings(), updates, merge=False)
-    sched.progress.nested("indexing", len(prepared) + len(deletions))
-    for i, (ext_id, doc, vectors) in enumerate(prepared):
-        if i % INTERRUPT_CHECK_EVERY == 0 and w.interrupted():
-            raise Interrupted
-        w.put_document(ext_id, doc, merge=False)
-        write_vectors(w, ext_id, vectors)
-    if deletions:
-        w.delete_documents(deletions)
+    flush()
     return succeeded(dict(task["details"], editedDocuments=count, deletedDocuments=count))

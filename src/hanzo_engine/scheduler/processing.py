@@ -41,6 +41,11 @@ class Interrupted(Exception):
     """A cancelation task asked the running batch to stop; nothing of it was committed."""
 
 
+class TaskAborted(MeiliError):
+    """A task that writes as it goes failed: its batch's write transaction is aborted (a task that
+    raises it runs alone in its batch, as an edition by function does)."""
+
+
 @dataclass
 class TaskResult:
     status: str
@@ -145,19 +150,25 @@ def _index_batch(
         return BatchOutcome(recorded, mapping_changes=mapping)
 
     results: dict[int, TaskResult] = {}
-    with index.write() as w:
-        w.interrupted = interrupted
-        for done, task in enumerate(tasks):
-            sched.progress.start("processing tasks", len(tasks))
-            sched.progress.advance(done)
-            try:
-                results[task["uid"]] = _apply_index_task(sched, w, uid, task)
-            except MeiliError as err:
-                # Per-document errors (ids, primary key) carry no `Index `x`: ` prefix in Meilisearch.
-                results[task["uid"]] = failed(task, err)
-        w.touch()
-        w.set_applied_batch({"batchUid": batch["uid"],
-                             "results": {str(k): v.to_json() for k, v in results.items()}})
+    try:
+        with index.write() as w:
+            w.interrupted = interrupted
+            for done, task in enumerate(tasks):
+                sched.progress.start("processing tasks", len(tasks))
+                sched.progress.advance(done)
+                try:
+                    results[task["uid"]] = _apply_index_task(sched, w, uid, task)
+                except TaskAborted:
+                    raise
+                except MeiliError as err:
+                    # Per-document errors (ids, primary key) carry no `Index `x`: ` prefix in Meilisearch.
+                    results[task["uid"]] = failed(task, err)
+            w.touch()
+            w.set_applied_batch({"batchUid": batch["uid"],
+                                 "results": {str(k): v.to_json() for k, v in results.items()}})
+    except TaskAborted as aborted:
+        # the write transaction was aborted: the batch's tasks fail, nothing of them was written
+        return BatchOutcome({t["uid"]: failed(t, aborted) for t in tasks}, mapping_changes=mapping)
     return BatchOutcome(results, mapping_changes=mapping)
 
 
