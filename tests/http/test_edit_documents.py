@@ -198,6 +198,23 @@ def test_array_filter_and_to_upper(http: httpx.Client, movies: str) -> None:
                       "522681": "ESCAPE ROOM"}
 
 
+def test_switch_and_loops(http: httpx.Client, movies: str) -> None:
+    function = """
+        doc.kind = switch doc.genre { "action" | "horror" => "thrill", "family" => { "fun" }, _ => "other" };
+        let stars = "";
+        let i = 0;
+        do { stars += "*"; i += 1; } until i >= doc.title.len / 5;
+        for (c, n) in doc.title.to_chars() { if c == ' ' { doc.first_space = n; break; } }
+        doc.stars = stars;
+    """
+    task = edit(http, movies, {"function": function})
+    assert task["status"] == "succeeded", task["error"]
+    docs = {d["id"]: d for d in documents(http, movies)}
+    assert docs["287947"] == {**MOVIES[0], "kind": "thrill", "stars": "*"}
+    assert docs["166428"] == {**MOVIES[3], "kind": "fun", "stars": "****", "first_space": 3}
+    assert docs["299537"]["first_space"] == 7
+
+
 def test_no_candidate(http: httpx.Client, movies: str) -> None:
     task = edit(http, movies, {"function": "doc = ()", "filter": "year > 3000"})
     assert task["status"] == "succeeded"

@@ -83,6 +83,10 @@ def _stmt(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
             lambda t: f"let i = 0; while i < {t[0]} {{ i += 1; {' '.join(t[1])} }}"),
         st.tuples(expressions, st.lists(children, max_size=2)).map(
             lambda t: f"for v in {t[0]} {{ {' '.join(t[1])} }}"),
+        st.tuples(expressions, children, expressions, children).map(
+            lambda t: f"switch {t[0]} {{ 1 | \"a\" => {{ {t[1]} }}, 0..5 if {t[2]} => {{ {t[3]} }}, _ => () }}"),
+        st.tuples(st.integers(0, 30), st.lists(children, max_size=2), st.booleans()).map(
+            lambda t: f"let j = 0; do {{ j += 1; {' '.join(t[1])} }} {'until j >=' if t[2] else 'while j <'} {t[0]};"),
     )
 
 
@@ -103,6 +107,7 @@ statements = st.recursive(_simple, _stmt, max_leaves=6)
 programs = st.lists(statements, min_size=1, max_size=6).map(" ".join)
 
 _TOKENS = ["doc", ".", "title", "=", "+", "(", ")", "{", "}", "[", "]", "if", "else", "let", "x", "1", "2.5",
+           "switch", "=>", "_", "|", "do", "until",
            '"s"', "`a${", "}`", ";", "while", "loop", "for", "in", "..", "#{", ":", ",", "!", "-", "*", "==",
            "context", "?.", "??", "return", "'c'", "/*", "*/", "//", "\n", "0x1F", "1e400", "fn", "break"]
 token_soup = st.lists(st.sampled_from(_TOKENS), max_size=30).map(" ".join)

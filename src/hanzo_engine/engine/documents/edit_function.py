@@ -2,8 +2,9 @@
 (`POST /indexes/{uid}/documents/edit`, Meilisearch's `update_by_function.rs`).
 
 Tokenizer, Pratt parser and tree-walking evaluator. What it runs: `let`/`const`, assignments (`=`, `+=`
-...) to variables, map properties and array/map indexes, `if`/`else` (also as an expression), `while`,
-`loop`, `for x in ...` (arrays, ranges, strings, maps' keys), `break`, `continue`, `return`, `throw`,
+...) to variables, map properties and array/map indexes, `if`/`else` and `switch` (also as expressions),
+`while`, `loop`, `do ... while/until`, `for x in ...` (arrays, ranges, strings, maps' keys), `break`,
+`continue`, `return`, `throw`,
 blocks, arithmetic on i64 (checked, as Rhai) and f64, comparisons, `&&`/`||`/`!`, `in`, `??`, `?.`,
 strings ("..." with escapes, backtick templates with `${expr}`), chars, arrays, object maps (`#{a: 1}`),
 `()`, and the common methods of strings, arrays, maps and numbers (`to_upper`, `len`, `push`, ...).
@@ -71,8 +72,8 @@ class Char(str):
 # -------------------------------------------------------------------------------------------------
 
 KEYWORDS: Final = frozenset({"let", "const", "if", "else", "while", "loop", "for", "in", "break", "continue",
-                             "return", "throw", "true", "false"})
-RESERVED: Final = frozenset({"fn", "switch", "do", "until", "import", "export", "as", "private", "try", "catch",
+                             "return", "throw", "true", "false", "switch", "do", "until"})
+RESERVED: Final = frozenset({"fn", "import", "export", "as", "private", "try", "catch",
                              "var", "static", "this", "is", "new", "use", "with", "match", "case", "public",
                              "protected", "super", "module", "package", "spawn", "thread", "go", "sync",
                              "async", "await", "yield", "goto", "exit", "default", "void", "null", "nil",
@@ -410,6 +411,13 @@ class Parser:
                 if tok.value == "loop":
                     self._take()
                     return ("while", None, self._loop_body(), tok.pos), False
+                if tok.value == "do":
+                    self._take()
+                    body = self._loop_body()
+                    if not (self._is("while", "kw") or self._is("until", "kw")):
+                        raise CompileError("Expecting 'while' or 'until' for the do statement", self.tok.pos)
+                    until = self._take().value == "until"
+                    return ("do", body, self._expr(0), until, tok.pos), True
                 if tok.value == "for":
                     return self._for(), False
                 if tok.value in ("break", "continue"):
@@ -430,7 +438,7 @@ class Parser:
                     raise CompileError("Expression cannot be assigned to", op.pos)
                 rhs = self._expr(0)
                 return ("assign", expr, op.value, rhs, op.pos), True
-            return ("expr", expr), expr[0] not in ("if", "block")
+            return ("expr", expr), expr[0] not in ("if", "block", "switch")
         finally:
             self.depth -= 1
 
@@ -554,6 +562,8 @@ class Parser:
                 return ("lit", value == "true", pos)
             if value == "if":
                 return self._if(pos)
+            if value == "switch":
+                return self._switch(pos)
         if kind == "ident":
             if self._is("("):
                 return ("call", value, self._args(value), pos)
@@ -617,6 +627,57 @@ class Parser:
             raise CompileError("Script is incomplete", pos)
         shown = value if kind in ("op", "kw", "ident") else str(value)
         raise CompileError(f"Unexpected '{shown}'", pos)
+
+    def _switch(self, pos: Pos) -> Node:
+        """`switch value { 1 | 2 => arm, 3..10 if cond => { ... }, _ => default }` (constant cases)."""
+        value = self._expr(0)
+        self._expect("{", "to start a switch block")
+        cases: list[tuple[list[Any], Node | None, Node]] = []
+        default: Node | None = None
+        while not self._is("}"):
+            if self.tok.kind == "eof":
+                raise CompileError("Expecting '}' to end this switch block", self.tok.pos)
+            if default is not None:
+                raise CompileError("Default switch case must be the last", self.tok.pos)
+            patterns: list[Any] | None = None
+            if self.tok.kind == "ident" and self.tok.value == "_":
+                self._take()
+            else:
+                patterns = []
+                while True:
+                    pattern = self._expr(31)  # above `|`, which separates the values of one case
+                    if pattern[0] == "bin" and pattern[1] in ("..", "..=") and all(
+                            p[0] == "lit" and type(p[1]) is int for p in pattern[2:4]):
+                        end = pattern[3][1] + (1 if pattern[1] == "..=" else 0)
+                        patterns.append(range(pattern[2][1], end))
+                    elif pattern[0] == "lit":
+                        patterns.append(pattern[1])
+                    else:
+                        raise CompileError("Expecting a constant value in this switch case", _node_pos(pattern)
+                                           or self.tok.pos)
+                    if not self._is("|"):
+                        break
+                    self._take()
+            condition = None
+            if self._is("if", "kw"):
+                if patterns is None:
+                    raise CompileError("This switch case cannot have a condition", self.tok.pos)
+                self._take()
+                condition = self._expr(0)
+            if not self._is("=>"):
+                raise CompileError("Expecting '=>' in this switch case", self.tok.pos)
+            self._take()
+            arm = self._block() if self._is("{") else self._expr(0)
+            if patterns is None:
+                default = arm
+            else:
+                cases.append((patterns, condition, arm))
+            if self._is(","):
+                self._take()
+            elif not self._is("}") and arm[0] != "block":
+                raise CompileError("Expecting ',' to separate the items in this switch block", self.tok.pos)
+        self._take()
+        return ("switch", value, cases, default, pos)
 
     def _if(self, pos: Pos) -> Node:
         cond = self._expr(0)
@@ -914,6 +975,18 @@ class Interpreter:
                     return None
                 except _Continue:
                     continue
+        if tag == "do":
+            body, cond, until, pos = s[1], s[2], s[3], s[4]
+            while True:
+                self.tick(pos)
+                try:
+                    self.block(body)
+                except _Break:
+                    return None
+                except _Continue:
+                    pass
+                if self.truth(self.eval(cond), cond) == until:
+                    return None
         if tag == "for":
             return self.for_loop(s)
         if tag == "break":
@@ -1089,6 +1162,14 @@ class Interpreter:
             return None if node[3] is None else self.block(node[3])
         if tag == "block":
             return self.block(node)
+        if tag == "switch":
+            value = self.eval(node[1])
+            for patterns, condition, arm in node[2]:
+                if any(value in p if isinstance(p, range) else _same(value, p) for p in patterns if (
+                        not isinstance(p, range) or (type(value) is int))) and (
+                        condition is None or self.truth(self.eval(condition), condition)):
+                    return self.eval(arm)
+            return None if node[3] is None else self.eval(node[3])
         if tag == "call":
             args = [self.eval(a) for a in node[2]]
             return self.function(node[1], args, node[3])
@@ -1538,6 +1619,11 @@ def _sort_key(v: Any) -> Any:
     if isinstance(v, bool) or not isinstance(v, int | float | str):
         raise TypeError
     return (0, v) if _is_num(v) else (1, v)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """A switch case matches a value of its own type only (Rhai hashes the case constants)."""
+    return type_name(a) == type_name(b) and _equal(a, b)
 
 
 def _equal(a: Any, b: Any) -> bool:
