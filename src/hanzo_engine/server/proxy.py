@@ -59,6 +59,10 @@ class PrimaryProxy:
                 timeout=httpx.Timeout(None, connect=10.0),
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
             )
+            # forward the client's headers only: httpx's defaults would ask the primary for a compressed
+            # body the client never accepted (and name httpx as the user agent)
+            for name in ("accept", "accept-encoding", "user-agent"):
+                del self._client.headers[name]
         return self._client
 
     async def aclose(self) -> None:
