@@ -1225,9 +1225,8 @@ class Interpreter:
             return self.arith(op, a, b, pos)
         if op == "+":
             if isinstance(a, str) or isinstance(b, str):
-                if (isinstance(a, str) and isinstance(b, str)) or a is None or b is None or _is_num(a) \
-                        or _is_num(b) or isinstance(a, bool) or isinstance(b, bool):
-                    return self.charge(to_display(a) + to_display(b), pos)
+                # a string appends (or prepends) anything, as its display text (Rhai's `add_append`)
+                return self.charge(to_display(a) + to_display(b), pos)
             if isinstance(a, list) and isinstance(b, list):
                 return self.charge(self.copy(a, pos) + self.copy(b, pos), pos)
             if isinstance(a, dict) and isinstance(b, dict):
