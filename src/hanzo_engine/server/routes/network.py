@@ -110,14 +110,14 @@ def merge_network(old: Network, patch: dict[str, Any]) -> Network:
                 if change is None:
                     shards.pop(name, None)
                     continue
-                members = set(shards.get(name, []))
+                owners = set(shards.get(name, []))
                 if change.get("remotes") is not None:
-                    members = set(change["remotes"])
+                    owners = set(change["remotes"])
                 if change.get("addRemotes") is not None:
-                    members |= set(change["addRemotes"])
+                    owners |= set(change["addRemotes"])
                 if change.get("removeRemotes") is not None:
-                    members -= set(change["removeRemotes"])
-                shards[name] = sorted(members)
+                    owners -= set(change["removeRemotes"])
+                shards[name] = sorted(owners)
 
     remotes_: dict[str, dict[str, Any]] = {name: dict(r) for name, r in old["remotes"].items()}
     if "remotes" in patch:
@@ -183,7 +183,7 @@ def network_view(request: Request, network: Network) -> Network:
 @route("GET", "/network", action="network.get")
 async def get_network(request: Request) -> Response:
     _check_feature(request, "Using the /network route")
-    network = await run_in_threadpool(read_network, state(request).indexes.store)
+    network = await run_in_threadpool(read_network, state(request).indexes.store)  # type: ignore[attr-defined]
     return JSONResponse(network_view(request, network))
 
 
