@@ -315,6 +315,8 @@ def observable(api: httpx.Client, uid: str) -> dict[str, Any]:
 
     stats = ok(api.get(f"/indexes/{uid}/stats"))
     sizes = {key: stats.pop(key) for key in ("rawDocumentDbSize", "avgDocumentSize")}
+    for key in ("indexSize", "usedIndexSize"):  # the file's pages depend on the write history
+        stats.pop(key)
     searches = [
         {"q": "number", "limit": 1000, "showRankingScore": True, "showRankingScoreDetails": True},
         {"q": "document word7", "filter": "genre = drama AND year > 1990", "sort": ["year:desc"],

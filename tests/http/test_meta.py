@@ -13,7 +13,8 @@ from tests.conftest import ServerProcess, wait_task
 from tests.http.test_tasks import DATE_RE, to_ns
 
 INDEX_STATS_KEYS = [
-    "numberOfDocuments", "rawDocumentDbSize", "avgDocumentSize", "isIndexing", "numberOfEmbeddings",
+    "numberOfDocuments", "rawDocumentDbSize", "avgDocumentSize", "indexSize", "usedIndexSize", "isIndexing",
+    "numberOfEmbeddings",
     "numberOfEmbeddedDocuments", "fieldDistribution",
 ]
 PRODUCTION_KEY = "0123456789abcdef"  # exactly the 16 bytes production requires
@@ -103,10 +104,17 @@ def test_index_stats(http: httpx.Client, index_uid: str) -> None:
     assert list(stats["fieldDistribution"]) == ["age", "id", "name"]
     assert stats["rawDocumentDbSize"] > 0
     assert stats["avgDocumentSize"] == stats["rawDocumentDbSize"] // 2
+    # the SDKs (meilisearch-python-sdk's test_get_stats) read both as sizes in bytes
+    assert isinstance(stats["indexSize"], int) and isinstance(stats["usedIndexSize"], int)
+    assert 0 < stats["usedIndexSize"] <= stats["indexSize"]
+    overall = http.get("/stats").json()["indexes"][index_uid]
+    assert list(overall) == INDEX_STATS_KEYS
+    human = http.get(f"/indexes/{index_uid}/stats", params={"sizeFormat": "human"}).json()
+    assert all(isinstance(human[key], str) and human[key].endswith("B") for key in ("indexSize", "usedIndexSize"))
 
     internal = http.get(f"/indexes/{index_uid}/stats", params={"showInternalDatabaseSizes": "true"}).json()
     keys = list(internal)
-    assert keys[: keys.index("isIndexing") + 2] == [*INDEX_STATS_KEYS[:4], "internalDatabaseSizes"]
+    assert keys[: keys.index("isIndexing") + 2] == [*INDEX_STATS_KEYS[:6], "internalDatabaseSizes"]
     assert isinstance(internal["internalDatabaseSizes"], dict)
 
 

@@ -92,7 +92,7 @@ def snapshot_state(http: httpx.Client) -> dict[str, Any]:
             "stats": http.get(f"/indexes/{uid}/stats").json(),
         }
         # page-level sizes depend on the write history, not on the content
-        for size in ("rawDocumentDbSize", "avgDocumentSize"):
+        for size in ("rawDocumentDbSize", "avgDocumentSize", "indexSize", "usedIndexSize"):
             state[uid]["stats"].pop(size)
     state["search"] = http.post("/indexes/movies/search", json={"q": "film quick", "filter": "genre = drama",
                                                                  "sort": ["nested.year:desc"], "limit": 20}).json()

@@ -97,6 +97,9 @@ def _stats_of(st: AppState, uid: str, index: Index, *, internal: bool,
             "numberOfDocuments": count,
             "rawDocumentDbSize": _size(raw_size, human),
             "avgDocumentSize": _size(raw_size // count if count else 0, human),
+            # Meilisearch 1.53: the index's database file and the part of it in use
+            "indexSize": _size(index.file_size(), human),
+            "usedIndexSize": _size(index.used_size(), human),
             "isIndexing": st.scheduler.is_indexing(uid),
         }
         if internal:
