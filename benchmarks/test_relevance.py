@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import re
@@ -50,7 +51,7 @@ from hanzo_engine.engine.search.types import MatchingStrategy, SearchRequest
 
 SMOKE = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
 SMOKE_QUERIES = 20
-COLLECTIONS = ["cranfield"] if SMOKE else ["cranfield", "npl"]
+COLLECTIONS = ["cranfield"] if SMOKE else ["cranfield", "npl", "cisi"]
 TOP_K = 100
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "relevance.json"
 
@@ -121,6 +122,7 @@ def collection(name: str) -> Collection:
 
 
 Run = dict[str, list[str]]  # query id -> ranked doc ids
+Latencies = list[float]  # seconds per query (search and reading the hits' ids), in query order
 
 
 @dataclass
@@ -130,14 +132,16 @@ class Measured:
     run: Run
     seconds: float  # wall time of all the queries (indexing excluded)
     metrics: dict[str, float]
+    latencies: list[float]  # seconds per query, in query order
 
 
 MEASURED: dict[str, dict[str, Measured]] = {}  # collection -> "engine:config" -> result
 
 
-def record(coll: Collection, engine: str, config: str, run: Run, seconds: float) -> Measured:
+def record(coll: Collection, engine: str, config: str, run: Run, seconds: float,
+           latencies: list[float]) -> Measured:
     metrics = irdata.evaluate(run, coll.qrels)
-    m = Measured(engine, config, run, seconds, metrics)
+    m = Measured(engine, config, run, seconds, metrics, latencies)
     MEASURED.setdefault(coll.name, {})[f"{engine}:{config}"] = m
     assert metrics["n_queries"] == len(coll.queries), "every judged query must produce a run"
     for key in ("ndcg@10", "recall@100", "mrr@10"):
@@ -186,15 +190,18 @@ def hanzo_indexes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HanzoInd
     indexes.close()
 
 
-def run_hanzo(index: Index, coll: Collection, config: HanzoConfig) -> Run:
+def run_hanzo(index: Index, coll: Collection, config: HanzoConfig) -> tuple[Run, Latencies]:
     settings = complete_settings(config.settings())
     run: Run = {}
+    latencies: Latencies = []
     with index.read() as reader:
         for qid, text in coll.queries:
+            start = time.perf_counter()
             result = search(reader, SearchRequest(q=text, limit=TOP_K, matching_strategy=config.strategy),
                             settings)
             run[qid] = [str((reader.document_by_internal_id(d) or {}).get("id")) for d in result.docids]
-    return run
+            latencies.append(time.perf_counter() - start)
+    return run, latencies
 
 
 @pytest.mark.parametrize("config_name", list(HANZO_CONFIGS))
@@ -211,36 +218,39 @@ def test_relevance_hanzo(benchmark: Any, hanzo_indexes: HanzoIndexes, coll_name:
 # -- peers ---------------------------------------------------------------------------------------------
 
 
-def peer_fts5(tokenizer: str) -> Callable[[Collection], Callable[[], Run]]:
+def peer_fts5(tokenizer: str) -> Callable[[Collection], Callable[[], tuple[Run, Latencies]]]:
     """SQLite FTS5 over (title, body); the query is the OR of its quoted words, ranked by bm25()."""
 
-    def build(coll: Collection) -> Callable[[], Run]:
+    def build(coll: Collection) -> Callable[[], tuple[Run, Latencies]]:
         con = sqlite3.connect(":memory:")
         con.execute(f"CREATE VIRTUAL TABLE d USING fts5(did UNINDEXED, title, body, tokenize='{tokenizer}')")
         with con:
             con.executemany("INSERT INTO d VALUES (?, ?, ?)", coll.docs)
 
-        def run() -> Run:
+        def run() -> tuple[Run, Latencies]:
             out: Run = {}
+            latencies: Latencies = []
             try:  # one pass over the queries per build: the in-memory database goes with it
                 for qid, text in coll.queries:
+                    start = time.perf_counter()
                     words = query_words(text)
                     match = " OR ".join(f'"{w}"' for w in words)
                     out[qid] = [row[0] for row in con.execute(
                         "SELECT did FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT ?", (match, TOP_K))] if words else []
+                    latencies.append(time.perf_counter() - start)
             finally:
                 con.close()
-            return out
+            return out, latencies
 
         return run
 
     return build
 
 
-def peer_tantivy(tokenizer: str) -> Callable[[Collection], Callable[[], Run]]:
+def peer_tantivy(tokenizer: str) -> Callable[[Collection], Callable[[], tuple[Run, Latencies]]]:
     """tantivy with its BM25 over title and body (the query parser ORs the words by default)."""
 
-    def build(coll: Collection) -> Callable[[], Run]:
+    def build(coll: Collection) -> Callable[[], tuple[Run, Latencies]]:
         tantivy: Any = importlib.import_module("tantivy")
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("did", stored=True, tokenizer_name="raw")
@@ -254,26 +264,29 @@ def peer_tantivy(tokenizer: str) -> Callable[[Collection], Callable[[], Run]]:
         index.reload()
         searcher = index.searcher()
 
-        def run() -> Run:
+        def run() -> tuple[Run, Latencies]:
             out: Run = {}
+            latencies: Latencies = []
             for qid, text in coll.queries:
+                start = time.perf_counter()
                 words = query_words(text)
-                if not words:
+                if words:
+                    query = index.parse_query(" ".join(words), ["title", "body"])
+                    out[qid] = [searcher.doc(addr)["did"][0] for _, addr in searcher.search(query, TOP_K).hits]
+                else:
                     out[qid] = []
-                    continue
-                query = index.parse_query(" ".join(words), ["title", "body"])
-                out[qid] = [searcher.doc(addr)["did"][0] for _, addr in searcher.search(query, TOP_K).hits]
-            return out
+                latencies.append(time.perf_counter() - start)
+            return out, latencies
 
         return run
 
     return build
 
 
-def peer_bm25s(stopwords: str | None) -> Callable[[Collection], Callable[[], Run]]:
+def peer_bm25s(stopwords: str | None) -> Callable[[Collection], Callable[[], tuple[Run, Latencies]]]:
     """bm25s (Lucene BM25, k1 1.5, b 0.75) over "title body" as one text."""
 
-    def build(coll: Collection) -> Callable[[], Run]:
+    def build(coll: Collection) -> Callable[[], tuple[Run, Latencies]]:
         bm25s: Any = importlib.import_module("bm25s")
         ids = [doc_id for doc_id, _, _ in coll.docs]
         corpus = bm25s.tokenize([f"{t} {b}" for _, t, b in coll.docs], stopwords=stopwords, show_progress=False)
@@ -281,17 +294,19 @@ def peer_bm25s(stopwords: str | None) -> Callable[[Collection], Callable[[], Run
         retriever.index(corpus, show_progress=False)
         k = min(TOP_K, len(ids))
 
-        def run() -> Run:
+        def run() -> tuple[Run, Latencies]:
             out: Run = {}
-            tokens = bm25s.tokenize([q for _, q in coll.queries], stopwords=stopwords, show_progress=False,
-                                    return_ids=False)
-            for (qid, _), toks in zip(coll.queries, tokens, strict=True):
-                if not toks:
+            latencies: Latencies = []
+            for qid, text in coll.queries:
+                start = time.perf_counter()
+                toks = bm25s.tokenize([text], stopwords=stopwords, show_progress=False, return_ids=False)[0]
+                if toks:
+                    docs, scores = retriever.retrieve([toks], k=k, show_progress=False)
+                    out[qid] = [ids[i] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+                else:
                     out[qid] = []
-                    continue
-                docs, scores = retriever.retrieve([toks], k=k, show_progress=False)
-                out[qid] = [ids[i] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
-            return out
+                latencies.append(time.perf_counter() - start)
+            return out, latencies
 
         return run
 
@@ -303,7 +318,7 @@ class Peer:
     package: str  # distribution name, for the version and the optional import
     config: str
     stemmed: bool
-    build: Callable[[Collection], Callable[[], Run]]
+    build: Callable[[Collection], Callable[[], tuple[Run, Latencies]]]
 
 
 PEERS: dict[str, Peer] = {
@@ -330,14 +345,14 @@ def test_relevance_peer(benchmark: Any, coll_name: str, peer_name: str) -> None:
     benchmark.extra_info.update(m.metrics)
 
 
-def _timed(benchmark: Any, fn: Callable[[], Run]) -> tuple[Run, float]:
+def _timed(benchmark: Any, fn: Callable[[], tuple[Run, Latencies]]) -> tuple[Run, float, Latencies]:
     """One round through pytest-benchmark (a single pass over the queries is the unit measured)."""
-    out: list[tuple[Run, float]] = []
+    out: list[tuple[Run, float, Latencies]] = []
 
     def once() -> None:
         start = time.perf_counter()
-        run = fn()
-        out.append((run, time.perf_counter() - start))
+        run, latencies = fn()
+        out.append((run, time.perf_counter() - start, latencies))
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     return out[-1]
@@ -390,7 +405,9 @@ def build_report() -> dict[str, Any]:
             "documents": len(coll.docs), "queries": len(coll.queries),
             "runs": {key: {"engine": m.engine, "config": m.config, "stemmed": _is_stemmed(key),
                            **{k: round(v, 4) for k, v in m.metrics.items() if k != "n_queries"},
-                           "ms_per_query": round(1000 * m.seconds / max(len(coll.queries), 1), 3)}
+                           "ms_per_query": round(1000 * m.seconds / max(len(coll.queries), 1), 3),
+                           "p50_ms": round(1000 * _quantile(m.latencies, 0.5), 3),
+                           "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3)}
                      for key, m in measured.items()},
             "best_hanzo": best_hanzo, "best_peer": best_peer, "best_unstemmed_peer": best_unstemmed,
         }
@@ -400,8 +417,48 @@ def build_report() -> dict[str, Any]:
                 coll, measured[best_hanzo], measured[best_unstemmed])
         if best_hanzo is not None and best_peer is not None:
             entry["target_met_vs_any_peer"] = ndcg[best_hanzo] >= ndcg[best_peer]
+        entry["bm25_first"] = _bm25_first_summary(measured, ndcg)
         report["collections"][name] = entry
     return report
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of `values`."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def _bm25_first_summary(measured: dict[str, Measured], ndcg: dict[str, float]) -> dict[str, Any]:
+    """Issue 18's targets for the bm25-first rules: NDCG@10 with and without stop words against the best
+    peer (unstemmed, and any), and p95 latency against tantivy's (unstemmed) in the same run."""
+    peers = [k for k in measured if not k.startswith("hanzo:")]
+    unstemmed = [k for k in peers if not _is_stemmed(k)]
+    best_peer = max(peers, key=ndcg.__getitem__, default=None)
+    best_unstemmed = max(unstemmed, key=ndcg.__getitem__, default=None)
+    tantivy = measured.get("tantivy:default")
+    out: dict[str, Any] = {}
+    for label, key in (("without_stop_words", "hanzo:bm25-first/last"),
+                       ("with_stop_words", "hanzo:bm25-first+stopWords/last")):
+        m = measured.get(key)
+        if m is None:
+            continue
+        row: dict[str, Any] = {"config": key, "ndcg@10": round(ndcg[key], 4),
+                               "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3)}
+        if best_unstemmed is not None:
+            row["best_unstemmed_peer"] = best_unstemmed
+            row["ndcg_target_met_vs_unstemmed_peer"] = ndcg[key] >= ndcg[best_unstemmed]
+        if best_peer is not None:
+            row["best_peer"] = best_peer
+            row["ndcg_target_met_vs_any_peer"] = ndcg[key] >= ndcg[best_peer]
+        if tantivy is not None:
+            t95 = _quantile(tantivy.latencies, 0.95)
+            row["tantivy_p95_ms"] = round(1000 * t95, 3)
+            row["p95_vs_tantivy"] = round(_quantile(m.latencies, 0.95) / t95, 2) if t95 else None
+            row["latency_target_met"] = bool(t95) and _quantile(m.latencies, 0.95) <= 3 * t95
+        out[label] = row
+    return out
 
 
 def format_table(report: dict[str, Any]) -> str:
@@ -434,6 +491,14 @@ def format_table(report: dict[str, Any]) -> str:
             lines.append(f"{name}: best hanzo {entry['best_hanzo']} vs {entry['best_unstemmed_peer']}: target "
                          f"{'met' if entry['target_met_vs_unstemmed_peer'] else 'NOT met'}; per query "
                          f"{pq['wins']} better / {pq['ties']} equal / {pq['losses']} worse")
+        for label, row in entry.get("bm25_first", {}).items():
+            if "best_unstemmed_peer" not in row:
+                continue
+            lines.append(f"{name}: bm25-first {label.replace('_', ' ')}: nDCG@10 {row['ndcg@10']:.4f} vs "
+                         f"{row.get('best_unstemmed_peer')} {entry['runs'][row['best_unstemmed_peer']]['ndcg@10']:.4f}"
+                         f" (any peer: {row.get('best_peer')}); p95 {row['p95_ms']:.2f} ms"
+                         + (f" vs tantivy {row['tantivy_p95_ms']:.2f} ms ({row['p95_vs_tantivy']}x)"
+                            if "tantivy_p95_ms" in row else ""))
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search.disjunctive import bm25_candidates, bm25_rank, bm25_scores_of
 from hanzo_engine.engine.search.engine import Searcher, search
-from hanzo_engine.engine.search.query import parse_query
+from hanzo_engine.engine.search.query import MAX_TERMS_BM25, parse_query
 from hanzo_engine.engine.search.types import SearchRequest, SearchResult
 from hanzo_engine.engine.tokenizer import Tokenizer
 
@@ -136,11 +136,56 @@ def test_phrase_term(index: Index) -> None:
         assert detail["bm25"]["value"] == pytest.approx(expected[docid], rel=1e-12)
 
 
-def test_up_to_32_terms(index: Index) -> None:
-    fillers = " ".join(f"zz{chr(97 + i)}" for i in range(20))  # 20 words found nowhere
+def filler_words(n: int) -> list[str]:
+    """`n` distinct words found nowhere (letters only: one token each)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return [f"zz{letters[i // 676]}{letters[i // 26 % 26]}{letters[i % 26]}" for i in range(n)]
+
+
+def test_long_queries_keep_every_distinct_term(index: Index) -> None:
+    # 75 words, as a natural-language question: the 76th distinct term still counts
+    fillers = " ".join(filler_words(75))
     assert run(index, f"{fillers} glaciers ").docids == [7]
     # the default pipeline keeps 10 terms: the last word is ignored
     assert run(index, f"{fillers} glaciers ", {"rankingRules": BM25_FIRST[1:]}).docids == []
+
+
+def test_distinct_terms_are_bounded_at_1024(index: Index) -> None:
+    fillers = filler_words(MAX_TERMS_BM25)
+    assert MAX_TERMS_BM25 == 1024
+    # repeats of kept terms do not use up the bound
+    assert run(index, " ".join([*fillers[:-1], *fillers[:-1], "glaciers "])).docids == [7]
+    # a 1,025th distinct term is ignored
+    assert run(index, " ".join([*fillers, "glaciers "])).docids == []
+
+
+def test_parse_distinct_counts_query_term_frequency() -> None:
+    tok = Tokenizer(stop_words=STOP)
+    q = "Ocean winds, the ocean; OCEAN \"ocean winds\" winds \"ocean winds\" ocea"
+    parsed = parse_query(q, tok, max_terms=MAX_TERMS_BM25, distinct=True)
+    assert [(t.index, t.word, t.count, t.is_prefix) for t in parsed.terms] == [
+        (0, "ocean", 3, False), (1, "winds", 2, False), (2, "ocean winds", 2, False), (3, "ocea", 1, True)]
+    assert parsed.terms[2].phrase == ["ocean", "winds"]
+    # the default parsing keeps repeats as separate terms, up to 10
+    plain = parse_query(q, tok)
+    assert [t.word for t in plain.terms] == ["ocean", "winds", "ocean", "ocean", "ocean winds", "winds",
+                                             "ocean winds", "ocea"]
+    assert all(t.count == 1 for t in plain.terms)
+    assert len(parse_query(" ".join(filler_words(30)), tok).terms) == 10
+    assert len(parse_query(" ".join(filler_words(1100)), tok, max_terms=MAX_TERMS_BM25, distinct=True).terms) == 1024
+
+
+@pytest.mark.parametrize("q", ["ocean ocean winds ", "winds ocean winds winds dunes ocean ", "the ocean of the sea "])
+def test_repeated_terms_weigh_by_query_term_frequency(index: Index, q: str) -> None:
+    # a repeated word adds its BM25 once per occurrence (bm25s, SQLite FTS5): qtf * idf
+    words = q.split()
+    expected = reference([(w,) for w in words if w not in STOP])
+    result = run(index, q)
+    assert result.docids == expected_order(expected)
+    for docid, detail in zip(result.docids, result.details, strict=True):
+        assert detail["bm25"]["value"] == pytest.approx(expected[docid], rel=1e-12)
+    once = run(index, " ".join(dict.fromkeys(words)) + " ")
+    assert result.candidates == once.candidates
 
 
 def test_pagination_filter_negation_threshold(index: Index) -> None:

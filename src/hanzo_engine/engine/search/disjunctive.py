@@ -4,22 +4,33 @@ When `bm25` is the first ranking rule, the words rule (documents containing part
 would discard most of what BM25 is good at on long, natural-language queries. In this mode:
 
 - the candidates are the documents matching ANY single-term node of the query (each node's
-  derivations: exact word, prefix expansions, synonyms, typo words, split word; `bm25_candidates`);
+  derivations: exact word, prefix expansions, synonyms, typo words; `bm25_candidates`);
 - every candidate is scored with BM25 over all the query's terms (`bm25_rank`), exactly as
-  `Searcher.bm25` scores a document (k1 1.2, b 0.75, per-field lengths, idf from the node's docids);
+  `Searcher.bm25` scores a document (k1 1.2, b 0.75, per-field lengths, idf from the node's docids),
+  each term weighted by its query-term frequency: the query is parsed into distinct terms
+  (`query.parse_query(distinct=True)`, up to `query.MAX_TERMS_BM25` = 1,024) and a term the query
+  repeats counts `qtf * idf`, which is what bm25s and SQLite FTS5 compute by summing a repeated word once
+  per occurrence (tantivy's query parser keeps a repeated word once; on the labelled collections the
+  qtf weighting ranks better, `benchmarks/test_relevance.py`);
+- the query graph has no ngram nodes and no split-word derivations in this mode
+  (`Searcher.build_nodes(ngrams=False, splits=False)`): BM25 sums over the query's words, so a 75-word
+  question neither resolves ~150 ngrams it would never use nor scans documents for the adjacent halves
+  of each long word (a split is a phrase: its documents would be rescored in Python). On the labelled
+  collections the splits moved NDCG@10 by at most 0.002 and cost 4-5x the search time of CISI's questions;
 - the hits are ordered by raw BM25 (so also by its 100-level bucket, `ranking.BM25_LEVELS`), then docid.
 
 Speed: the forward entries of the candidates to score are read (one LMDB get each) and handed as raw
 msgpack bytes to the native accumulator (`_native.bm25`), which parses them in place and only
 materializes the scores; the top `want` come from `numpy.partition`. MaxScore pruning
-(`_Scorer.pruned`) skips the documents that match only terms too common to reach the top `want`. Derivations that are phrases (quoted
-terms, multi-word synonyms, split words) are not one-word lookups: the few documents matching one
-are rescored with `Searcher.bm25` itself, so the result equals the Python definition everywhere.
+(`_Scorer.pruned`) skips the documents that match only terms too common to reach the top `want`.
+Derivations that are phrases (quoted terms, multi-word synonyms) are not one-word lookups: the few
+documents matching one are rescored with `Searcher.bm25` itself, so the result equals the Python definition everywhere.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -87,14 +98,22 @@ def _field_arrays(s: Searcher) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 class _Scorer:
-    """Scores sets of candidates against one query (the tables are built once per search)."""
+    """Scores sets of candidates against one query (the tables are built once per search).
 
-    def __init__(self, s: Searcher, terms: list[Node]) -> None:
+    `qtf[i]`: the query-term frequency of the term at query index i (`Node.first`); None: 1 each.
+    """
+
+    def __init__(self, s: Searcher, terms: list[Node], qtf: Sequence[int] | None = None) -> None:
         self.s = s
         self.terms = _terms(terms)
         n = max(s.n_docs, 1)
-        self.idf = np.array([math.log(1.0 + (n - len(t.docids) + 0.5) / (len(t.docids) + 0.5))
-                             for t in self.terms], dtype=np.float64)
+        idf = np.array([math.log(1.0 + (n - len(t.docids) + 0.5) / (len(t.docids) + 0.5))
+                        for t in self.terms], dtype=np.float64)
+        # per term, what `Searcher.bm25` multiplies tf by: qtf * idf (the same float product)
+        self.qtf = [qtf[t.first] for t in self.terms] if qtf is not None else None
+        if self.qtf is not None:
+            idf = np.array(self.qtf, dtype=np.float64) * idf
+        self.idf = idf
         self.table, multi_nodes = _query_words(self.terms)
         self.allowed, self.allowed_tol, self.avgdl = _field_arrays(s)
         # documents where a phrase-like derivation may occur: scored by the Python definition
@@ -120,13 +139,13 @@ class _Scorer:
         for d in self.multi & docs:
             fwd = read_forward(self.s.reader, d)
             if fwd is not None:
-                scores[docs.rank(d) - 1] = self.s.bm25(fwd[0], fwd[1], self.terms)
+                scores[docs.rank(d) - 1] = self.s.bm25(fwd[0], fwd[1], self.terms, self.qtf)
         return scores
 
     def pruned(self, candidates: BitMap, want: int) -> tuple[np.ndarray, np.ndarray]:
         """(docids, raw BM25) of a subset of `candidates` holding their top `want` (MaxScore).
 
-        A term adds less than idf * (k1 + 1) per field it occurs in, so at most `ub` = that times
+        A term adds less than qtf * idf (`self.idf`) * (k1 + 1) per field it occurs in, so at most `ub` = that times
         the number of searched fields to any score. The documents of the rarest terms are scored
         first until `want` are found: their want-th best score `theta` is a lower bound of the final
         cut. The lowest-bound terms whose bounds sum to at most `theta` are non-essential: a document
@@ -160,14 +179,16 @@ class _Scorer:
         return np.concatenate([ids1, ids2]), np.concatenate([sc1, sc2])
 
 
-def bm25_scores_of(s: Searcher, terms: list[Node], candidates: BitMap) -> tuple[np.ndarray, np.ndarray]:
+def bm25_scores_of(s: Searcher, terms: list[Node], candidates: BitMap,
+                   qtf: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(docids, raw BM25) of every candidate, in docid order."""
-    return _Scorer(s, terms).score(candidates)
+    return _Scorer(s, terms, qtf).score(candidates)
 
 
-def bm25_rank(searcher: Searcher, terms: list[Node], candidates: BitMap, want: int) -> list[tuple[int, float]]:
+def bm25_rank(searcher: Searcher, terms: list[Node], candidates: BitMap, want: int,
+              qtf: Sequence[int] | None = None) -> list[tuple[int, float]]:
     """The top `want` candidates as (docid, raw BM25), best first (ties: smaller docid first)."""
-    docids, scores = _Scorer(searcher, terms).pruned(candidates, want)
+    docids, scores = _Scorer(searcher, terms, qtf).pruned(candidates, want)
     return top(docids, scores, want)
 
 
@@ -185,16 +206,17 @@ def top(docids: np.ndarray, scores: np.ndarray, want: int) -> list[tuple[int, fl
 
 
 def bm25_first_page(s: Searcher, nodes: list[Node], universe: BitMap, offset: int, limit: int,
-                    threshold: float | None, levels: int, half: float,
+                    threshold: float | None, levels: int, half: float, qtf: Sequence[int] | None = None,
                     ) -> tuple[list[int], list[float], list[dict[str, Any]], BitMap]:
     """The page of the bm25-first mode: (docids, ranking scores, score details, candidates).
+    `qtf[i]`: the query-term frequency of query term i (`ParsedQuery.terms[i].count`).
 
     The ranking score is the BM25 level `1 + round(norm * (levels - 1))` over `levels`, with
     norm = raw / (raw + half), as the `bm25` rule scores; candidates below `threshold` are dropped.
     """
     terms = _terms(nodes)
     candidates = bm25_candidates(s, terms, universe)
-    scorer = _Scorer(s, terms)
+    scorer = _Scorer(s, terms, qtf)
     # with a score threshold every candidate is scored: those below it are not candidates
     if threshold is None:
         docids, raw = scorer.pruned(candidates, offset + limit)

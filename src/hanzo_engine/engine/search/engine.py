@@ -477,7 +477,8 @@ class Searcher:
         raw = self.reader.txn.get(word.encode(), db=self.reader.index.db(DB_WORD_DOCIDS))
         return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
 
-    def _word_node(self, node: Node, budget: int, is_prefix: bool, ngram_words: Sequence[str] | None) -> None:
+    def _word_node(self, node: Node, budget: int, is_prefix: bool, ngram_words: Sequence[str] | None,
+                   splits: bool = True) -> None:
         """Fills the derivations of a word or ngram node (milli's `QueryTerm` subsets)."""
         word = node.word
         node.is_prefix = is_prefix
@@ -494,7 +495,9 @@ class Searcher:
         if budget:
             for d, alt in self._typo_alts(word, budget, is_prefix):
                 levels[d].append(alt)
-        if ngram_words is not None and len(ngram_words) == 2:
+        if not splits:
+            split = None
+        elif ngram_words is not None and len(ngram_words) == 2:
             # milli drops a 2-gram's best split when it is the query's own two words, which it
             # nearly always is; assuming so spares scanning two words that are both in the query
             split = None
@@ -528,8 +531,10 @@ class Searcher:
             PREFIX_ALTS.put(key, found)
         return found
 
-    def build_nodes(self, terms: list[QueryTerm]) -> list[Node]:
-        """The query graph's nodes: every term, then 2- and 3-grams of consecutive word terms."""
+    def build_nodes(self, terms: list[QueryTerm], ngrams: bool = True, splits: bool = True) -> list[Node]:
+        """The query graph's nodes: every term, then (with `ngrams`) 2- and 3-grams of consecutive word
+        terms. The bm25-first mode builds neither ngrams nor split-word derivations (`splits`): it sums
+        BM25 over the query's words (`disjunctive.py`)."""
         nodes: list[Node] = []
         for t in terms:
             node = Node(t.index, t.index, t.qstart, t.qend, t.word, "phrase" if t.phrase is not None else "word")
@@ -538,9 +543,9 @@ class Searcher:
                 node.alts = [[alt]]
                 node.exact = alt
             else:
-                self._word_node(node, self.typo_budget(t.word), t.is_prefix, None)
+                self._word_node(node, self.typo_budget(t.word), t.is_prefix, None, splits)
             nodes.append(node)
-        for size in (2, 3):
+        for size in (2, 3) if ngrams else ():
             for start in range(len(terms) - size + 1):
                 group = terms[start : start + size]
                 if any(t.phrase is not None for t in group):
@@ -676,14 +681,18 @@ class Searcher:
                 out.extend(self.positions(postings, present[0], alt.tolerant))
         return out
 
-    def bm25(self, lengths: dict[Any, int], postings: dict[str, list[int]], nodes: Iterable[Node]) -> float:
-        """BM25 over the searched fields: per term and field, idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
-        b * dl / avgdl)); idf = ln(1 + (N - df + 0.5) / (df + 0.5)), df = documents matching the term."""
+    def bm25(self, lengths: dict[Any, int], postings: dict[str, list[int]], nodes: Iterable[Node],
+             qtf: Sequence[int] | None = None) -> float:
+        """BM25 over the searched fields: per term and field, w * tf * (k1 + 1) / (tf + k1 * (1 - b +
+        b * dl / avgdl)); w = qtf * idf, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), df = documents
+        matching the term, qtf the term's query-term frequency (`qtf[i]` for the i-th node, 1 without)."""
         n = max(self.n_docs, 1)
         score = 0.0
-        for node in nodes:
+        for i, node in enumerate(nodes):
             df = len(node.docids)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            if qtf is not None:
+                idf = qtf[i] * idf
             per_field: dict[int, int] = {}
             for first, _last, _phrase in self.occurrences(postings, node, None):
                 f = first >> 16

@@ -12,9 +12,15 @@ tokenizer documents went through, so query words and document words normalize al
   excluded. A lone `-` is ignored.
 - The last token of the query, when it is a word, is a prefix (if prefix search is on), stop word
   or not; any other stop word is dropped (its position is still consumed).
-- At most 10 terms are kept (a phrase counts as one): tokens after the 10th term are ignored. The
-  bm25-first ranking mode (`disjunctive.py`) asks for up to `MAX_TERMS_BM25` instead: it ORs the
-  terms, so long natural-language queries lose nothing by keeping more of their words.
+- At most 10 terms are kept (a phrase counts as one): tokens after the 10th term are ignored.
+
+The bm25-first ranking mode (`disjunctive.py`) ORs the terms and sums BM25 over them, so a long
+natural-language question (a RAG pipeline's whole question or passage) keeps every word: it parses
+with `distinct=True` and `max_terms=MAX_TERMS_BM25` (1,024). A term met again (the same normalized
+word, the same phrase, the same prefix flag) is not a new term: its `count` (query-term frequency)
+goes up, and BM25 weighs it by that count as bm25s and SQLite FTS5 do (a repeated word is summed once
+per occurrence). Up to 1,024 distinct terms are kept; tokens bringing a 1,025th are ignored, repeats
+of kept terms after it still count.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from hanzo_engine.engine.tokenizer import Tokenizer
 
 MAX_TERMS = 10
-MAX_TERMS_BM25 = 32
+MAX_TERMS_BM25 = 1024  # distinct terms of the bm25-first mode
 MAX_WORD_BYTES = 250
 
 
@@ -38,6 +44,7 @@ class QueryTerm:
     qend: int
     is_prefix: bool = False
     phrase: list[str | None] | None = None  # `None`: a stop word's slot
+    count: int = 1  # query-term frequency: occurrences merged into this term (`distinct` parsing)
 
     @property
     def phrase_words(self) -> list[str]:
@@ -75,13 +82,15 @@ class _Phrase:
 
 
 def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = True,
-                max_terms: int = MAX_TERMS) -> ParsedQuery:
+                max_terms: int = MAX_TERMS, distinct: bool = False) -> ParsedQuery:
+    """The query's terms. With `distinct`, a term equal to an earlier one is merged into it (its
+    `count` goes up) and `max_terms` bounds the distinct terms (see the module docstring)."""
     parsed = ParsedQuery()
     if not q or not q.strip():
         return parsed
     raw = q.encode()
     tokens = tokenizer.tokenize(q)
-    terms = parsed.terms
+    terms: list[QueryTerm] = _DistinctTerms(max_terms) if distinct else parsed.terms
     position = -1
     phrase: _Phrase | None = None
     negative_phrase = False
@@ -102,7 +111,7 @@ def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = Tr
         lemma = text if tok.is_separator else tok.word
         if not lemma:
             continue
-        if len(terms) >= max_terms:
+        if len(terms) >= max_terms and not distinct:
             return parsed
         if not tok.is_separator:
             position += 1
@@ -142,4 +151,26 @@ def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = Tr
         encountered_whitespace = lemma[-1].isspace()
     if phrase is not None:
         close(phrase, negative_phrase)
+    if distinct:
+        parsed.terms = list(terms)
     return parsed
+
+
+class _DistinctTerms(list[QueryTerm]):
+    """The term list of `distinct` parsing: appending a term equal to a kept one counts it there;
+    a new term past `limit` distinct ones is dropped."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.seen: dict[tuple[str, tuple[str | None, ...] | None, bool], QueryTerm] = {}
+
+    def append(self, term: QueryTerm) -> None:
+        key = (term.word, tuple(term.phrase) if term.phrase is not None else None, term.is_prefix)
+        kept = self.seen.get(key)
+        if kept is not None:
+            kept.count += 1
+        elif len(self) < self.limit:
+            term.index = len(self)
+            self.seen[key] = term
+            super().append(term)

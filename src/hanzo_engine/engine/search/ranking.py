@@ -573,7 +573,7 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     bm25_first = rules[:1] == ["bm25"] and (request.ordering is None or (
         not request.ordering.sort_names and request.ordering.distinct is None))
     parsed = parse_query(request.q, s.tokenizer, prefix_search=prefix_search,
-                         max_terms=MAX_TERMS_BM25 if bm25_first else MAX_TERMS)
+                         max_terms=MAX_TERMS_BM25 if bm25_first else MAX_TERMS, distinct=bm25_first)
     strategy = request.matching_strategy
     universe = s.all_docids
     for w in parsed.negative_words:
@@ -592,11 +592,12 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
         result.all_candidates = universe
         return result
 
-    nodes = s.build_nodes(parsed.terms)
+    nodes = s.build_nodes(parsed.terms, ngrams=not bm25_first, splits=not bm25_first)
     g = Graph(s, len(parsed.terms), nodes, bool(parsed.terms[-1].is_prefix))
     if bm25_first:
         ids, scores, hit_details, found = bm25_first_page(s, nodes, universe, request.offset, request.limit,
-                                                          request.ranking_score_threshold, BM25_LEVELS, BM25_HALF)
+                                                          request.ranking_score_threshold, BM25_LEVELS, BM25_HALF,
+                                                          [t.count for t in parsed.terms])
         return SearchResult(docids=ids, scores=scores, details=hit_details, candidates=len(found),
                             matching=_matching_words(g), all_candidates=found)
     pipeline = effective_rules(rules, strategy, ordering.sort_names if ordering is not None else None)
