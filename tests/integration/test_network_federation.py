@@ -387,3 +387,23 @@ def test_proxy_mode_accepts_a_meilisearch_request(net: dict[str, Any]) -> None:
     hits = r.json()["hits"]
     assert hits and all(h["genre"] == "drama" and h["id"] % 3 == 1 for h in hits)
     assert all(h["_federation"]["queriesPosition"] == 3 for h in hits)
+
+
+def test_failing_remote_is_marked_unavailable_when_sharded(net: dict[str, Any]) -> None:
+    """Meilisearch marks a remote whose search failed with a 5xx-class error unavailable (30 s) when the
+    network has shards; `/network` shows its status, whichever process of the server ran the search."""
+    c = net["clients"]["ms0"]
+    _federated(c, [_on("ms0"), _on("down")])
+    statuses = {name: r["status"] for name, r in c.get("/network").json()["remotes"].items()}
+    assert set(statuses.values()) == {"available"}  # no shards: nothing is marked
+    assert c.patch("/network", json={"shards": {"all": {"remotes": ["ms0", "ms1", "ms2"]}}}).status_code == 200
+    try:
+        for _ in range(3):  # whichever process answers
+            got = _federated(c, [_on("ms0"), _on("down"), _on("badkey")])
+            assert sorted(got["remoteErrors"]) == ["badkey", "down"]
+        statuses = {name: r["status"] for name, r in c.get("/network").json()["remotes"].items()}
+        # `remote_invalid_api_key` is a 403: not a server error, not marked
+        assert statuses["down"] == "unavailable" and statuses["badkey"] == "available"
+        assert statuses["ms1"] == "available"
+    finally:
+        assert c.patch("/network", json={"shards": None}).status_code == 200

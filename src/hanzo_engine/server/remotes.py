@@ -20,7 +20,8 @@ server's IP policy (`engine.net_guard`): a remote resolving to a loopback or pri
 
 Remote availability (Meilisearch's `RemoteAvailability`): when the network has shards, a remote whose
 search failed with a 5xx-class error is marked unavailable for 30 s, doubled at each new failure up to
-5 minutes; `/network` shows it as `"status": "unavailable"` meanwhile. Kept per process.
+5 minutes; `/network` shows it as `"status": "unavailable"` meanwhile. Shared by the server's processes
+through `<db>/remote-availability.json`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 import httpx
@@ -249,32 +251,43 @@ async def json_proxy(remote: dict[str, Any], path: str, body: dict[str, Any], in
 
 BASE_UNAVAILABILITY: Final = 30.0
 MAX_UNAVAILABILITY: Final = 300.0
+AVAILABILITY_FILE: Final = "remote-availability.json"
 
-_unavailable: dict[str, tuple[float, float]] = {}  # remote -> (since, until), monotonic
-_unavailable_lock = threading.Lock()
-
-
-def mark_unavailable(name: str) -> None:
-    now = time.monotonic()
-    with _unavailable_lock:
-        known = _unavailable.get(name)
-        if known is None:
-            _unavailable[name] = (now, now + BASE_UNAVAILABILITY)
-        else:
-            since, until = known
-            _unavailable[name] = (now, now + min((until - since) * 2, MAX_UNAVAILABILITY))
+_availability_lock = threading.Lock()
 
 
-def is_available(name: str) -> bool:
-    with _unavailable_lock:
-        known = _unavailable.get(name)
-        if known is None:
-            return True
-        if time.monotonic() > known[1]:
-            del _unavailable[name]
-            return True
-        return False
+def _read_availability(path: Path) -> dict[str, list[float]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items()
+            if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)}
 
 
-def unavailable_remotes(network: dict[str, Any]) -> frozenset[str]:
-    return frozenset(name for name in network["remotes"] if not is_available(name))
+def mark_unavailable(db_path: Path, name: str) -> None:
+    """Mark `name` unavailable for 30 s, or twice its last period (at most 5 minutes) when it was
+    marked already. Kept in `<db>/remote-availability.json` (wall-clock times) so that every process
+    of the server, search workers included, shares it; it is runtime state, in no dump or snapshot."""
+    path = db_path / AVAILABILITY_FILE
+    now = time.time()
+    with _availability_lock:
+        data = _read_availability(path)
+        known = data.get(name)
+        period = BASE_UNAVAILABILITY if known is None else min((known[1] - known[0]) * 2, MAX_UNAVAILABILITY)
+        data[name] = [now, now + period]
+        tmp = path.with_name(f"{AVAILABILITY_FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, path)
+        except OSError:
+            log.warning("could not record that remote `%s` is unavailable", name)
+
+
+def unavailable_remotes(db_path: Path, network: dict[str, Any]) -> frozenset[str]:
+    """The remotes of `network` inside an unavailability period."""
+    data = _read_availability(db_path / AVAILABILITY_FILE)
+    now = time.time()
+    return frozenset(name for name in network["remotes"] if name in data and now <= data[name][1])

@@ -45,6 +45,7 @@ import functools
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from pyroaring import BitMap
@@ -784,7 +785,8 @@ class RemoteResults:
                 self.primary_keys[(name, meta["indexUid"])] = meta.get("primaryKey")
 
 
-async def search_remotes(searcher: Federated, include_metadata: bool, deadline: float) -> RemoteResults:
+async def search_remotes(searcher: Federated, include_metadata: bool, deadline: float,
+                         db_path: Path) -> RemoteResults:
     """Every remote's queries, in parallel, merged into one `RemoteResults` (in remote name order)."""
     names = sorted(searcher.remote_queries)
     answers = await asyncio.gather(*(
@@ -801,7 +803,7 @@ async def search_remotes(searcher: Federated, include_metadata: bool, deadline: 
     if searcher.network["shards"]:
         for name, error in out.errors.items():
             if error.status >= 500:
-                remotes.mark_unavailable(name)
+                await asyncio.to_thread(remotes.mark_unavailable, db_path, name)
     return out
 
 
@@ -814,7 +816,8 @@ async def run_federated(request: Request, searcher: Federated, queries: list[Mul
         results = await run_in_threadpool(searcher.run_local, groups)
         return await run_in_threadpool(searcher.finish, results, RemoteResults(), queries, request_uid,
                                        with_metadata, started)
-    remote_task = asyncio.ensure_future(search_remotes(searcher, with_metadata, remotes.deadline_from_env()))
+    remote_task = asyncio.ensure_future(search_remotes(searcher, with_metadata, remotes.deadline_from_env(),
+                                                     state(request).options.db_path))
     try:
         results = await run_in_threadpool(searcher.run_local, groups)
     except BaseException:

@@ -177,7 +177,7 @@ def _check_feature(request: Request, action: str) -> None:
 
 
 def network_view(request: Request, network: Network) -> Network:
-    return public_view(network, remotes.unavailable_remotes(network))
+    return public_view(network, remotes.unavailable_remotes(state(request).options.db_path, network))
 
 
 @route("GET", "/network", action="network.get")
