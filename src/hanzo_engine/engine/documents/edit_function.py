@@ -3,7 +3,7 @@
 
 Tokenizer, Pratt parser and tree-walking evaluator. What it runs: `let`/`const`, assignments (`=`, `+=`
 ...) to variables, map properties and array/map indexes, `if`/`else` and `switch` (also as expressions),
-`while`, `loop`, `do ... while/until`, `for x in ...` (arrays, ranges, strings, maps' keys), `break`,
+`while`, `loop`, `do ... while/until`, `for x in ...` (arrays, ranges, strings), `break`,
 `continue`, `return`, `throw`,
 blocks, arithmetic on i64 (checked, as Rhai) and f64, comparisons, `&&`/`||`/`!`, `in`, `??`, `?.`,
 strings ("..." with escapes, backtick templates with `${expr}`), chars, arrays, object maps (`#{a: 1}`),
@@ -1012,10 +1012,8 @@ class Interpreter:
             items = iter(source)
         elif isinstance(source, str):
             items = (Char(c) for c in source)
-        elif isinstance(source, dict):
-            items = iter(list(source))
-        else:
-            _fail("For loop expects iterable type", source_node[-1] if isinstance(source_node[-1], tuple) else pos)
+        else:  # object maps are not iterable in Rhai (`map.keys()` is)
+            _fail("For loop expects iterable type", _node_pos(source_node) or pos)
         mark = len(self.names)
         self.push(name, None, False, pos)
         if counter is not None:
