@@ -215,6 +215,28 @@ def test_switch_and_loops(http: httpx.Client, movies: str) -> None:
     assert docs["299537"]["first_space"] == 7
 
 
+def test_script_functions(http: httpx.Client, movies: str) -> None:
+    function = """
+        fn initials(title) { let out = ""; for word in title.split(" ") { out += word[0]; } out }
+        fn decade(year) { return year / 10 * 10; }
+        doc.initials = initials(doc.title);
+        doc.decade = decade(doc.year);
+    """
+    task = edit(http, movies, {"function": function})
+    assert task["status"] == "succeeded", task["error"]
+    docs = {d["id"]: d for d in documents(http, movies)}
+    assert (docs["166428"]["initials"], docs["166428"]["decade"]) == ("HtTYD", 2010)
+    # functions see only their parameters; an error inside one names it
+    task = edit(http, movies, {"function": "fn touch() { doc.x = 1 } touch()"})
+    assert task["status"] == "failed"
+    assert task["error"]["message"] == (
+        f"Index `{movies}`: {RUNTIME}Variable not found: doc (line 1, position 14)\nin call to function 'touch' "
+        "(line 1, position 26)")
+    r = http.post(f"/indexes/{movies}/documents/edit", json={"function": "if true { fn f() {} }"})
+    assert r.json() == error("bad_request", "Function definitions must be at global level and cannot be inside "
+                                            "a block or another function (line 1, position 11)")
+
+
 def test_no_candidate(http: httpx.Client, movies: str) -> None:
     task = edit(http, movies, {"function": "doc = ()", "filter": "year > 3000"})
     assert task["status"] == "succeeded"

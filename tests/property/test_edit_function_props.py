@@ -46,7 +46,8 @@ _leaf = st.one_of(
     _string.map(lambda s: f'"{s}"'),
     st.sampled_from(FIELDS).map(lambda f: f"doc.{f}"),
     st.sampled_from(["ctx", "add", "list", "nope"]).map(lambda k: f"context.{k}"),
-    st.sampled_from(["()", "true", "false", "x", "i", "[1, 2]", "#{a: 1, b: \"c\"}", "0..3", "'c'"]),
+    st.sampled_from(["()", "true", "false", "x", "i", "[1, 2]", "#{a: 1, b: \"c\"}", "0..3", "'c'", "f(1)", "g()",
+                     "f(2, 3)"]),
 )
 _binop = st.sampled_from(["+", "-", "*", "/", "%", "**", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "??",
                           "in", "<<", ">>", "&", "|", "^"])
@@ -104,10 +105,12 @@ _simple = st.one_of(
                      "let a = [1]; loop { a += a; }", "doc = #{id: doc.id};"]),
 )
 statements = st.recursive(_simple, _stmt, max_leaves=6)
-programs = st.lists(statements, min_size=1, max_size=6).map(" ".join)
+_functions = st.sampled_from(["", "fn f(a) { a + 1 } ", "fn f(a) { f(a) } ", "fn f(a) { if a > 3 { return a } f(a + 1) } ",
+                              "fn g() { doc } ", "fn f(a, b) { a * b } "])
+programs = st.tuples(_functions, st.lists(statements, min_size=1, max_size=6)).map(lambda t: t[0] + " ".join(t[1]))
 
 _TOKENS = ["doc", ".", "title", "=", "+", "(", ")", "{", "}", "[", "]", "if", "else", "let", "x", "1", "2.5",
-           "switch", "=>", "_", "|", "do", "until",
+           "switch", "=>", "_", "|", "do", "until", "fn", "f", "return",
            '"s"', "`a${", "}`", ";", "while", "loop", "for", "in", "..", "#{", ":", ",", "!", "-", "*", "==",
            "context", "?.", "??", "return", "'c'", "/*", "*/", "//", "\n", "0x1F", "1e400", "fn", "break"]
 token_soup = st.lists(st.sampled_from(_TOKENS), max_size=30).map(" ".join)

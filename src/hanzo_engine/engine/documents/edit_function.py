@@ -4,7 +4,7 @@
 Tokenizer, Pratt parser and tree-walking evaluator. What it runs: `let`/`const`, assignments (`=`, `+=`
 ...) to variables, map properties and array/map indexes, `if`/`else` and `switch` (also as expressions),
 `while`, `loop`, `do ... while/until`, `for x in ...` (arrays, ranges, strings), `break`,
-`continue`, `return`, `throw`,
+`continue`, `return`, `throw`, global `fn` definitions (pure: they see only their parameters),
 blocks, arithmetic on i64 (checked, as Rhai) and f64, comparisons, `&&`/`||`/`!`, `in`, `??`, `?.`,
 strings ("..." with escapes, backtick templates with `${expr}`), chars, arrays, object maps (`#{a: 1}`),
 `()`, and the common methods of strings, arrays, maps and numbers (`to_upper`, `len`, `push`, ...).
@@ -29,6 +29,8 @@ import numpy as np
 
 MAX_OPERATIONS: Final = 1_000_000
 MAX_EXPR_DEPTH: Final = 100
+MAX_FUNCTIONS: Final = 30
+MAX_CALL_LEVELS: Final = 48  # Rhai allows 1000; a tree-walking evaluator in Python stops well before
 MAX_VARIABLES: Final = 1000
 MAX_ARRAY_SIZE: Final = 10_000
 MAX_MAP_SIZE: Final = 10_000
@@ -72,8 +74,8 @@ class Char(str):
 # -------------------------------------------------------------------------------------------------
 
 KEYWORDS: Final = frozenset({"let", "const", "if", "else", "while", "loop", "for", "in", "break", "continue",
-                             "return", "throw", "true", "false", "switch", "do", "until"})
-RESERVED: Final = frozenset({"fn", "import", "export", "as", "private", "try", "catch",
+                             "return", "throw", "true", "false", "switch", "do", "until", "fn"})
+RESERVED: Final = frozenset({"import", "export", "as", "private", "try", "catch",
                              "var", "static", "this", "is", "new", "use", "with", "match", "case", "public",
                              "protected", "super", "module", "package", "spawn", "thread", "go", "sync",
                              "async", "await", "yield", "goto", "exit", "default", "void", "null", "nil",
@@ -332,11 +334,14 @@ ASSIGN_OPS: Final = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", 
 
 
 class Parser:
-    def __init__(self, tokens: list[Token], depth: int = 0, loops: int = 0) -> None:
+    def __init__(self, tokens: list[Token], depth: int = 0, loops: int = 0,
+                 functions: dict[tuple[str, int], Node] | None = None) -> None:
         self.toks = tokens
         self.k = 0
         self.depth = depth
         self.loops = loops  # how many loops enclose the current statement
+        self.functions: dict[tuple[str, int], Node] = {} if functions is None else functions
+        self.in_function = False
 
     @property
     def tok(self) -> Token:
@@ -389,10 +394,55 @@ class Parser:
             elif needs_semicolon:
                 raise CompileError("Expecting ';' to terminate this statement", self.tok.pos)
 
+    def _function(self, tok: Token) -> Node:
+        """`fn name(a, b) { ... }` at global level; functions see only their parameters."""
+        if self.depth > 1 or self.in_function:
+            raise CompileError("Function definitions must be at global level and cannot be inside a block or "
+                               "another function", tok.pos)
+        self._take()
+        name = self._take()
+        if name.kind != "ident":
+            raise CompileError("Expecting function name in function declaration", name.pos)
+        if not self._is("("):
+            raise CompileError(f"Expecting parameters for function {name.value}", self.tok.pos)
+        self._take()
+        params: list[str] = []
+        while not self._is(")"):
+            param = self._take()
+            if param.kind != "ident":
+                raise CompileError(f"Expecting ')' to close the parameters list of function '{name.value}'",
+                                   param.pos)
+            if param.value in params:
+                raise CompileError(f"Duplicated parameter {param.value} for function {name.value}", param.pos)
+            params.append(param.value)
+            if self._is(","):
+                self._take()
+            elif not self._is(")"):
+                raise CompileError(f"Expecting ')' to close the parameters list of function '{name.value}'",
+                                   self.tok.pos)
+        self._take()
+        key = (name.value, len(params))
+        if key in self.functions:
+            n = len(params)
+            raise CompileError(f"Function {name.value} with " + ("no parameters already exists" if n == 0 else
+                               "1 parameter already exists" if n == 1 else f"{n} parameters already exists"),
+                               name.pos)
+        if len(self.functions) >= MAX_FUNCTIONS:
+            raise CompileError("Number of functions defined exceeds maximum limit", name.pos)
+        loops, self.loops, self.in_function = self.loops, 0, True
+        try:
+            body = self._block()
+        finally:
+            self.loops, self.in_function = loops, False
+        self.functions[key] = ("fn", name.value, params, body, name.pos)
+        return ("lit", None, tok.pos)
+
     def _statement(self) -> tuple[Node, bool]:
         tok = self.tok
         self._enter()
         try:
+            if tok.kind == "kw" and tok.value == "fn":
+                return ("expr", self._function(tok)), False
             if tok.kind == "kw":
                 if tok.value in ("let", "const"):
                     self._take()
@@ -695,16 +745,19 @@ class Parser:
 
 @dataclass(frozen=True)
 class Program:
-    """A compiled script."""
+    """A compiled script: its statements and its functions by (name, number of parameters)."""
 
     ast: Node
     source: str
+    functions: dict[tuple[str, int], Node]
 
 
 def compile_script(source: str) -> Program:
     """Parse `source`; CompileError with Rhai's message on a syntax error."""
     try:
-        return Program(Parser(Lexer(source).tokens()).program(), source)
+        parser = Parser(Lexer(source).tokens())
+        ast = parser.program()
+        return Program(ast, source, parser.functions)
     except RecursionError:
         raise CompileError("Expression exceeds maximum complexity", (1, 1)) from None
 
@@ -825,7 +878,8 @@ class _Continue(Exception):
 
 
 class _Return(Exception):
-    pass
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
 
 
 def _fail(message: str, pos: Pos | None) -> NoReturn:
@@ -874,6 +928,8 @@ class Interpreter:
         self.names: list[str] = []
         self.values: list[Any] = []
         self.consts: list[bool] = []
+        self.functions: dict[tuple[str, int], Node] = {}
+        self.calls = 0
 
     # -- budget -----------------------------------------------------------------------------------
 
@@ -931,6 +987,7 @@ class Interpreter:
     # -- statements -------------------------------------------------------------------------------
 
     def run(self, program: Program) -> None:
+        self.functions = program.functions
         try:
             self.block(program.ast, new_scope=False)
         except _Return:
@@ -994,8 +1051,7 @@ class Interpreter:
         if tag == "continue":
             raise _Continue
         if tag == "return":
-            self.eval(s[1])
-            raise _Return
+            raise _Return(self.eval(s[1]))
         if tag == "throw":
             value = self.eval(s[1])
             text = to_display(value)
@@ -1170,6 +1226,9 @@ class Interpreter:
             return None if node[3] is None else self.eval(node[3])
         if tag == "call":
             args = [self.eval(a) for a in node[2]]
+            defined = self.functions.get((node[1], len(args)))
+            if defined is not None:
+                return self.call_script_function(defined, args, node[3])
             return self.function(node[1], args, node[3])
         if tag == "method":
             return self.method_call(node)
@@ -1299,6 +1358,27 @@ class Interpreter:
         _not_found("contains", [container, item], pos)
 
     # -- functions and methods --------------------------------------------------------------------
+
+    def call_script_function(self, fn: Node, args: list[Any], pos: Pos) -> Any:
+        """A script function: a scope of its own holding only its parameters (copies of the arguments);
+        its value is what it returns, or its body's last value."""
+        _, name, params, body, _ = fn
+        if self.calls >= MAX_CALL_LEVELS:
+            _fail("Stack overflow", pos)
+        saved = self.names, self.values, self.consts
+        self.names, self.values, self.consts = list(params), [self.copy(a, pos) for a in args], [False] * len(args)
+        self.calls += 1
+        try:
+            return self.block(body, new_scope=False)
+        except _Return as ret:
+            return ret.value
+        except RuntimeScriptError as err:
+            if err.bare in ("Too many operations", "Stack overflow") or err.bare.endswith(" too large"):
+                raise RuntimeScriptError(err.bare, pos) from None  # system errors pass through, at the call
+            raise RuntimeScriptError(f"{err}\nin call to function '{name}'", pos) from None
+        finally:
+            self.calls -= 1
+            self.names, self.values, self.consts = saved
 
     def function(self, name: str, args: list[Any], pos: Pos) -> Any:
         if name in ("print", "debug") and len(args) <= 1:
