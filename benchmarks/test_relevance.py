@@ -1,7 +1,7 @@
 """Relevance on labelled IR collections: hanzo-engine beside tantivy, SQLite FTS5 and bm25s, one run.
 
-Every judged query of Cranfield (1,400 docs, 225 queries, graded) and NPL (11,426 docs, 93 queries)
-runs against hanzo-engine (in process, an LMDB index in a temp dir, documents `{id, title, body}`,
+Every judged query of Cranfield (1,400 docs, 225 queries, graded), NPL (11,426 docs, 93 queries) and
+CISI (1,460 docs, 76 judged queries: long natural-language questions, median 75 words) runs against hanzo-engine (in process, an LMDB index in a temp dir, documents `{id, title, body}`,
 searchableAttributes `[title, body]`) under several ranking configurations, and against the peers on
 the same documents and query text. The collections (shipped in `tests/assets/datasets/ir`) and NDCG@10,
 Recall@100 and MRR@10 come from `benchmarks/irdata.py`.
@@ -13,6 +13,12 @@ stemmer where it has one: tantivy (`default` / `en_stem` tokenizers, OR query ov
 SQLite FTS5 (`unicode61` / `porter`, OR of the words, `ORDER BY bm25()`), bm25s (plain / English stop
 words, title + body as one text). hanzo has no stemming (nor has Meilisearch), so the unstemmed peers
 are the like-for-like reference; the issue's targets (Cranfield 0.352, NPL 0.362) are theirs.
+
+Latency: every engine's per-query time (search and reading the hits' ids) is recorded in the measured
+pass (first queries: cold caches) and in a second pass over the same queries (steady state); the report
+gives p50/p95 of both. Per collection, `bm25_first` sums up issue 18's targets for the bm25-first rules
+without and with stop words: NDCG@10 against the best unstemmed peer and the best peer overall, and the
+steady-state p95 against tantivy's (target: at most 3x).
 
 The table is printed at the end of the module and written to `benchmarks/results/relevance.json`
 (smoke runs write theirs under pytest's temp dir, so `./dev test` never touches a full run's numbers),
@@ -34,6 +40,7 @@ import platform
 import re
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -132,16 +139,17 @@ class Measured:
     run: Run
     seconds: float  # wall time of all the queries (indexing excluded)
     metrics: dict[str, float]
-    latencies: list[float]  # seconds per query, in query order
+    latencies: list[float]  # seconds per query, in query order (the measured pass: first queries, cold caches)
+    warm: list[float]  # the same, from a second pass over the queries (steady state)
 
 
 MEASURED: dict[str, dict[str, Measured]] = {}  # collection -> "engine:config" -> result
 
 
 def record(coll: Collection, engine: str, config: str, run: Run, seconds: float,
-           latencies: list[float]) -> Measured:
+           latencies: list[float], warm: list[float]) -> Measured:
     metrics = irdata.evaluate(run, coll.qrels)
-    m = Measured(engine, config, run, seconds, metrics, latencies)
+    m = Measured(engine, config, run, seconds, metrics, latencies, warm)
     MEASURED.setdefault(coll.name, {})[f"{engine}:{config}"] = m
     assert metrics["n_queries"] == len(coll.queries), "every judged query must produce a run"
     for key in ("ndcg@10", "recall@100", "mrr@10"):
@@ -230,18 +238,16 @@ def peer_fts5(tokenizer: str) -> Callable[[Collection], Callable[[], tuple[Run, 
         def run() -> tuple[Run, Latencies]:
             out: Run = {}
             latencies: Latencies = []
-            try:  # one pass over the queries per build: the in-memory database goes with it
-                for qid, text in coll.queries:
-                    start = time.perf_counter()
-                    words = query_words(text)
-                    match = " OR ".join(f'"{w}"' for w in words)
-                    out[qid] = [row[0] for row in con.execute(
-                        "SELECT did FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT ?", (match, TOP_K))] if words else []
-                    latencies.append(time.perf_counter() - start)
-            finally:
-                con.close()
+            for qid, text in coll.queries:
+                start = time.perf_counter()
+                words = query_words(text)
+                match = " OR ".join(f'"{w}"' for w in words)
+                out[qid] = [row[0] for row in con.execute(
+                    "SELECT did FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT ?", (match, TOP_K))] if words else []
+                latencies.append(time.perf_counter() - start)
             return out, latencies
 
+        weakref.finalize(run, con.close)  # the in-memory database goes with the run function
         return run
 
     return build
@@ -345,8 +351,9 @@ def test_relevance_peer(benchmark: Any, coll_name: str, peer_name: str) -> None:
     benchmark.extra_info.update(m.metrics)
 
 
-def _timed(benchmark: Any, fn: Callable[[], tuple[Run, Latencies]]) -> tuple[Run, float, Latencies]:
-    """One round through pytest-benchmark (a single pass over the queries is the unit measured)."""
+def _timed(benchmark: Any, fn: Callable[[], tuple[Run, Latencies]]) -> tuple[Run, float, Latencies, Latencies]:
+    """One round through pytest-benchmark (a single pass over the queries is the unit measured), then a
+    second pass for the steady-state latencies: (run, seconds, latencies, warm latencies)."""
     out: list[tuple[Run, float, Latencies]] = []
 
     def once() -> None:
@@ -355,7 +362,8 @@ def _timed(benchmark: Any, fn: Callable[[], tuple[Run, Latencies]]) -> tuple[Run
         out.append((run, time.perf_counter() - start, latencies))
 
     benchmark.pedantic(once, rounds=1, iterations=1)
-    return out[-1]
+    _, warm = fn()
+    return (*out[-1], warm)
 
 
 # -- report ----------------------------------------------------------------------------------------------
@@ -407,7 +415,9 @@ def build_report() -> dict[str, Any]:
                            **{k: round(v, 4) for k, v in m.metrics.items() if k != "n_queries"},
                            "ms_per_query": round(1000 * m.seconds / max(len(coll.queries), 1), 3),
                            "p50_ms": round(1000 * _quantile(m.latencies, 0.5), 3),
-                           "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3)}
+                           "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3),
+                           "warm_p50_ms": round(1000 * _quantile(m.warm, 0.5), 3),
+                           "warm_p95_ms": round(1000 * _quantile(m.warm, 0.95), 3)}
                      for key, m in measured.items()},
             "best_hanzo": best_hanzo, "best_peer": best_peer, "best_unstemmed_peer": best_unstemmed,
         }
@@ -432,7 +442,8 @@ def _quantile(values: list[float], q: float) -> float:
 
 def _bm25_first_summary(measured: dict[str, Measured], ndcg: dict[str, float]) -> dict[str, Any]:
     """Issue 18's targets for the bm25-first rules: NDCG@10 with and without stop words against the best
-    peer (unstemmed, and any), and p95 latency against tantivy's (unstemmed) in the same run."""
+    peer (unstemmed, and any), and p95 latency against tantivy's (unstemmed) in the same run: steady
+    state (`warm`, the second pass, which the target is checked on) and first pass (`cold`)."""
     peers = [k for k in measured if not k.startswith("hanzo:")]
     unstemmed = [k for k in peers if not _is_stemmed(k)]
     best_peer = max(peers, key=ndcg.__getitem__, default=None)
@@ -445,7 +456,8 @@ def _bm25_first_summary(measured: dict[str, Measured], ndcg: dict[str, float]) -
         if m is None:
             continue
         row: dict[str, Any] = {"config": key, "ndcg@10": round(ndcg[key], 4),
-                               "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3)}
+                               "p95_ms": round(1000 * _quantile(m.warm, 0.95), 3),
+                               "cold_p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3)}
         if best_unstemmed is not None:
             row["best_unstemmed_peer"] = best_unstemmed
             row["ndcg_target_met_vs_unstemmed_peer"] = ndcg[key] >= ndcg[best_unstemmed]
@@ -453,10 +465,13 @@ def _bm25_first_summary(measured: dict[str, Measured], ndcg: dict[str, float]) -
             row["best_peer"] = best_peer
             row["ndcg_target_met_vs_any_peer"] = ndcg[key] >= ndcg[best_peer]
         if tantivy is not None:
-            t95 = _quantile(tantivy.latencies, 0.95)
+            t95 = _quantile(tantivy.warm, 0.95)
+            cold95 = _quantile(tantivy.latencies, 0.95)
             row["tantivy_p95_ms"] = round(1000 * t95, 3)
-            row["p95_vs_tantivy"] = round(_quantile(m.latencies, 0.95) / t95, 2) if t95 else None
-            row["latency_target_met"] = bool(t95) and _quantile(m.latencies, 0.95) <= 3 * t95
+            row["tantivy_cold_p95_ms"] = round(1000 * cold95, 3)
+            row["p95_vs_tantivy"] = round(_quantile(m.warm, 0.95) / t95, 2) if t95 else None
+            row["cold_p95_vs_tantivy"] = round(_quantile(m.latencies, 0.95) / cold95, 2) if cold95 else None
+            row["latency_target_met"] = bool(t95) and _quantile(m.warm, 0.95) <= 3 * t95
         out[label] = row
     return out
 
@@ -497,7 +512,8 @@ def format_table(report: dict[str, Any]) -> str:
             lines.append(f"{name}: bm25-first {label.replace('_', ' ')}: nDCG@10 {row['ndcg@10']:.4f} vs "
                          f"{row.get('best_unstemmed_peer')} {entry['runs'][row['best_unstemmed_peer']]['ndcg@10']:.4f}"
                          f" (any peer: {row.get('best_peer')}); p95 {row['p95_ms']:.2f} ms"
-                         + (f" vs tantivy {row['tantivy_p95_ms']:.2f} ms ({row['p95_vs_tantivy']}x)"
+                         + (f" vs tantivy {row['tantivy_p95_ms']:.2f} ms ({row['p95_vs_tantivy']}x; first pass "
+                            f"{row['cold_p95_ms']:.2f} vs {row['tantivy_cold_p95_ms']:.2f} ms)"
                             if "tantivy_p95_ms" in row else ""))
     return "\n".join(lines)
 

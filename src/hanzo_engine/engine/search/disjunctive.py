@@ -42,6 +42,8 @@ from hanzo_engine.engine.update.indexer import forward_entries, read_forward
 from .engine import K1, B, Node, Searcher, alts_key
 from .plan_cache import QUERY_WORDS
 
+MIN_BATCH = 256  # MaxScore: fewest documents scored at once past the first `want` (`_Scorer.pruned`)
+
 
 def _terms(nodes: list[Node]) -> list[Node]:
     """The nodes BM25 sums over: one per query term (ngrams are not terms)."""
@@ -145,38 +147,59 @@ class _Scorer:
     def pruned(self, candidates: BitMap, want: int) -> tuple[np.ndarray, np.ndarray]:
         """(docids, raw BM25) of a subset of `candidates` holding their top `want` (MaxScore).
 
-        A term adds less than qtf * idf (`self.idf`) * (k1 + 1) per field it occurs in, so at most `ub` = that times
-        the number of searched fields to any score. The documents of the rarest terms are scored
-        first until `want` are found: their want-th best score `theta` is a lower bound of the final
-        cut. The lowest-bound terms whose bounds sum to at most `theta` are non-essential: a document
-        matching only those scores below `theta` and cannot make the top `want`, so only the
-        documents of the other (essential) terms are scored. Common words (`the`, `of`) are what is
-        skipped: on NPL without stop words this scores ~a quarter of the OR's documents.
+        A term adds less than qtf * idf (`self.idf`) * (k1 + 1) per field it occurs in, so at most `ub`
+        = that times the number of searched fields holding any word (`_worded_fields`) to any score.
+        The terms are taken by decreasing `ub` (the rarest first) and the not yet scored documents of
+        each are scored (in batches of at least `want`, then of `MIN_BATCH`); `theta`, the want-th best
+        score so far, only grows. Once the bounds of the terms left sum to at most `theta`, a document
+        matching only those scores below `theta` and cannot make the top `want`: the rest is skipped.
+        Common words (`the`, `of`) are what is skipped: on NPL without stop words, for the top 100, this
+        scores about a fifth of the index.
         """
         terms = self.terms
         if want <= 0 or not terms:
             return self.score(BitMap())
-        first = BitMap()
-        for t in np.argsort(-self.idf, kind="stable"):
-            first |= terms[t].docids & candidates
-            if len(first) >= want:
+        ub = self.idf * (K1 + 1) * _worded_fields(self.s)
+        order = np.argsort(-ub, kind="stable")
+        left = [0.0] * (len(order) + 1)  # left[i]: the bounds of order[i:], summed from the smallest
+        for i in range(len(order) - 1, -1, -1):
+            left[i] = left[i + 1] + float(ub[order[i]])
+        ids: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
+        scored = BitMap()
+        pending = BitMap()
+        theta = -math.inf
+
+        def flush() -> None:
+            nonlocal pending, theta
+            got_ids, got = self.score(pending)
+            ids.append(got_ids)
+            scores.append(got)
+            scored.update(pending)
+            pending = BitMap()
+            if len(scored) >= want:
+                every = np.concatenate(scores) if len(scores) > 1 else scores[0]
+                theta = float(np.partition(every, len(every) - want)[len(every) - want])
+
+        for i, t in enumerate(order):
+            if left[i] <= theta:
                 break
-        ids1, sc1 = self.score(first)
-        if len(first) < want or len(first) == len(candidates):
-            return ids1, sc1
-        theta = float(np.partition(sc1, len(sc1) - want)[len(sc1) - want])
-        ub = self.idf * (K1 + 1) * max(len(self.s.searched), 1)
-        bound = 0.0
-        essential = BitMap()
-        cutting = True
-        for t in np.argsort(ub, kind="stable"):
-            if cutting and bound + ub[t] <= theta:
-                bound += ub[t]
-                continue
-            cutting = False
-            essential |= terms[t].docids
-        ids2, sc2 = self.score((essential & candidates) - first)
-        return np.concatenate([ids1, ids2]), np.concatenate([sc1, sc2])
+            pending |= (terms[t].docids & candidates) - scored
+            if len(pending) >= (want - len(scored) if len(scored) < want else MIN_BATCH):
+                flush()
+        if pending:
+            flush()
+        if not ids:
+            return self.score(BitMap())
+        return np.concatenate(ids), np.concatenate(scores)
+
+
+def _worded_fields(s: Searcher) -> int:
+    """How many searched fields hold at least one word in some document (the field statistics count
+    every field's words; without statistics, every searched field): the most fields a term occurs in."""
+    if not s.stats:
+        return max(len(s.searched), 1)
+    return max(sum(1 for f in s.searched if s.stats.get(f, (0, 0))[1] > 0), 1)
 
 
 def bm25_scores_of(s: Searcher, terms: list[Node], candidates: BitMap,
