@@ -77,4 +77,4 @@ BUCKET_QUERIES = PlanCache(32)  # `fast_bucket.FastBuckets._build` queries, take
 # `engine.Searcher._typo_alts`: a word's typo derivations per dictionary state (at most 200 words an
 # entry); search traffic repeats its words (search as you type), and the dictionary walk is the largest
 # per-word cost of a search on real text
-TYPO_ALTS = PlanCache(4096)
+TYPO_ALTS = PlanCache(16384)  # a query of three words makes ~5 entries (words and ngrams)
