@@ -529,7 +529,10 @@ def test_reset_all_details() -> None:
 
 def test_view_masks_stored_api_keys() -> None:
     stored = apply_patch({}, parse_setting_value("embedders", {"e": {"source": "openAi", "apiKey": "sk-0123456789abcdef"}}))
-    shown = settings_view(stored)["embedders"]["e"]
+    from hanzo_engine.engine.vector.embedders import display_embedder
+
+    assert settings_view(stored)["embedders"]["e"]["apiKey"] == "skXXXX..."
+    shown = settings_view(stored, display_embedder)["embedders"]["e"]  # as GET /settings shows it
     assert {k: shown[k] for k in ("source", "apiKey", "model")} == {
         "source": "openAi", "apiKey": "skXXXX...", "model": "text-embedding-3-small"}
     assert stored["embedders"]["e"]["apiKey"] == "sk-0123456789abcdef"

@@ -678,10 +678,13 @@ def _mask_embedders(embedders: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def settings_view(stored: dict[str, Any] | None) -> dict[str, Any]:
-    """The body of `GET /indexes/{uid}/settings`: the 20 keys in order, embedder API keys masked."""
-    from hanzo_engine.engine.vector.embedders import display_embedder  # the engine layer imports this module
+def settings_view(stored: dict[str, Any] | None,
+                  display_embedder: Callable[[dict[str, Any]], dict[str, Any]] = lambda config: config,
+                  ) -> dict[str, Any]:
+    """The body of `GET /indexes/{uid}/settings`: the 20 keys in order, embedder API keys masked.
 
+    `display_embedder` shows an embedder with the defaults the engine applies to it (the engine's
+    `vector.embedders.display_embedder`; this layer sits below the engine and cannot import it)."""
     view = complete_settings(stored)
     view["embedders"] = _mask_embedders({name: display_embedder(conf) if isinstance(conf, dict) else conf
                                          for name, conf in view["embedders"].items()})

@@ -33,7 +33,7 @@ from hanzo_engine.apitypes.settings import (
     settings_view,
     sub_route_path,
 )
-from hanzo_engine.engine.vector.embedders import check_embedders_patch
+from hanzo_engine.engine.vector.embedders import check_embedders_patch, display_embedder
 
 from ..app_state import route, state
 from ..auth import auth_filter
@@ -50,7 +50,7 @@ def _current_settings(request: Request) -> dict[str, Any]:
     if index is None:
         raise index_not_found(uid)
     with index.read() as r:
-        return settings_view(r.settings())
+        return settings_view(r.settings(), display_embedder)
 
 
 async def _body(request: Request) -> Any:
