@@ -50,13 +50,19 @@ CONTRACT_DEFAULTS: dict[str, Any] = {
     "facetSearch": True,
     "prefixSearch": "indexingTime",
 }
-# what the index stores: the contract's defaults plus `chat`, which GET /settings shows only while the
-# `chatCompletions` feature is on (contract §4, §13)
-STORED_DEFAULTS: dict[str, Any] = {**CONTRACT_DEFAULTS, "chat": {
+# what the index stores: the contract's defaults plus `foreignKeys` (after `sortableAttributes`, as
+# Meilisearch serializes it) and `chat`, which GET /settings shows only while the `foreignKeys` and
+# `chatCompletions` features are on (contract §4, §13)
+_CHAT_DEFAULT: dict[str, Any] = {
     "description": "",
     "documentTemplate": "{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
                         "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}",
-    "documentTemplateMaxBytes": 400, "searchParameters": {}}}
+    "documentTemplateMaxBytes": 400, "searchParameters": {}}
+_CUT = list(CONTRACT_DEFAULTS).index("rankingRules")
+STORED_DEFAULTS: dict[str, Any] = {
+    **dict(list(CONTRACT_DEFAULTS.items())[:_CUT]), "foreignKeys": [],
+    **dict(list(CONTRACT_DEFAULTS.items())[_CUT:]), "chat": _CHAT_DEFAULT,
+}
 
 
 def error_of(fn: Any, *args: Any) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """Index settings (= meilisearch-types `settings.rs` + milli's settings update): model, validation, merging.
 
 Vocabulary
-- A *stored* settings object is the full JSON of the 21 settings in `SETTING_NAMES` order, with the
+- A *stored* settings object is the full JSON of the 22 settings in `SETTING_NAMES` order, with the
   defaults of `DEFAULT_SETTINGS` filled in and secrets (embedder `apiKey`s) in clear. The index keeps
   it under one main-db key; `complete_settings` turns anything older or partial into that shape.
 - A *patch* (`SettingsPatch`) is one update request, tri-state per key like milli's `Setting<T>`:
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 SETTING_NAMES: Final = (
-    "displayedAttributes", "searchableAttributes", "filterableAttributes", "sortableAttributes",
+    "displayedAttributes", "searchableAttributes", "filterableAttributes", "sortableAttributes", "foreignKeys",
     "rankingRules", "stopWords", "nonSeparatorTokens", "separatorTokens", "dictionary", "synonyms",
     "distinctAttribute", "proximityPrecision", "typoTolerance", "faceting", "pagination", "embedders",
     "searchCutoffMs", "localizedAttributes", "facetSearch", "prefixSearch", "chat",
@@ -77,6 +77,7 @@ DEFAULT_SETTINGS: Final[dict[str, Any]] = {
     "searchableAttributes": ["*"],
     "filterableAttributes": [],
     "sortableAttributes": [],
+    "foreignKeys": [],
     "rankingRules": list(DEFAULT_RANKING_RULES),
     "stopWords": [],
     "nonSeparatorTokens": [],
@@ -281,6 +282,27 @@ def _filterable(value: Any, path: str) -> list[Any]:
         else:
             rules.append(_string(item, at, _FILTERABLE))
     return rules
+
+
+_FOREIGN_KEYS = setting_code("foreignKeys")
+_FOREIGN_KEY: Final = (
+    Field("foreignIndexUid", "string", _FOREIGN_KEYS, required=True, missing_code=_FOREIGN_KEYS),
+    Field("fieldName", "string", _FOREIGN_KEYS, required=True, missing_code=_FOREIGN_KEYS),
+)
+
+
+def _foreign_keys(value: Any, path: str) -> list[dict[str, str]]:
+    """milli's `Vec<ForeignKey>`: `{foreignIndexUid, fieldName}` objects, both required, kept in order.
+
+    Neither the foreign index nor the field is checked here: Meilisearch stores them as sent and only
+    a `_foreign(...)` filter resolves them."""
+    if not isinstance(value, list):
+        raise _type_error(path, "an array", value, _FOREIGN_KEYS)
+    keys = []
+    for i, item in enumerate(value):
+        key = _fields(item, f"{path}[{i}]", _FOREIGN_KEYS, _FOREIGN_KEY)
+        keys.append({"foreignIndexUid": key["foreignIndexUid"], "fieldName": key["fieldName"]})
+    return keys
 
 
 _RULES = setting_code("rankingRules")
@@ -499,6 +521,7 @@ _PARSERS: Final[dict[str, Callable[[Any, str], Any]]] = {
     "searchableAttributes": _wildcard_list("searchableAttributes"),
     "filterableAttributes": _filterable,
     "sortableAttributes": _string_set_of("sortableAttributes"),
+    "foreignKeys": _foreign_keys,
     "rankingRules": _ranking_rules,
     "stopWords": _string_set_of("stopWords"),
     "nonSeparatorTokens": _string_set_of("nonSeparatorTokens"),
@@ -681,7 +704,8 @@ def _mask_embedders(embedders: dict[str, Any]) -> dict[str, Any]:
 def settings_view(stored: dict[str, Any] | None,
                   display_embedder: Callable[[dict[str, Any]], dict[str, Any]] = lambda config: config,
                   ) -> dict[str, Any]:
-    """The body of `GET /indexes/{uid}/settings`: the 20 keys in order, embedder API keys masked.
+    """The body of `GET /indexes/{uid}/settings`: every key in order, embedder API keys masked (the route
+    drops `chat` and `foreignKeys` while their experimental features are off).
 
     `display_embedder` shows an embedder with the defaults the engine applies to it (the engine's
     `vector.embedders.display_embedder`; this layer sits below the engine and cannot import it)."""

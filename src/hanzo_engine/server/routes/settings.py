@@ -42,6 +42,22 @@ from ..http import JSONResponse, read_body
 from .indexes import custom_metadata
 
 SETTINGS_PATH = "/indexes/{index_uid}/settings"
+FOREIGN_KEYS_DISCUSSION = "https://github.com/orgs/meilisearch/discussions/873"
+
+
+def foreign_keys_enabled(request: Request) -> bool:
+    """Whether the `foreignKeys` experimental feature is on (the `foreignKeys` setting, `_foreign` filters)."""
+    from .instance import runtime_features  # imported here: instance imports the route modules
+
+    return runtime_features(request).enabled("foreignKeys")
+
+
+def check_foreign_keys(request: Request, action: str) -> None:
+    """400 `feature_not_enabled` unless `foreignKeys` is on; `action` names what was attempted."""
+    from .instance import feature_not_enabled
+
+    if not foreign_keys_enabled(request):
+        raise feature_not_enabled(action, "foreign_keys", FOREIGN_KEYS_DISCUSSION)
 
 
 def _current_settings(request: Request) -> dict[str, Any]:
@@ -62,6 +78,8 @@ async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool)
     uid = validate_index_uid(request.path_params["index_uid"])
     if patch.values.get("chat") is not None:
         check_chat(request, "setting `chat` in the index settings")
+    if patch.values.get("foreignKeys") is not None:
+        check_foreign_keys(request, "setting `foreignKeys` in the index settings")
     # Meilisearch validates what the embedders patch carries before enqueuing (400, no task); rules that
     # need the stored settings (an embedder patched without `source`) wait for the task
     check_embedders_patch(patch.values.get("embedders"))
@@ -78,6 +96,8 @@ async def get_settings(request: Request) -> Response:
     view = _current_settings(request)
     if not chat_enabled(request):
         del view["chat"]  # shown only while `chatCompletions` is on
+    if not foreign_keys_enabled(request):
+        del view["foreignKeys"]  # likewise with `foreignKeys`; its sub-route answers either way
     return JSONResponse(view)
 
 

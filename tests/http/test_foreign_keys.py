@@ -1,0 +1,277 @@
+"""The `foreignKeys` index setting (Meilisearch 1.50, experimental feature `foreignKeys`) over raw HTTP.
+
+Bodies are compared field by field with what Meilisearch's own tests assert (`tests/settings/
+get_settings.rs`, `routes/indexes/settings.rs`, `index-scheduler/src/features.rs`): the sub-route
+`/settings/foreign-keys` with PUT, its default `[]`, the feature gate on *setting* it (resetting and
+reading need no feature), `GET /settings` showing it after `sortableAttributes` only while the feature
+is on, task details, validation errors and dumps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, wait_task
+from tests.unit.test_settings_model import CONTRACT_DEFAULTS
+
+LINK = "https://docs.meilisearch.com/errors#"
+KEYS = [{"foreignIndexUid": "products", "fieldName": "productId"},
+        {"foreignIndexUid": "authors", "fieldName": "author.id"}]
+GATE_MESSAGE = ("setting `foreignKeys` in the index settings requires enabling the `foreign_keys` experimental "
+                "feature. See https://github.com/orgs/meilisearch/discussions/873")
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server of this module's own: the tests turn `foreignKeys` on and off, a server-wide switch."""
+    srv = ServerProcess(tmp_path_factory.mktemp("foreign_keys") / "data.ms").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def api(engine: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=engine.url, timeout=30) as client:
+        yield client
+
+
+def set_feature(api: httpx.Client, on: bool) -> None:
+    res = api.patch("/experimental-features", json={"foreignKeys": on})
+    assert res.status_code == 200 and res.json()["foreignKeys"] is on, res.text
+
+
+def error(res: httpx.Response, status: int, code: str, message: str) -> None:
+    assert res.status_code == status, res.text
+    assert res.json() == {"message": message, "code": code, "type": "invalid_request", "link": LINK + code}
+
+
+def settings_task(api: httpx.Client, res: httpx.Response, uid: str, status: str = "succeeded") -> dict[str, Any]:
+    assert res.status_code == 202, res.text
+    summary = res.json()
+    assert summary["type"] == "settingsUpdate" and summary["indexUid"] == uid and summary["status"] == "enqueued"
+    task = wait_task(api, summary["taskUid"])
+    assert task["status"] == status, task
+    return task
+
+
+def with_foreign_keys(value: Any) -> dict[str, Any]:
+    """`GET /settings` while the feature is on: `foreignKeys` right after `sortableAttributes`."""
+    out: dict[str, Any] = {}
+    for name, default in CONTRACT_DEFAULTS.items():
+        out[name] = default
+        if name == "sortableAttributes":
+            out["foreignKeys"] = value
+    return out
+
+
+def create_index(api: httpx.Client, uid: str) -> None:
+    assert wait_task(api, api.post("/indexes", json={"uid": uid}).json()["taskUid"])["status"] == "succeeded"
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading: the default, and where `GET /settings` shows it
+# ------------------------------------------------------------------------------------------------
+
+
+def test_default_is_an_empty_list_and_get_settings_shows_it_only_with_the_feature(
+        api: httpx.Client, index_uid: str) -> None:
+    create_index(api, index_uid)
+    set_feature(api, False)
+    # the sub-route answers whatever the feature (Meilisearch's generated GET checks no feature)
+    res = api.get(f"/indexes/{index_uid}/settings/foreign-keys")
+    assert res.status_code == 200 and res.json() == []
+    whole = api.get(f"/indexes/{index_uid}/settings").json()
+    assert "foreignKeys" not in whole and whole == CONTRACT_DEFAULTS
+
+    set_feature(api, True)
+    try:
+        whole = api.get(f"/indexes/{index_uid}/settings").json()
+        assert whole == with_foreign_keys([])
+        assert list(whole) == list(with_foreign_keys([]))
+        assert list(whole)[4] == "foreignKeys"
+    finally:
+        set_feature(api, False)
+
+
+@pytest.mark.parametrize("method", ["GET"])
+def test_get_on_a_missing_index_is_404(api: httpx.Client, index_uid: str, method: str) -> None:
+    error(api.request(method, f"/indexes/{index_uid}/settings/foreign-keys"), 404, "index_not_found",
+          f"Index `{index_uid}` not found.")
+
+
+# ------------------------------------------------------------------------------------------------
+# Update and reset: task flow and details
+# ------------------------------------------------------------------------------------------------
+
+
+def test_put_get_delete_round_trip(api: httpx.Client, index_uid: str) -> None:
+    set_feature(api, True)
+    try:
+        url = f"/indexes/{index_uid}/settings/foreign-keys"
+        # the update creates the missing index; the order of the keys is kept
+        task = settings_task(api, api.put(url, json=KEYS), index_uid)
+        assert task["type"] == "settingsUpdate" and task["details"] == {"foreignKeys": KEYS}
+        assert api.get(url).json() == KEYS
+        assert api.get(f"/indexes/{index_uid}/settings").json() == with_foreign_keys(KEYS)
+
+        task = settings_task(api, api.delete(url), index_uid)
+        assert task["details"] == {"foreignKeys": None}
+        assert api.get(url).json() == []
+
+        # `null` as the body resets too; an empty list is a value like any other
+        settings_task(api, api.put(url, json=KEYS[:1]), index_uid)
+        task = settings_task(api, api.put(url, content=b"null", headers={"content-type": "application/json"}),
+                             index_uid)
+        assert task["details"] == {"foreignKeys": None} and api.get(url).json() == []
+        task = settings_task(api, api.put(url, json=[]), index_uid)
+        assert task["details"] == {"foreignKeys": []} and api.get(url).json() == []
+    finally:
+        set_feature(api, False)
+
+
+def test_patch_settings_carries_it_in_canonical_order(api: httpx.Client, index_uid: str) -> None:
+    set_feature(api, True)
+    try:
+        body = {"rankingRules": ["words"], "foreignKeys": KEYS[1:], "sortableAttributes": ["price"]}
+        task = settings_task(api, api.patch(f"/indexes/{index_uid}/settings", json=body), index_uid)
+        assert task["details"] == {"sortableAttributes": ["price"], "foreignKeys": KEYS[1:], "rankingRules": ["words"]}
+        assert list(task["details"]) == ["sortableAttributes", "foreignKeys", "rankingRules"]
+        assert api.get(f"/indexes/{index_uid}/settings/foreign-keys").json() == KEYS[1:]
+
+        # resetting every setting resets it (`Settings::cleared()` names it after `sortableAttributes`)
+        task = settings_task(api, api.delete(f"/indexes/{index_uid}/settings"), index_uid)
+        names = list(task["details"])
+        assert names[names.index("sortableAttributes") + 1] == "foreignKeys" and task["details"]["foreignKeys"] is None
+        assert api.get(f"/indexes/{index_uid}/settings/foreign-keys").json() == []
+    finally:
+        set_feature(api, False)
+
+
+def test_the_value_outlives_the_feature(api: httpx.Client, index_uid: str) -> None:
+    """Turning the feature off hides the setting from `GET /settings` but keeps it stored."""
+    set_feature(api, True)
+    settings_task(api, api.put(f"/indexes/{index_uid}/settings/foreign-keys", json=KEYS), index_uid)
+    set_feature(api, False)
+    assert "foreignKeys" not in api.get(f"/indexes/{index_uid}/settings").json()
+    assert api.get(f"/indexes/{index_uid}/settings/foreign-keys").json() == KEYS
+    # other settings can still be updated, and the stored keys stay
+    settings_task(api, api.patch(f"/indexes/{index_uid}/settings", json={"stopWords": ["a"]}), index_uid)
+    assert api.get(f"/indexes/{index_uid}/settings/foreign-keys").json() == KEYS
+
+
+def test_delete_on_a_missing_index_fails_the_task(api: httpx.Client, index_uid: str) -> None:
+    task = settings_task(api, api.delete(f"/indexes/{index_uid}/settings/foreign-keys"), index_uid, "failed")
+    assert task["error"]["code"] == "index_not_found"
+    assert api.get(f"/indexes/{index_uid}").status_code == 404
+
+
+def test_wrong_verb_is_405(api: httpx.Client, index_uid: str) -> None:
+    create_index(api, index_uid)
+    res = api.patch(f"/indexes/{index_uid}/settings/foreign-keys", json=KEYS)
+    assert res.status_code == 405
+
+
+# ------------------------------------------------------------------------------------------------
+# The feature gate
+# ------------------------------------------------------------------------------------------------
+
+
+def test_setting_it_needs_the_feature(api: httpx.Client, index_uid: str) -> None:
+    set_feature(api, False)
+    error(api.put(f"/indexes/{index_uid}/settings/foreign-keys", json=KEYS), 400, "feature_not_enabled", GATE_MESSAGE)
+    error(api.patch(f"/indexes/{index_uid}/settings", json={"foreignKeys": KEYS}), 400, "feature_not_enabled",
+          GATE_MESSAGE)
+    # an empty list is still a value: refused as well
+    error(api.put(f"/indexes/{index_uid}/settings/foreign-keys", json=[]), 400, "feature_not_enabled", GATE_MESSAGE)
+    assert api.get(f"/indexes/{index_uid}").status_code == 404  # nothing was enqueued
+
+    # resets need no feature: `null` through the sub-route or `/settings`, and DELETE
+    task = settings_task(api, api.put(f"/indexes/{index_uid}/settings/foreign-keys", content=b"null",
+                                      headers={"content-type": "application/json"}), index_uid)
+    assert task["details"] == {"foreignKeys": None}
+    task = settings_task(api, api.patch(f"/indexes/{index_uid}/settings", json={"foreignKeys": None}), index_uid)
+    assert task["details"] == {"foreignKeys": None}
+    task = settings_task(api, api.delete(f"/indexes/{index_uid}/settings/foreign-keys"), index_uid)
+    assert task["details"] == {"foreignKeys": None}
+
+
+def test_a_body_error_comes_before_the_feature_gate(api: httpx.Client, index_uid: str) -> None:
+    set_feature(api, False)
+    error(api.put(f"/indexes/{index_uid}/settings/foreign-keys", json="products"), 400,
+          "invalid_settings_foreign_keys", 'Invalid value type: expected an array, but found a string: `"products"`')
+
+
+# ------------------------------------------------------------------------------------------------
+# Validation (deserr's messages, code `invalid_settings_foreign_keys`)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"foreignIndexUid": "products", "fieldName": "productId"},
+     'Invalid value type: expected an array, but found an object: `{"foreignIndexUid":"products",'
+     '"fieldName":"productId"}`'),
+    (["products"], 'Invalid value type at `[0]`: expected an object, but found a string: `"products"`'),
+    ([{"fieldName": "productId"}], "Missing field `foreignIndexUid` inside `[0]`"),
+    ([KEYS[0], {"foreignIndexUid": "products"}], "Missing field `fieldName` inside `[1]`"),
+    ([{"foreignIndexUid": 1, "fieldName": "productId"}],
+     "Invalid value type at `[0].foreignIndexUid`: expected a string, but found a positive integer: `1`"),
+    ([{"foreignIndexUid": "products", "fieldName": None}],
+     "Invalid value type at `[0].fieldName`: expected a string, but found null"),
+    ([{"foreignIndexUid": "products", "fieldName": "productId", "fieldNames": "x"}],
+     "Unknown field `fieldNames` inside `[0]`: did you mean `fieldName`? expected one of `foreignIndexUid`, `fieldName`"),
+])
+def test_sub_route_body_errors(api: httpx.Client, index_uid: str, body: Any, message: str) -> None:
+    set_feature(api, True)
+    try:
+        error(api.put(f"/indexes/{index_uid}/settings/foreign-keys", json=body), 400,
+              "invalid_settings_foreign_keys", message)
+    finally:
+        set_feature(api, False)
+
+
+def test_settings_body_errors_name_the_setting(api: httpx.Client, index_uid: str) -> None:
+    set_feature(api, True)
+    try:
+        error(api.patch(f"/indexes/{index_uid}/settings", json={"foreignKeys": "x"}), 400,
+              "invalid_settings_foreign_keys",
+              'Invalid value type at `.foreignKeys`: expected an array, but found a string: `"x"`')
+        error(api.patch(f"/indexes/{index_uid}/settings", json={"foreignKeys": [{"foreignIndexUid": "p"}]}), 400,
+              "invalid_settings_foreign_keys", "Missing field `fieldName` inside `.foreignKeys[0]`")
+    finally:
+        set_feature(api, False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Persistence: restart and dumps
+# ------------------------------------------------------------------------------------------------
+
+
+def test_restart_and_dump_keep_the_keys(tmp_path: Path) -> None:
+    srv = ServerProcess(tmp_path / "data.ms").start()
+    try:
+        with httpx.Client(base_url=srv.url, timeout=30) as api:
+            set_feature(api, True)
+            settings_task(api, api.put("/indexes/orders/settings/foreign-keys", json=KEYS), "orders")
+        srv.stop()
+        srv.start()
+        with httpx.Client(base_url=srv.url, timeout=30) as api:
+            assert api.get("/indexes/orders/settings/foreign-keys").json() == KEYS
+            dump = wait_task(api, api.post("/dumps").json()["taskUid"])
+            assert dump["status"] == "succeeded", dump
+            dump_uid = dump["details"]["dumpUid"]
+    finally:
+        srv.stop()
+    imported = ServerProcess(tmp_path / "imported.ms",
+                             extra_args=["--import-dump", str(tmp_path / "dumps" / f"{dump_uid}.dump")]).start()
+    try:
+        with httpx.Client(base_url=imported.url, timeout=30) as api:
+            assert api.get("/experimental-features").json()["foreignKeys"] is True
+            assert api.get("/indexes/orders/settings/foreign-keys").json() == KEYS
+            assert api.get("/indexes/orders/settings").json() == with_foreign_keys(KEYS)
+    finally:
+        imported.stop()
