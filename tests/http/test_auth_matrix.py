@@ -100,6 +100,11 @@ _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
     ("GET", "/webhooks"): "webhooks.get", ("POST", "/webhooks"): "webhooks.create",
     ("GET", "/webhooks/{uuid}"): "webhooks.get", ("PATCH", "/webhooks/{uuid}"): "webhooks.update",
     ("DELETE", "/webhooks/{uuid}"): "webhooks.delete",
+    ("POST", "/dynamic-search-rules"): "dynamicSearchRules.get",
+    ("DELETE", "/dynamic-search-rules"): "dynamicSearchRules.delete",
+    ("GET", "/dynamic-search-rules/{rule_uid}"): "dynamicSearchRules.get",
+    ("PATCH", "/dynamic-search-rules/{rule_uid}"): "dynamicSearchRules.update",
+    ("DELETE", "/dynamic-search-rules/{rule_uid}"): "dynamicSearchRules.delete",
     ("GET", "/chats"): "chats.get", ("GET", "/chats/{workspace}"): "chats.get",
     ("DELETE", "/chats/{workspace}"): "chats.delete",
     ("GET", "/chats/{workspace}/settings"): "chatsSettings.get",
@@ -155,7 +160,8 @@ _PARAMS: Final[dict[tuple[str, str], dict[str, str]]] = {
 }
 _PATH_PARAMS: Final = {"{index_uid}": INDEX, "{document_id}": DOCUMENT_ID, "{task_uid}": TASK_UID,
                        "{batch_uid}": TASK_UID, "{key_or_uid}": KEY_UID, "{uuid}": KEY_UID,
-                       "{asset:path}": "dashboard.js", "{workspace}": f"{BASE}_chat"}
+                       "{asset:path}": "dashboard.js", "{workspace}": f"{BASE}_chat",
+                       "{rule_uid}": f"{BASE}_rule"}
 # routes naming their index in the body, and how a scoped key outside it is refused
 _BODY_INDEX_MESSAGES: Final = {
     ("POST", "/indexes"): INVALID_KEY_MESSAGE,

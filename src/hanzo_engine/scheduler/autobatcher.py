@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-BATCHABLE = frozenset({"documentAdditionOrUpdate", "documentDeletion", "settingsUpdate"})
+BATCHABLE = frozenset({"documentAdditionOrUpdate", "documentDeletion", "settingsUpdate",
+                       "dsrUpdate", "dsrClear"})  # (dynamic search rules: only ever on `.meili_dsr`)
 # (`documentEdition`: Meilisearch never batches an edition by function with another task)
 ALONE_INDEX_TASKS = frozenset({"indexCreation", "indexUpdate", "indexDeletion", "indexCompaction",
                                "documentEdition"})

@@ -92,6 +92,10 @@ def apply_batch(
 
         outcome: BatchOutcome = backups.apply(sched, batch, tasks, interrupted)
         return outcome
+    if kind in ("dsrUpdate", "dsrClear"):
+        from . import dynamic_search_rules
+
+        return dynamic_search_rules.apply(sched, tasks)
     if kind in ("upgradeDatabase", "export", "indexCompaction"):
         err = MeiliError("feature_not_enabled", f"`{kind}` tasks are not supported by this build yet.")
         return BatchOutcome({t["uid"]: failed(t, err) for t in tasks})

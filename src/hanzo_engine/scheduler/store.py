@@ -12,6 +12,7 @@ Databases of the `tasks` environment:
 - `webhooks`, `webhook-pending`  the API webhooks and the notifications not yet delivered (see
                  `webhooks.py`)
 - `chat-workspaces`  chat workspace uid -> its settings, secrets included (see `chats.py`)
+- `dynamic-search-rules`  rule uid -> dynamic search rule (see `dynamic_search_rules.py`)
 
 Task records hold the public fields (camelCase, dates as unix nanoseconds) plus `kind`, the private
 arguments the scheduler needs to run the task (content file, method, primary key, ...).
@@ -38,6 +39,7 @@ DB_META: Final = b"meta"
 DB_WEBHOOKS: Final = b"webhooks"
 DB_WEBHOOK_PENDING: Final = b"webhook-pending"
 DB_CHATS: Final = b"chat-workspaces"
+DB_DSR: Final = b"dynamic-search-rules"
 
 KEY_NEXT_TASK: Final = b"next-task-uid"
 
@@ -80,6 +82,7 @@ class TaskStore:
         self.db_webhooks = self._open_db(DB_WEBHOOKS)
         self.db_webhook_pending = self._open_db(DB_WEBHOOK_PENDING)
         self.db_chats = self._open_db(DB_CHATS)
+        self.db_dsr = self._open_db(DB_DSR)
 
     def _open_db(self, name: bytes) -> Any:
         if not self._readonly:

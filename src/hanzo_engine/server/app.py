@@ -24,6 +24,7 @@ from .routes import (  # noqa: F401  (importing registers the routes)
     backups,
     chats,
     documents,
+    dynamic_search_rules,
     facet_search,
     indexes,
     instance,
