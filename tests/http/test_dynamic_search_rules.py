@@ -259,3 +259,70 @@ def test_rules_survive_a_restart(admin: httpx.Client, engine: ServerProcess) -> 
         rule = c.get("/dynamic-search-rules/durable").json()
         assert rule["description"] == "kept"
         assert [r["uid"] for r in c.post("/dynamic-search-rules", json={}).json()["results"]] == ["durable"]
+
+
+# -- pins applied to search ------------------------------------------------------------------------
+
+MOVIES: Final = [
+    {"id": "organic-match", "title": "Batman Returns", "kind": "keep"},
+    {"id": "pinned-query-miss", "title": "The Matrix", "kind": "keep"},
+    {"id": "filtered-pin", "title": "Batman Returns", "kind": "drop"},
+]
+
+
+@pytest.fixture
+def movies(admin: httpx.Client) -> str:
+    uid = "dsr_movies"
+    wait_task(admin, admin.delete(f"/indexes/{uid}").json()["taskUid"])
+    wait_task(admin, admin.patch(f"/indexes/{uid}/settings", json={"filterableAttributes": ["kind"]}).json()["taskUid"])
+    assert wait_task(admin, admin.post(f"/indexes/{uid}/documents", json=MOVIES).json()["taskUid"])["status"] == \
+        "succeeded"
+    return uid
+
+
+def search(http: httpx.Client, uid: str, body: dict[str, Any]) -> dict[str, Any]:
+    r = http.post(f"/indexes/{uid}/search", json=body)
+    assert r.status_code == 200, r.text
+    out: dict[str, Any] = r.json()
+    del out["processingTimeMs"], out["requestUid"]
+    return out
+
+
+def test_search_counts_pins_that_miss_query(admin: httpx.Client, movies: str) -> None:
+    upsert(admin, "pin-query-miss-but-filtered", {
+        "active": True, "conditions": {"query": {"words": "returns"}},
+        "actions": [{"selector": {"id": "pinned-query-miss"}, "action": {"type": "pin", "position": 0}},
+                    {"selector": {"id": "filtered-pin"}, "action": {"type": "pin", "position": 1}}]})
+    assert search(admin, movies, {"q": "Batman Returns", "filter": "kind = keep"}) == {
+        "hits": [MOVIES[1], MOVIES[0]], "query": "Batman Returns", "limit": 20, "offset": 0,
+        "estimatedTotalHits": 2}
+    assert search(admin, movies, {"q": "Batman Returns", "filter": "kind = keep", "page": 2, "hitsPerPage": 1}) == {
+        "hits": [MOVIES[0]], "query": "Batman Returns", "hitsPerPage": 1, "page": 2, "totalPages": 2,
+        "totalHits": 2}
+    details = search(admin, movies, {"q": "Batman Returns", "filter": "kind = keep", "showRankingScoreDetails": True,
+                                     "showRankingScore": True})["hits"][0]
+    assert (details["_rankingScore"], details["_rankingScoreDetails"]) == (1.0, {"pin": {"order": 0, "position": 0}})
+    # the rule's words must all be in the query
+    assert [h["id"] for h in search(admin, movies, {"q": "Batman"})["hits"]] == ["organic-match", "filtered-pin"]
+
+
+def test_pins_follow_precedence_positions_and_the_feature(admin: httpx.Client, movies: str) -> None:
+    upsert(admin, "late", {"precedence": 5, "conditions": {"query": {"isEmpty": True}}, "actions": [
+        {"selector": {"id": "organic-match"}, "action": {"type": "pin", "position": 10}},
+        {"selector": {"id": "filtered-pin"}, "action": {"type": "pin", "position": 0}}]})
+    upsert(admin, "first", {"precedence": 1, "conditions": {"query": {"isEmpty": True}}, "actions": [
+        {"selector": {"id": "filtered-pin"}, "action": {"type": "pin", "position": 20}},
+        {"selector": {"indexUid": "other", "id": "pinned-query-miss"}, "action": {"type": "pin", "position": 0}}]})
+    upsert(admin, "inactive", {"active": False, "actions": [
+        {"selector": {"id": "pinned-query-miss"}, "action": {"type": "pin", "position": 0}}]})
+    # placeholder search: organic order is insertion order; `first` pins filtered-pin at 20 (it wins over
+    # `late`'s 0), `late` pins organic-match at 10: both beyond the organic hits, so compacted in order
+    got = search(admin, movies, {})
+    assert [h["id"] for h in got["hits"]] == ["pinned-query-miss", "organic-match", "filtered-pin"]
+    assert got["estimatedTotalHits"] == 3
+    assert [h["id"] for h in search(admin, movies, {"q": "matrix"})["hits"]] == ["pinned-query-miss"]
+    assert admin.patch("/experimental-features", json={"dynamicSearchRules": False}).status_code == 200
+    try:
+        assert [h["id"] for h in search(admin, movies, {"q": "returns"})["hits"]] == ["organic-match", "filtered-pin"]
+    finally:
+        admin.patch("/experimental-features", json={"dynamicSearchRules": True})

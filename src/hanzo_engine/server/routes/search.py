@@ -60,6 +60,7 @@ from hanzo_engine.filter_parser import FilterError, FilterFeatures, Node, check_
 
 from ..app_state import route, state
 from ..http import JSONResponse, query_pairs, read_body, read_index
+from ..pins import apply_pins, plan_pins
 from ..search_exec import fused_query, run_queued
 
 SEARCH_PATH: Final = "/indexes/{index_uid}/search"
@@ -450,8 +451,9 @@ def engine_request(prepared: PreparedQuery, query: SearchQuery, *, offset: int, 
 
 
 def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            features: FilterFeatures | None = None) -> dict[str, Any]:
-    """One search on `uid` in the read transaction of `reader`: the response body of the search route."""
+            features: FilterFeatures | None = None, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One search on `uid` in the read transaction of `reader`: the response body of the search route.
+    `rules`: the dynamic search rules to apply (`server/pins.py`), None when the feature is off."""
     started = time.perf_counter()
     prepared = prepare_query(reader, uid, query, features)
     settings = prepared.settings
@@ -466,11 +468,17 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         offset, limit = query.offset, query.limit
     offset = min(offset, max_total_hits)
     limit = min(limit, max(max_total_hits - offset, 0))
-    request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
+    pins = plan_pins(reader, uid, rules, query.q, prepared.universe) if rules else []
+    if pins:  # the organic ranking from its start: pins take absolute positions in it
+        request = engine_request(prepared, query, offset=0, limit=offset + limit + len(pins), exhaustive=finite)
+    else:
+        request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
     hybrid = query.hybrid
     ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
                    hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
     result = ai.result if ai is not None else run_engine_search(reader, request, settings)
+    if pins:
+        result = apply_pins(result, pins, offset, limit)
 
     maker = HitMaker(reader, query, settings, result)
     hits = []
@@ -521,6 +529,17 @@ def filter_features(request: Request) -> FilterFeatures:
     return runtime_features(request).filter_features()
 
 
+def search_rules(request: Request) -> list[dict[str, Any]] | None:
+    """The stored dynamic search rules while `dynamicSearchRules` is on (None otherwise or when none)."""
+    from hanzo_engine.scheduler.dynamic_search_rules import all_rules
+
+    from .instance import runtime_features  # imported here: instance imports this module
+
+    if not runtime_features(request).enabled("dynamicSearchRules"):
+        return None
+    return all_rules(state(request).scheduler.store) or None
+
+
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     request_uid = uuid7()
     if query.use_network is not None:
@@ -533,9 +552,10 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     query = fused_query(request, uid, query)
     scheduler = state(request).indexes
     features = filter_features(request)
+    rules = search_rules(request)
     body = await run_queued(
         request, read_index, scheduler, uid,
-        lambda reader: perform(reader, uid, query, request_uid, with_metadata, features),
+        lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules),
     )
     return JSONResponse(body)
 
