@@ -326,3 +326,15 @@ def test_pins_follow_precedence_positions_and_the_feature(admin: httpx.Client, m
         assert [h["id"] for h in search(admin, movies, {"q": "returns"})["hits"]] == ["organic-match", "filtered-pin"]
     finally:
         admin.patch("/experimental-features", json={"dynamicSearchRules": True})
+
+
+def test_multi_search_applies_pins(admin: httpx.Client, movies: str) -> None:
+    upsert(admin, "pin-matrix", {"conditions": {"query": {"words": "returns"}}, "actions": [
+        {"selector": {"id": "pinned-query-miss"}, "action": {"type": "pin", "position": 1}}]})
+    r = admin.post("/multi-search", json={"queries": [{"indexUid": movies, "q": "batman returns"},
+                                                      {"indexUid": movies, "q": "batman"}]})
+    assert r.status_code == 200, r.text
+    first, second = r.json()["results"]
+    assert [h["id"] for h in first["hits"]] == ["organic-match", "pinned-query-miss", "filtered-pin"]
+    assert first["estimatedTotalHits"] == 3
+    assert [h["id"] for h in second["hits"]] == ["organic-match", "filtered-pin"]

@@ -100,6 +100,7 @@ from .search import (
     perform,
     prepare_query,
     run_engine_search,
+    search_rules,
     uuid7,
 )
 
@@ -278,14 +279,15 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
 
 
 def _single(scheduler: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            filters: FilterFeatures) -> dict[str, Any]:
-    return read_index(scheduler, uid, lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters))
+            filters: FilterFeatures, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return read_index(scheduler, uid,
+                      lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules))
 
 
 def multi(scheduler: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
-          with_metadata: bool, first: int = 0) -> list[dict[str, Any]]:
+          with_metadata: bool, first: int = 0, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Each query as its own search, in order; the first failure names its query (`first` is the
-    position of `queries[0]` in the request)."""
+    position of `queries[0]` in the request). `rules`: the dynamic search rules to apply."""
     results = []
     filters = features.filter_features()
     for i, q in enumerate(queries, start=first):
@@ -296,7 +298,7 @@ def multi(scheduler: IndexSource, queries: list[MultiQuery], features: Experimen
                 f" - Hint: remove `federationOptions` from query #{i} or add `federation` to the request.", 400)
         try:
             _check_use_network(q.query, features)
-            body = _single(scheduler, q.index_uid, q.query, request_uid, with_metadata, filters)
+            body = _single(scheduler, q.index_uid, q.query, request_uid, with_metadata, filters, rules)
         except MeiliError as err:
             raise inside(err, _query(i)) from None
         results.append({"indexUid": q.index_uid, **body})
@@ -929,7 +931,8 @@ async def multi_search(request: Request) -> Response:
             if features.enabled("network") and any(q.query.use_network for q in queries):
                 return JSONResponse({"results": await _multi_networked(request, queries, features, request_uid,
                                                                         with_metadata)})
-            results = await run_in_threadpool(multi, scheduler, queries, features, request_uid, with_metadata)
+            results = await run_in_threadpool(multi, scheduler, queries, features, request_uid, with_metadata,
+                                              rules=search_rules(request))
             return JSONResponse({"results": results})
         is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
         if is_proxy and not features.enabled("network"):
