@@ -338,3 +338,35 @@ def test_multi_search_applies_pins(admin: httpx.Client, movies: str) -> None:
     assert [h["id"] for h in first["hits"]] == ["organic-match", "pinned-query-miss", "filtered-pin"]
     assert first["estimatedTotalHits"] == 3
     assert [h["id"] for h in second["hits"]] == ["organic-match", "filtered-pin"]
+
+
+def test_filter_conditions_need_one_and_branch(admin: httpx.Client) -> None:
+    uid = "dsr_comics"
+    wait_task(admin, admin.delete(f"/indexes/{uid}").json()["taskUid"])
+    wait_task(admin, admin.patch(f"/indexes/{uid}/settings",
+                                 json={"filterableAttributes": ["genres", "series", "year"]}).json()["taskUid"])
+    docs = [{"id": 1, "genres": ["action"], "series": "batman", "year": 1989},
+            {"id": 2, "genres": ["comedy"], "series": "batman", "year": 1966},
+            {"id": 3, "genres": ["action"], "series": "superman", "year": 1978}]
+    assert wait_task(admin, admin.post(f"/indexes/{uid}/documents", json=docs).json()["taskUid"])["status"] == \
+        "succeeded"
+    upsert(admin, "genre", {"precedence": 1, "conditions": {"filter": {"values": {"genres": "Action"}}},
+                            "actions": [{"selector": {"id": "3"}, "action": {"type": "pin", "position": 0}}]})
+    upsert(admin, "both", {"precedence": 2, "conditions": {"filter": {"values": {"genres": "action",
+                                                                                    "series": "batman"}}},
+                           "actions": [{"selector": {"id": "1"}, "action": {"type": "pin", "position": 0}}]})
+    upsert(admin, "old", {"precedence": 3, "conditions": {"filter": {"values": {"year": 1966}}},
+                          "actions": [{"selector": {"id": "2"}, "action": {"type": "pin", "position": 0}}]})
+
+    def ids(flt: Any) -> list[Any]:
+        return [h["id"] for h in search(admin, uid, {"filter": flt} if flt is not None else {})["hits"]]
+
+    assert ids(None) == [1, 2, 3]  # no filter: no filter rule fires
+    # `genre` fires (genres = action in the branch) and `both` too: 3 then 1 at position 0, by precedence
+    assert ids("genres = action AND series = batman") == [1]  # 3 is excluded by the filter itself
+    assert ids("series = batman OR genres = action") == [3, 1, 2]  # `genre` fires, `both` does not
+    assert ids(["genres = action", "series = batman"]) == [1]
+    assert ids("genres IN [drama, action]") == [3, 1]
+    assert ids("year 1960 TO 1970") == [2]
+    assert ids("year > 1970") == [1, 3]  # `old` does not fire: 1966 is not above 1970
+    assert ids("genres != action") == [2]

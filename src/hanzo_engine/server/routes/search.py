@@ -59,6 +59,7 @@ from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.filter_parser import FilterError, FilterFeatures, Node, check_features, parse_filter_value
 
 from ..app_state import route, state
+from ..foreign_keys import ForeignIndexes, hydrate_hits, resolve_foreign
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..pins import apply_pins, plan_pins
 from ..search_exec import fused_query, run_queued
@@ -402,13 +403,15 @@ class PreparedQuery:
 
 
 def prepare_query(reader: IndexReader, uid: str, query: SearchQuery,
-                  features: FilterFeatures | None = None) -> PreparedQuery:
+                  features: FilterFeatures | None = None, foreign: ForeignIndexes | None = None) -> PreparedQuery:
     """Every check of `query` that needs the index, in Meilisearch's order (filter syntax, sort syntax,
     `attributesToSearchOn`, `distinct`, the filter's attributes and evaluation, sort attributes), with
     the filter evaluated and the sort/distinct prepared for the engine."""
     settings = complete_settings(reader.settings())
     check_search_kind(query, settings, uid)
     node = parse_search_filter(query.filter, features)
+    if node is not None and foreign is not None:  # `_foreign(..)` clauses, while `foreignKeys` is on
+        node = resolve_foreign(node, settings, uid, foreign)
     criteria = parse_sort(query.sort) if query.sort is not None else None
     if query.attributes_to_search_on is not None:
         _check_search_on(query.attributes_to_search_on, settings, known_fields(reader), uid)
@@ -451,11 +454,13 @@ def engine_request(prepared: PreparedQuery, query: SearchQuery, *, offset: int, 
 
 
 def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            features: FilterFeatures | None = None, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+            features: FilterFeatures | None = None, rules: list[dict[str, Any]] | None = None,
+            foreign: ForeignIndexes | None = None) -> dict[str, Any]:
     """One search on `uid` in the read transaction of `reader`: the response body of the search route.
-    `rules`: the dynamic search rules to apply (`server/pins.py`), None when the feature is off."""
+    `rules`: the dynamic search rules to apply (`server/pins.py`), None when the feature is off;
+    `foreign`: the other indexes, for `_foreign` filters and hit hydration, None when `foreignKeys` is off."""
     started = time.perf_counter()
-    prepared = prepare_query(reader, uid, query, features)
+    prepared = prepare_query(reader, uid, query, features, foreign)
     settings = prepared.settings
 
     max_total_hits = (settings.get("pagination") or {}).get("maxTotalHits") or DEFAULT_MAX_TOTAL_HITS
@@ -468,7 +473,7 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         offset, limit = query.offset, query.limit
     offset = min(offset, max_total_hits)
     limit = min(limit, max(max_total_hits - offset, 0))
-    pins = plan_pins(reader, uid, rules, query.q, prepared.universe) if rules else []
+    pins = plan_pins(reader, uid, rules, query.q, prepared.universe, query.filter) if rules else []
     if pins:  # the organic ranking from its start: pins take absolute positions in it
         request = engine_request(prepared, query, offset=0, limit=offset + limit + len(pins), exhaustive=finite)
     else:
