@@ -370,3 +370,18 @@ def test_filter_conditions_need_one_and_branch(admin: httpx.Client) -> None:
     assert ids("year 1960 TO 1970") == [2]
     assert ids("year > 1970") == [1, 3]  # `old` does not fire: 1966 is not above 1970
     assert ids("genres != action") == [2]
+
+
+def test_federated_search_places_pins_in_the_merged_ranking(admin: httpx.Client, movies: str) -> None:
+    upsert(admin, "pin-matrix", {"conditions": {"query": {"words": "batman"}}, "actions": [
+        {"selector": {"id": "pinned-query-miss"}, "action": {"type": "pin", "position": 1}}]})
+    body: dict[str, Any] = {"federation": {}, "queries": [{"indexUid": movies, "q": "batman", "filter": "kind = keep"},
+                                                        {"indexUid": movies, "q": "returns", "filter": "kind = drop"}]}
+    r = admin.post("/multi-search", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert [(h["id"], h["_federation"]["queriesPosition"]) for h in got["hits"]] == [
+        ("organic-match", 0), ("pinned-query-miss", 0), ("filtered-pin", 1)]
+    assert got["estimatedTotalHits"] == 3
+    body["federation"] = {"offset": 1, "limit": 1}
+    assert [h["id"] for h in admin.post("/multi-search", json=body).json()["hits"]] == ["pinned-query-miss"]

@@ -77,6 +77,7 @@ from ..app_state import route, state
 from ..auth import auth_filter
 from ..federated_facets import ComputedFacets, FederatedFacets
 from ..http import IndexSource, JSONResponse, read_body, read_index
+from ..pins import apply_pins, plan_pins
 from ..search_exec import (
     Ranked,
     RankingRules,
@@ -356,6 +357,10 @@ class Federated:
         self.facets = FederatedFacets(federation["mergeFacets"])
         self.distinct: str | None = federation["distinct"]
         self.previous: tuple[RankingRules, int, str] | None = None
+        # the dynamic search rules to apply (None: feature off) and the hits they pinned, as
+        # (position, query index, hit): placed at their absolute positions after the merge
+        self.rules: list[dict[str, Any]] | None = None
+        self.pinned: list[tuple[int, int, dict[str, Any]]] = []
         page, per_page, limit, offset = (federation["page"], federation["hitsPerPage"], federation["limit"],
                                          federation["offset"])
         self.paginated = page is not None or per_page is not None
@@ -493,16 +498,24 @@ class Federated:
         prepared = prepare_query(reader, uid, query, self.features.filter_features())
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
-        request = self._request(query, limit, prepared)
+        pins = plan_pins(reader, uid, self.rules, query.q, prepared.universe, query.filter) if self.rules else []
+        request = self._request(query, limit + len(pins), prepared)
         hybrid = query.hybrid
         ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
                        hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
         result = ai.result if ai is not None else run_engine_search(reader, request, settings)
+        if pins:
+            result = apply_pins(result, pins, 0, limit)
         maker = HitMaker(reader, query, settings, result)
         entries: list[tuple[Ranked, Any]] = []
         for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
             document = reader.document_by_internal_id(docid)
-            if document is not None:
+            if document is not None and "pin" in details:
+                federation = {"indexUid": uid, "queriesPosition": item.query_index,
+                              "weightedRankingScore": score * item.weight}
+                hit = _with_federation(maker.make(document, score, details), federation)
+                self.pinned.append((details["pin"]["position"], item.query_index, hit))
+            elif document is not None:
                 rank = ranked(rules, document, score, details, item.weight, item.query_index)
                 entries.append((rank, (docid, document, maker, score, details)))
         # every engine path fills `all_candidates`; the page's ids are the floor should one not
@@ -632,7 +645,18 @@ class Federated:
         if self.has_remote and self.facets.merge is None:
             self.facets.sort_and_truncate(self.index_settings)
         lists: list[list[tuple[Ranked, dict[str, Any]]]] = [r.hits for r in results] + remote.hits
-        page = [hit for _, hit in list(merge_ranked(lists))[self.skip : self.skip + self.take]]
+        if self.pinned:  # pins take absolute positions in the merged ranking (compacted past its end)
+            organic = [hit for _, hit in list(merge_ranked(lists))[: self.skip + self.take]]
+            pending = sorted(self.pinned, key=lambda p: (p[0], p[1]))
+            merged: list[dict[str, Any]] = []
+            while pending or organic:
+                if pending and (pending[0][0] <= len(merged) or not organic):
+                    merged.append(pending.pop(0)[2])
+                else:
+                    merged.append(organic.pop(0))
+            page = merged[self.skip : self.skip + self.take]
+        else:
+            page = [hit for _, hit in list(merge_ranked(lists))[self.skip : self.skip + self.take]]
         body: dict[str, Any] = {"hits": page, "processingTimeMs": int((time.perf_counter() - started) * 1000)}
         if self.paginated:
             body.update(hitsPerPage=self.per_page, page=self.page,
@@ -939,4 +963,5 @@ async def multi_search(request: Request) -> Response:
             raise feature_not_enabled("Performing a remote federated search", "network", NETWORK_DISCUSSION)
         network = await read_network_of(request, features)
         searcher = Federated(scheduler, federation, features, network, is_proxy)
+        searcher.rules = search_rules(request)
         return JSONResponse(await run_federated(request, searcher, queries, request_uid, with_metadata))
