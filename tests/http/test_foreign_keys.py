@@ -275,3 +275,219 @@ def test_restart_and_dump_keep_the_keys(tmp_path: Path) -> None:
             assert api.get("/indexes/orders/settings").json() == with_foreign_keys(KEYS)
     finally:
         imported.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# Joins: `_foreign(..)` filters and hit hydration (Meilisearch's tests/search/document_join.rs)
+# ------------------------------------------------------------------------------------------------
+
+AUTHORS = [
+    {"id": "a1", "name": "Alice", "birthday": "1990-01-01", "popularity": 2.0},
+    {"id": "a2", "name": "Bob", "birthday": "1958-06-15", "popularity": 4.5},
+    {"id": "a3", "name": "Charlie", "birthday": "1940-05-05", "popularity": 4.8},
+    {"id": "a4", "name": "Diana", "birthday": "1985-03-20", "popularity": 3.2},
+    {"id": "a5", "name": "Ethan", "birthday": "1972-11-30", "popularity": 3.9},
+    {"id": "a6", "name": "Fiona", "birthday": "1988-07-14", "popularity": 2.8},
+]
+BOOKS = [
+    {"id": "b1", "title": "Rust in action", "author": "a1", "related_authors": ["a2", "a3"],
+     "genres": ["tech", "programming"]},
+    {"id": "b2", "title": "Captain Marvel story", "author": "a2", "related_authors": ["a3", "a4"],
+     "genres": ["action", "fiction"]},
+    {"id": "b3", "title": "The Great Gatsby", "author": "a3", "related_authors": ["a4", "a5"],
+     "genres": ["action", "classic"]},
+    {"id": "b4", "title": "To Kill a Mockingbird", "author": "a4", "related_authors": ["a5", "a6"],
+     "genres": ["classic", "drama"]},
+    {"id": "b5", "title": "1984", "author": "a9", "related_authors": [], "genres": ["dystopia"]},
+]
+
+
+def author(uid: str, displayed: tuple[str, ...] = ("id", "name", "birthday", "popularity")) -> dict[str, Any]:
+    doc = next(a for a in AUTHORS if a["id"] == uid)
+    return {k: doc[k] for k in displayed}
+
+
+@pytest.fixture(scope="module")
+def library(engine: ServerProcess) -> tuple[str, str]:
+    """`lib_authors` (filterable `id`, `birthday`, `popularity`) and `lib_books` whose `author` and
+    `related_authors` are foreign keys to it."""
+    with httpx.Client(base_url=engine.url, timeout=30) as api:
+        set_feature(api, True)
+        try:
+            tasks = [
+                api.post("/indexes", json={"uid": "lib_authors", "primaryKey": "id"}),
+                api.post("/indexes/lib_authors/documents", json=AUTHORS),
+                api.patch("/indexes/lib_authors/settings",
+                          json={"filterableAttributes": ["id", "birthday", "popularity"]}),
+                api.post("/indexes", json={"uid": "lib_books", "primaryKey": "id"}),
+                api.patch("/indexes/lib_books/settings", json={
+                    "foreignKeys": [{"foreignIndexUid": "lib_authors", "fieldName": "author"},
+                                    {"foreignIndexUid": "lib_authors", "fieldName": "related_authors"}],
+                    "filterableAttributes": ["id", "genres", "author", "related_authors"]}),
+                api.post("/indexes/lib_books/documents", json=BOOKS),
+            ]
+            for res in tasks:
+                assert wait_task(api, res.json()["taskUid"])["status"] == "succeeded"
+        finally:
+            set_feature(api, False)
+    return "lib_authors", "lib_books"
+
+
+def test_hits_are_hydrated_only_with_the_feature(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    body = {"q": "Rust", "attributesToRetrieve": ["title", "author", "related_authors"],
+            "attributesToHighlight": ["title"]}
+    set_feature(api, True)
+    try:
+        hits = api.post(f"/indexes/{books}/search", json=body).json()["hits"]
+        assert hits == [{
+            "title": "Rust in action",
+            "author": author("a1"),
+            "related_authors": [author("a2"), author("a3")],
+            "_formatted": {"title": "<em>Rust</em> in action", "author": author("a1"),
+                           "related_authors": [author("a2"), author("a3")]},
+        }]
+        assert list(hits[0]["author"]) == ["id", "name", "birthday", "popularity"]
+        # an id no document has becomes an empty object
+        hits = api.post(f"/indexes/{books}/search", json={"q": "1984", "attributesToRetrieve": ["author"]}).json()
+        assert hits["hits"] == [{"author": {}}]
+    finally:
+        set_feature(api, False)
+    hits = api.post(f"/indexes/{books}/search", json=body).json()["hits"]
+    assert hits == [{"title": "Rust in action", "author": "a1", "related_authors": ["a2", "a3"],
+                     "_formatted": {"title": "<em>Rust</em> in action", "author": "a1",
+                                    "related_authors": ["a2", "a3"]}}]
+
+
+def test_hydration_shows_the_foreign_displayed_attributes(api: httpx.Client, engine: ServerProcess,
+                                                          tmp_path: Path) -> None:
+    set_feature(api, True)
+    try:
+        tasks = [
+            api.post("/indexes/disp_authors/documents", json=AUTHORS[:2]),
+            api.put("/indexes/disp_authors/settings/displayed-attributes", json=["name"]),
+            api.put("/indexes/disp_books/settings/foreign-keys",
+                    json=[{"foreignIndexUid": "disp_authors", "fieldName": "author"}]),
+            api.post("/indexes/disp_books/documents", json=[{"id": 1, "author": "a2"}, {"id": 2, "author": 3.5}]),
+        ]
+        for res in tasks:
+            assert wait_task(api, res.json()["taskUid"])["status"] == "succeeded"
+        hits = api.post("/indexes/disp_books/search", json={}).json()["hits"]
+        # a value that is no document id (a float) stays as it is
+        assert hits == [{"id": 1, "author": {"name": "Bob"}}, {"id": 2, "author": 3.5}]
+        # a foreign index that does not exist: Meilisearch's `user_index` answers 404
+        settings_task(api, api.put("/indexes/disp_books/settings/foreign-keys",
+                                   json=[{"foreignIndexUid": "disp_nowhere", "fieldName": "author"}]), "disp_books")
+        error(api.post("/indexes/disp_books/search", json={}), 404, "index_not_found", "Index `disp_nowhere` not found.")
+    finally:
+        set_feature(api, False)
+
+
+def test_foreign_filter_selects_through_the_foreign_index(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    body = {"filter": 'genres = action AND _foreign(author, birthday STARTS WITH "1958-" AND popularity >= 3.5)',
+            "attributesToRetrieve": ["id", "author"]}
+    set_feature(api, True)
+    try:
+        res = api.post(f"/indexes/{books}/search", json=body)
+        assert res.status_code == 200, res.text
+        assert res.json()["hits"] == [{"id": "b2", "author": author("a2")}]
+        # OR of two clauses, and NOT around one
+        body = {"filter": 'genres = classic AND (_foreign(author, birthday STARTS WITH "198") OR '
+                          '_foreign(related_authors, birthday STARTS WITH "198"))', "attributesToRetrieve": ["id"]}
+        assert [h["id"] for h in api.post(f"/indexes/{books}/search", json=body).json()["hits"]] == ["b3", "b4"]
+        body = {"filter": "NOT _foreign(author, popularity > 3)", "attributesToRetrieve": ["id"]}
+        assert [h["id"] for h in api.post(f"/indexes/{books}/search", json=body).json()["hits"]] == ["b1", "b5"]
+        # the GET form too
+        res = api.get(f"/indexes/{books}/search", params={"filter": "_foreign(author, id = a3)",
+                                                           "attributesToRetrieve": "id"})
+        assert res.json()["hits"] == [{"id": "b3"}]
+    finally:
+        set_feature(api, False)
+
+
+def test_foreign_filter_needs_the_feature(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    set_feature(api, False)
+    error(api.post(f"/indexes/{books}/search",
+                   json={"filter": 'genres = action AND _foreign(author, birthday STARTS WITH "1958-" AND '
+                                   "popularity >= 3.5)"}),
+          400, "feature_not_enabled",
+          "using a foreign filter requires enabling the `foreign_keys` experimental feature. See "
+          "https://github.com/orgs/meilisearch/discussions/873\n30:36 _foreign(author, birthday STARTS WITH "
+          '"1958-" AND popularity >= 3.5)')
+
+
+@pytest.mark.parametrize(("filter_", "status", "code", "message"), [
+    ("_foreign(title, id = a1)", 400, "invalid_search_filter", "Index `lib_books`: Field `title` is not a foreign key"),
+    ("_foreign(author, id = a1 AND _foreign(related_authors, id = a2))", 400, "invalid_search_filter",
+     "Index `lib_books`: Nested foreign filters are not supported"),
+    ('_foreign(author, name = "Bob")', 400, "invalid_document_filter",
+     "Index `lib_authors`: Attribute `name` is not filterable. Available filterable attribute patterns are: "
+     '`birthday`, `id`, `popularity`.\n18:22 _foreign(author, name = "Bob")'),
+    ("genres = x AND _foreign(author, name EXISTS)", 400, "invalid_document_filter",
+     "Index `lib_authors`: Attribute `name` is not filterable. Available filterable attribute patterns are: "
+     "`birthday`, `id`, `popularity`.\n33:37 _foreign(author, name EXISTS)"),
+    ("_foreign(author)", 400, "invalid_search_filter",
+     "Was expecting a field name and an condition inside `_foreign(..)` filter but instead found `)`."
+     "\n16:17 _foreign(author)"),
+])
+def test_foreign_filter_errors(api: httpx.Client, library: tuple[str, str], filter_: str, status: int, code: str,
+                               message: str) -> None:
+    _, books = library
+    set_feature(api, True)
+    try:
+        error(api.post(f"/indexes/{books}/search", json={"filter": filter_}), status, code, message)
+    finally:
+        set_feature(api, False)
+
+
+def test_the_rewritten_clause_is_checked_on_the_searched_index(api: httpx.Client, library: tuple[str, str]) -> None:
+    """The clause becomes `"author" IN [..]`: a foreign key that is not filterable fails there."""
+    authors, _ = library
+    set_feature(api, True)
+    try:
+        tasks = [api.put("/indexes/plain_books/settings/foreign-keys",
+                         json=[{"foreignIndexUid": authors, "fieldName": "author"}]),
+                 api.post("/indexes/plain_books/documents", json=BOOKS)]
+        for res in tasks:
+            assert wait_task(api, res.json()["taskUid"])["status"] == "succeeded"
+        error(api.post("/indexes/plain_books/search", json={"filter": "_foreign(author, id = a1)"}), 400,
+              "invalid_search_filter",
+              "Index `plain_books`: Attribute `author` is not filterable. This index does not have configured "
+              'filterable attributes.\n2:8 "author" IN ["a1"]')
+    finally:
+        set_feature(api, False)
+
+
+def test_too_many_foreign_documents_are_refused(api: httpx.Client) -> None:
+    set_feature(api, True)
+    try:
+        tasks = [api.post("/indexes/many_authors/documents", json=[{"id": i, "n": 1} for i in range(101)]),
+                 api.put("/indexes/many_authors/settings/filterable-attributes", json=["n", "id"]),
+                 api.patch("/indexes/many_books/settings", json={
+                     "foreignKeys": [{"foreignIndexUid": "many_authors", "fieldName": "author"}],
+                     "filterableAttributes": ["author"]}),
+                 api.post("/indexes/many_books/documents", json=[{"id": 1, "author": 7}])]
+        for res in tasks:
+            assert wait_task(api, res.json()["taskUid"])["status"] == "succeeded"
+        error(api.post("/indexes/many_books/search", json={"filter": "_foreign(author, n = 1)"}), 400,
+              "invalid_search_filter",
+              "Index `many_authors`: Foreign filter is retrieving too many documents, foreign filters can't "
+              "retrieve more than 100 documents per index")
+        res = api.post("/indexes/many_books/search", json={"filter": "_foreign(author, n = 1 AND id < 100)"})
+        assert res.status_code == 200, res.text
+        assert res.json()["hits"] == [{"id": 1, "author": {"id": 7, "n": 1}}]
+    finally:
+        set_feature(api, False)
+
+
+def test_document_routes_refuse_foreign_filters(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    set_feature(api, True)
+    try:
+        res = api.post(f"/indexes/{books}/documents/fetch", json={"filter": "_foreign(author, id = a1)"})
+        error(res, 400, "invalid_document_filter",
+              "Filter condition `_foreign` is not supported for this endpoint.\n10:16 _foreign(author, id = a1)")
+    finally:
+        set_feature(api, False)

@@ -29,6 +29,7 @@ from .api import (
     token_at_depth,
     uses_contains,
     uses_field,
+    uses_foreign,
     uses_vectors,
 )
 from .ast import (
@@ -36,6 +37,7 @@ from .ast import (
     Comparison,
     Contains,
     Exists,
+    Foreign,
     GeoBoundingBox,
     GeoPolygon,
     GeoRadius,
@@ -80,6 +82,7 @@ __all__ = [
     "Exists",
     "FilterError",
     "FilterFeatures",
+    "Foreign",
     "GeoBoundingBox",
     "GeoPolygon",
     "GeoRadius",
@@ -117,5 +120,6 @@ __all__ = [
     "token_at_depth",
     "uses_contains",
     "uses_field",
+    "uses_foreign",
     "uses_vectors",
 ]

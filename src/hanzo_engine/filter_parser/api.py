@@ -24,6 +24,7 @@ from .ast import (
     Comparison,
     Contains,
     Exists,
+    Foreign,
     GeoRadius,
     In,
     IsEmpty,
@@ -201,6 +202,14 @@ def uses_vectors(node: Node) -> Token | None:
     return None
 
 
+def uses_foreign(node: Node) -> Foreign | None:
+    """The first ``_foreign(..)`` clause, if any (they are not looked into: they cannot nest)."""
+    for n in _walk(node):
+        if isinstance(n, Foreign):
+            return n
+    return None
+
+
 def uses_field(node: Node, name: str) -> Token | None:
     """The first field token equal to `name` (e.g. ``_shard``), if any."""
     for n in _walk(node):
@@ -216,6 +225,7 @@ class FilterFeatures:
     contains_filter: bool = False
     multimodal: bool = False
     network: bool = False
+    foreign_keys: bool = False
 
 
 def _feature_message(action: str, feature: str, link: str) -> str:
@@ -225,7 +235,7 @@ def _feature_message(action: str, feature: str, link: str) -> str:
 def check_features(node: Node | None, features: FilterFeatures) -> None:
     """Reject constructs whose experimental feature is off, in Meilisearch's order.
 
-    Raises `FilterError` with `feature` set (``containsFilter``, ``network``, ``multimodal``); the
+    Raises `FilterError` with `feature` set (``containsFilter``, ``foreignKeys``, ``network``, ``multimodal``); the
     caller answers ``feature_not_enabled``.
     """
     if node is None:
@@ -239,6 +249,15 @@ def check_features(node: Node | None, features: FilterFeatures) -> None:
                 "https://github.com/orgs/meilisearch/discussions/763",
             ),
             feature="containsFilter",
+        )
+    foreign = uses_foreign(node)
+    if foreign is not None and not features.foreign_keys:
+        raise foreign.error(
+            foreign.field,
+            _feature_message(
+                "using a foreign filter", "foreign_keys", "https://github.com/orgs/meilisearch/discussions/873"
+            ),
+            feature="foreignKeys",
         )
     token = uses_field(node, "_shard")
     if token is not None and not features.network:

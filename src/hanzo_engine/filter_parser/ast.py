@@ -24,6 +24,7 @@ __all__ = [
     "Comparison",
     "Contains",
     "Exists",
+    "Foreign",
     "GeoBoundingBox",
     "GeoPolygon",
     "GeoRadius",
@@ -234,6 +235,31 @@ class VectorExists:
     fragment: Token | None = None
 
 
+@dataclass(slots=True)
+class Foreign:
+    """``_foreign(field, filter)``: the documents whose `field` holds the id of a document that
+    `filter` selects in the index the `foreignKeys` setting names for `field`.
+
+    `text_start` is where the clause starts in the source: Meilisearch's position lines for errors
+    inside the clause print the filter from there on (the columns still count from the start)."""
+
+    field: Token
+    filter: Node
+    text_start: int = dc_field(default=0, compare=False)
+
+    def error(self, token: Token, message: str, *, feature: str | None = None) -> FilterError:
+        """A `FilterError` pointing at `token` (inside the clause), printed as Meilisearch prints it."""
+        col, col_end = columns(token.source, token.start, token.end)
+        return FilterError(f"{message}\n{col}:{col_end} {token.source[self.text_start:]}", feature=feature)
+
+    def clause_message(self, message: str) -> str:
+        """An error message positioned in the whole filter, re-printed as the clause's position line."""
+        source = self.field.source
+        if self.text_start and message.endswith(" " + source):
+            return message[: len(message) - len(source)] + source[self.text_start:]
+        return message
+
+
 Node: TypeAlias = (
     Or
     | And
@@ -256,6 +282,7 @@ Node: TypeAlias = (
     | GeoBoundingBox
     | GeoPolygon
     | VectorExists
+    | Foreign
 )
 
 

@@ -7,7 +7,7 @@ position line.
 
 from __future__ import annotations
 
-from .errors import escape_debug, positioned, rust_trim
+from .errors import columns, escape_debug, positioned, rust_trim
 
 __all__ = ["INVALID_PRIMARY_OPERATIONS", "diagnostic", "render"]
 
@@ -133,6 +133,11 @@ def diagnostic(kind: str, fragment: str, arg: object = None) -> str:
         return f"The `_geoPolygon` filter expects at least 3 points but only {arg} were specified"
     if kind == "geo_coordinates_not_pair":
         return f"Was expecting 2 coordinates but instead found {arg}."
+    if kind == "foreign":
+        return (
+            "Was expecting a field name and an condition inside `_foreign(..)` filter but instead found "
+            f"`{esc}`."
+        )
     if kind == "vector_unknown_suffix":
         assert isinstance(arg, tuple)
         return _unknown_suffix(arg[0], arg[1])
@@ -141,4 +146,9 @@ def diagnostic(kind: str, fragment: str, arg: object = None) -> str:
 
 def render(kind: str, source: str, start: int, end: int, arg: object = None) -> str:
     """The full Meilisearch message: diagnostic, newline, position line."""
+    if kind == "foreign":
+        # the position line prints the filter from the `_foreign` clause on (`arg`), as Meilisearch does
+        assert isinstance(arg, int)
+        col, col_end = columns(source, start, end)
+        return f"{diagnostic(kind, source[start:end])}\n{col}:{col_end} {source[arg:]}"
     return positioned(diagnostic(kind, source[start:end], arg), source, start, end)

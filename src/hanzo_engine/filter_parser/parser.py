@@ -61,6 +61,7 @@ from .ast import (
     Comparison,
     Contains,
     Exists,
+    Foreign,
     GeoBoundingBox,
     GeoPolygon,
     GeoRadius,
@@ -463,6 +464,8 @@ class _Parser:
                 return self._geo_bounding_box(we)
             if word == "_geoPolygon":
                 return self._geo_polygon(we)
+            if word == "_foreign" and s.startswith("(", we):
+                return self._foreign(i, we, depth)
         if self.fast:
             quick = fast_clause(s, i)
             if quick is not None:
@@ -504,7 +507,36 @@ class _Parser:
                 raise ParseFailure(v1)
             return PErr("invalid_primary", i, n)
         after = self._after_value(i, v1)
+        if after is None and v1[0].raw == "_foreign" and v1[0].start == j:
+            # `_foreign` not followed by `(`: nom's `parse_foreign` committed on the word
+            raise ParseFailure(PErr("foreign", v1[0].end, n, i))
         return PErr("invalid_primary", i, n) if after is None else after
+
+    # -- _foreign ------------------------------------------------------------------------------
+
+    def _foreign(self, i: int, k: int, depth: int) -> tuple[Node, int]:
+        """``_foreign(value, expr)`` from its parenthesis at `k` (`i`: the clause's start). Any error
+        inside is a failure of kind ``foreign`` at the inner error's fragment (nom's ``map_cut``)."""
+        s, n = self.s, self.n
+        try:
+            k = self._ms(k + 1)
+            fid = self.value(k)
+            if isinstance(fid, PErr):
+                raise ParseFailure(fid)
+            token, k = fid
+            k = self._ms(k)
+            if not s.startswith(",", k):
+                raise ParseFailure(PErr("expected_value", k, n))
+            r = self.expr(self._ms(k + 1), depth)
+            if isinstance(r, PErr):
+                raise ParseFailure(r)
+            inner, k = r
+            k = self._ms(k)
+            if not s.startswith(")", k):
+                raise ParseFailure(PErr("expected_value", k, n))
+        except ParseFailure as failure:
+            raise ParseFailure(PErr("foreign", failure.error.start, failure.error.end, i)) from None
+        return Foreign(token, inner, i), self._ms(k + 1)
 
     def _after_value(self, i: int, v1: tuple[Token, int]) -> tuple[Node, int] | None:
         """The value-led alternatives of `primary`, in nom's `alt` order."""

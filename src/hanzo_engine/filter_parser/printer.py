@@ -14,6 +14,7 @@ from .ast import (
     Comparison,
     Contains,
     Exists,
+    Foreign,
     GeoBoundingBox,
     GeoPolygon,
     GeoRadius,
@@ -109,4 +110,6 @@ def to_string(node: Node) -> str:
             return "_geoPolygon(" + ", ".join(f"[{a.value}, {b.value}]" for a, b in points) + ")"
         case VectorExists():
             return _vector(node)
+        case Foreign(field=f, filter=inner):
+            return f"_foreign({_q(f)}, {to_string(inner)})"
     raise TypeError(f"not a filter node: {node!r}")

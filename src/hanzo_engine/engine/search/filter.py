@@ -57,6 +57,7 @@ from hanzo_engine.filter_parser import (
     Contains,
     Exists,
     FilterError,
+    Foreign,
     GeoBoundingBox,
     GeoPolygon,
     GeoRadius,
@@ -222,6 +223,9 @@ class FilterContext:
             return self._geo_polygon(node)
         if isinstance(node, VectorExists):
             return evaluate_vector_filter(self.reader, self.settings, node)
+        if isinstance(node, Foreign):
+            # the search routes rewrite these clauses first (`server.foreign_keys`); no other route does
+            raise node.error(node.field, "Filter condition `_foreign` is not supported for this endpoint.")
         return self._condition(node)
 
     def _complement(self, selected: BitMap, hint: BitMap | None) -> BitMap:

@@ -118,7 +118,7 @@ class ExperimentalFeatures:
         """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
         view = self.view()
         return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
-                              network=view["network"])
+                              network=view["network"], foreign_keys=view["foreignKeys"])
 
     def update(self, patch: dict[str, bool | None]) -> dict[str, bool]:
         """Apply the non-null values of `patch` and persist them before answering."""

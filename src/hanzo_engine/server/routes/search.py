@@ -491,6 +491,8 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         document = reader.document_by_internal_id(docid)
         if document is not None:
             hits.append(maker.make(document, score, details))
+    if foreign is not None:
+        hydrate_hits(hits, settings, foreign)
 
     facets = None
     if query.facets is not None:
@@ -558,9 +560,10 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     scheduler = state(request).indexes
     features = filter_features(request)
     rules = search_rules(request)
+    foreign = ForeignIndexes(scheduler) if features.foreign_keys else None
     body = await run_queued(
         request, read_index, scheduler, uid,
-        lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules),
+        lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules, foreign),
     )
     return JSONResponse(body)
 
