@@ -491,3 +491,28 @@ def test_document_routes_refuse_foreign_filters(api: httpx.Client, library: tupl
               "Filter condition `_foreign` is not supported for this endpoint.\n10:16 _foreign(author, id = a1)")
     finally:
         set_feature(api, False)
+
+
+def test_multi_search_filters_and_hydrates(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    query = {"indexUid": books, "q": "", "attributesToRetrieve": ["id", "author"],
+             "filter": 'genres = action AND _foreign(author, birthday STARTS WITH "1958-" AND popularity >= 3.5)'}
+    set_feature(api, True)
+    try:
+        res = api.post("/multi-search", json={"queries": [query]})
+        assert res.status_code == 200, res.text
+        assert res.json()["results"][0]["hits"] == [{"id": "b2", "author": author("a2")}]
+        # federated: the filter and the hydration of the index each hit comes from
+        res = api.post("/multi-search", json={"federation": {}, "queries": [
+            query, {"indexUid": books, "q": "Gatsby", "attributesToRetrieve": ["id", "related_authors"]}]})
+        assert res.status_code == 200, res.text
+        hits = [{k: v for k, v in hit.items() if k != "_federation"} for hit in res.json()["hits"]]
+        assert sorted(hits, key=lambda h: h["id"]) == [
+            {"id": "b2", "author": author("a2")},
+            {"id": "b3", "related_authors": [author("a4"), author("a5")]},
+        ]
+    finally:
+        set_feature(api, False)
+    res = api.post("/multi-search", json={"queries": [query]})
+    assert res.status_code == 400 and res.json()["code"] == "feature_not_enabled"
+    assert res.json()["message"].startswith("Inside `.queries[0]`: using a foreign filter requires enabling")

@@ -76,6 +76,7 @@ from .. import remotes
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..federated_facets import ComputedFacets, FederatedFacets
+from ..foreign_keys import ForeignIndexes, hydrate_hits
 from ..http import IndexSource, JSONResponse, read_body, read_index
 from ..pins import apply_pins, plan_pins
 from ..search_exec import (
@@ -281,8 +282,9 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
 
 def _single(scheduler: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
             filters: FilterFeatures, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    foreign = ForeignIndexes(scheduler) if filters.foreign_keys else None
     return read_index(scheduler, uid,
-                      lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules))
+                      lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules, foreign))
 
 
 def multi(scheduler: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
@@ -495,7 +497,9 @@ class Federated:
                 self.previous = (rules, item.query_index, uid)
         else:
             self.previous = (rules, item.query_index, uid)
-        prepared = prepare_query(reader, uid, query, self.features.filter_features())
+        filters = self.features.filter_features()
+        foreign = ForeignIndexes(self.scheduler) if filters.foreign_keys else None
+        prepared = prepare_query(reader, uid, query, filters, foreign)
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
         pins = plan_pins(reader, uid, self.rules, query.q, prepared.universe, query.filter) if self.rules else []
@@ -657,6 +661,8 @@ class Federated:
             page = merged[self.skip : self.skip + self.take]
         else:
             page = [hit for _, hit in list(merge_ranked(lists))[self.skip : self.skip + self.take]]
+        if self.features.filter_features().foreign_keys:
+            self._hydrate(page)
         body: dict[str, Any] = {"hits": page, "processingTimeMs": int((time.perf_counter() - started) * 1000)}
         if self.paginated:
             body.update(hitsPerPage=self.per_page, page=self.page,
@@ -682,6 +688,17 @@ class Federated:
         if self.federation["showPerformanceDetails"]:
             body["performanceDetails"] = {"federatedSearch": duration_text(time.perf_counter() - started)}
         return body
+
+
+    def _hydrate(self, page: list[dict[str, Any]]) -> None:
+        """Hydrate the page's local hits with the foreign keys of the index each comes from."""
+        by_index: dict[str, list[dict[str, Any]]] = {}
+        for hit in page:
+            federation = hit.get("_federation") or {}
+            if "remote" not in federation and federation.get("indexUid") in self.index_settings:
+                by_index.setdefault(federation["indexUid"], []).append(hit)
+        for uid, hits in by_index.items():
+            hydrate_hits(hits, self.index_settings[uid], ForeignIndexes(self.scheduler))
 
 
 def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
