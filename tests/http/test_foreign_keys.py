@@ -516,3 +516,33 @@ def test_multi_search_filters_and_hydrates(api: httpx.Client, library: tuple[str
     res = api.post("/multi-search", json={"queries": [query]})
     assert res.status_code == 400 and res.json()["code"] == "feature_not_enabled"
     assert res.json()["message"].startswith("Inside `.queries[0]`: using a foreign filter requires enabling")
+
+
+def test_facet_search_takes_foreign_filters(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    set_feature(api, True)
+    try:
+        res = api.post(f"/indexes/{books}/facet-search",
+                       json={"facetName": "genres", "filter": "_foreign(author, popularity > 4)"})
+        assert res.status_code == 200, res.text
+        # authors above 4: a2 (b2: action, fiction) and a3 (b3: action, classic)
+        assert res.json()["facetHits"] == [{"value": "action", "count": 2}, {"value": "classic", "count": 1},
+                                           {"value": "fiction", "count": 1}]
+    finally:
+        set_feature(api, False)
+
+
+def test_delete_by_filter_refuses_foreign_filters(api: httpx.Client, library: tuple[str, str]) -> None:
+    _, books = library
+    set_feature(api, False)
+    error(api.post(f"/indexes/{books}/documents/delete", json={"filter": "_foreign(author, id = a1)"}), 400,
+          "feature_not_enabled",
+          "using a foreign filter requires enabling the `foreign_keys` experimental feature. See "
+          "https://github.com/orgs/meilisearch/discussions/873\n10:16 _foreign(author, id = a1)")
+    set_feature(api, True)
+    try:
+        res = api.post(f"/indexes/{books}/documents/delete", json={"filter": "_foreign(author, id = a1)"})
+        error(res, 400, "invalid_document_filter",
+              "Filter condition `_foreign` is not supported for this endpoint.\n10:16 _foreign(author, id = a1)")
+    finally:
+        set_feature(api, False)

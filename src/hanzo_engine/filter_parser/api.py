@@ -210,6 +210,14 @@ def uses_foreign(node: Node) -> Foreign | None:
     return None
 
 
+def reject_foreign(node: Node | None) -> None:
+    """The routes that filter one index only (document fetch, deletion, edition, export) refuse
+    ``_foreign(..)`` clauses, as Meilisearch's ``parse_local_index_filter`` does."""
+    foreign = None if node is None else uses_foreign(node)
+    if foreign is not None:
+        raise foreign.error(foreign.field, "Filter condition `_foreign` is not supported for this endpoint.")
+
+
 def uses_field(node: Node, name: str) -> Token | None:
     """The first field token equal to `name` (e.g. ``_shard``), if any."""
     for n in _walk(node):

@@ -42,7 +42,13 @@ from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
 from hanzo_engine.engine.search.format import is_faceted_by
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
-from hanzo_engine.filter_parser import FilterError, FilterFeatures, check_features, parse_filter_value
+from hanzo_engine.filter_parser import (
+    FilterError,
+    FilterFeatures,
+    check_features,
+    parse_filter_value,
+    reject_foreign,
+)
 from hanzo_engine.scheduler.network import read_network
 
 from .. import network_documents, remotes
@@ -403,6 +409,7 @@ async def delete_documents_by_filter(request: Request) -> Response:
     try:
         node = parse_filter_value(value)
         check_features(node, filter_features(request))
+        reject_foreign(node)
     except FilterError as err:
         raise MeiliError("feature_not_enabled" if err.feature else "invalid_document_filter", err.message) from None
     if node is None:
@@ -450,6 +457,7 @@ async def edit_documents_by_function(request: Request) -> Response:
         try:
             node = parse_filter_value(value)
             check_features(node, filter_features(request))
+            reject_foreign(node)
         except FilterError as err:
             raise MeiliError("feature_not_enabled" if err.feature else "invalid_document_filter",
                              err.message) from None

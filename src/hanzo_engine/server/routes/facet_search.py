@@ -33,6 +33,7 @@ from hanzo_engine.scheduler.network import read_network
 
 from .. import network_documents
 from ..app_state import route, state
+from ..foreign_keys import ForeignIndexes
 from ..http import JSONResponse, read_body, read_index
 from ..search_exec import fused_query, run_queued
 from .instance import facet_sort_order, runtime_features
@@ -89,7 +90,7 @@ def not_facet_searchable(name: str, settings: dict[str, Any], rules: FacetRules)
 
 
 def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], query: SearchQuery,
-                         features: FilterFeatures) -> dict[str, Any]:
+                         features: FilterFeatures, foreign: ForeignIndexes | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     settings = complete_settings(reader.settings())
     if not settings.get("facetSearch", True):
@@ -101,7 +102,7 @@ def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], qu
     if matched is None or not matched[1].facet_search:
         raise not_facet_searchable(name, settings, rules)
     try:
-        prepared = prepare_query(reader, uid, query, features)
+        prepared = prepare_query(reader, uid, query, features, foreign)
     except MeiliError as err:
         # the search route names the index in engine errors; Meilisearch's facet search does not
         raise MeiliError(err.code, err.message.removeprefix(f"Index `{uid}`: ")) from None
@@ -137,8 +138,10 @@ async def search_facet_values(request: Request) -> Response:
     features = filter_features(request)
     if body["useNetwork"]:
         return JSONResponse(await _network_facet_search(request, uid, raw, body, query, features))
-    result = await run_queued(request, read_index, state(request).indexes, uid,
-                              lambda reader: perform_facet_search(reader, uid, body, query, features))
+    indexes = state(request).indexes
+    foreign = ForeignIndexes(indexes) if features.foreign_keys else None  # `_foreign(..)` filters
+    result = await run_queued(request, read_index, indexes, uid,
+                              lambda reader: perform_facet_search(reader, uid, body, query, features, foreign))
     return JSONResponse(result)
 
 
@@ -152,8 +155,9 @@ async def _network_facet_search(request: Request, uid: str, raw: dict[str, Any],
     forwarded["filter"] = query.filter
 
     def local() -> Any:
+        foreign = ForeignIndexes(indexes) if features.foreign_keys else None
         return run_queued(request, read_index, indexes, uid,
-                          lambda reader: perform_facet_search(reader, uid, body, query, features))
+                          lambda reader: perform_facet_search(reader, uid, body, query, features, foreign))
 
     def by_count() -> Any:
         return run_in_threadpool(read_index, indexes, uid, lambda reader: facet_sort_order(
