@@ -546,3 +546,27 @@ def test_delete_by_filter_refuses_foreign_filters(api: httpx.Client, library: tu
               "Filter condition `_foreign` is not supported for this endpoint.\n10:16 _foreign(author, id = a1)")
     finally:
         set_feature(api, False)
+
+
+def test_official_python_sdk_methods(api: httpx.Client, engine: ServerProcess, index_uid: str) -> None:
+    """meilisearch-python's `get_foreign_keys`, `update_foreign_keys`, `reset_foreign_keys`."""
+    import meilisearch
+
+    client = meilisearch.Client(engine.url)
+    index = client.index(index_uid)
+    client.wait_for_task(client.create_index(index_uid).task_uid)
+    assert index.get_foreign_keys() == []
+    with pytest.raises(meilisearch.errors.MeilisearchApiError) as refused:
+        index.update_foreign_keys(KEYS)
+    assert refused.value.code == "feature_not_enabled"
+    set_feature(api, True)
+    try:
+        task = client.wait_for_task(index.update_foreign_keys(KEYS).task_uid)
+        assert task.status == "succeeded" and task.details == {"foreignKeys": KEYS}
+        assert index.get_foreign_keys() == KEYS
+        assert index.get_settings()["foreignKeys"] == KEYS
+        task = client.wait_for_task(index.reset_foreign_keys().task_uid)
+        assert task.status == "succeeded" and task.details == {"foreignKeys": None}
+        assert index.get_foreign_keys() == []
+    finally:
+        set_feature(api, False)

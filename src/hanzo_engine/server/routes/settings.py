@@ -11,6 +11,10 @@ task fails with `index_not_found`. The body is validated before the path's uid, 
 extractor before the handler checks the uid; the embedder rules a patch can break on its own (fields a
 named source refuses or requires, templates, dimensions, URL, OpenAI model) are checked after the uid and
 answer 400 without enqueuing, like Meilisearch's `validate_settings`.
+
+Two settings belong to experimental features: `chat` (`chatCompletions`) and `foreignKeys`
+(`foreignKeys`). Setting a value with the feature off is 400 `feature_not_enabled`; resetting needs no
+feature, their sub-route GET answers either way, and `GET /settings` shows them only while it is on.
 """
 
 from __future__ import annotations
