@@ -15,7 +15,7 @@ Mirrors what Meilisearch does around its parser (``milli::Filter::from_str`` / `
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,6 +240,20 @@ def _feature_message(action: str, feature: str, link: str) -> str:
     return f"{action} requires enabling the `{feature}` experimental feature. See {link}"
 
 
+def _inside_clauses(node: Node, find: Callable[[Node], Token | None]) -> Callable[..., FilterError] | None:
+    """`find` over the filter, then inside its `_foreign(..)` clauses (Meilisearch's feature checks look
+    into them): how to build the error at the token found, or None."""
+    token = find(node)
+    if token is not None:
+        return token.error
+    for clause in _walk(node):
+        if isinstance(clause, Foreign):
+            inner = find(clause.filter)
+            if inner is not None:
+                return lambda message, *, feature=None, c=clause, t=inner: c.error(t, message, feature=feature)
+    return None
+
+
 def check_features(node: Node | None, features: FilterFeatures) -> None:
     """Reject constructs whose experimental feature is off, in Meilisearch's order.
 
@@ -248,16 +262,17 @@ def check_features(node: Node | None, features: FilterFeatures) -> None:
     """
     if node is None:
         return
-    token = uses_contains(node)
-    if token is not None and not features.contains_filter:
-        raise token.error(
-            _feature_message(
-                "Using `CONTAINS` in a filter",
-                "contains filter",
-                "https://github.com/orgs/meilisearch/discussions/763",
-            ),
-            feature="containsFilter",
-        )
+    if not features.contains_filter:
+        found = _inside_clauses(node, uses_contains)
+        if found is not None:
+            raise found(
+                _feature_message(
+                    "Using `CONTAINS` in a filter",
+                    "contains filter",
+                    "https://github.com/orgs/meilisearch/discussions/763",
+                ),
+                feature="containsFilter",
+            )
     foreign = uses_foreign(node)
     if foreign is not None and not features.foreign_keys:
         raise foreign.error(
@@ -275,14 +290,15 @@ def check_features(node: Node | None, features: FilterFeatures) -> None:
             ),
             feature="network",
         )
-    token = uses_vectors(node)
-    if token is not None and not features.multimodal:
-        raise token.error(
-            _feature_message(
-                "using a vector filter", "multimodal", "https://github.com/orgs/meilisearch/discussions/846"
-            ),
-            feature="multimodal",
-        )
+    if not features.multimodal:
+        found = _inside_clauses(node, uses_vectors)
+        if found is not None:
+            raise found(
+                _feature_message(
+                    "using a vector filter", "multimodal", "https://github.com/orgs/meilisearch/discussions/846"
+                ),
+                feature="multimodal",
+            )
 
 
 def not_filterable_message(attribute: str, patterns: Any) -> str:
