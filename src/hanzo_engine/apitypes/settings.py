@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from .chat_settings import CHAT_SETTING_CODE, DEFAULT_INDEX_CHAT, merge_index_chat, parse_index_chat
+from .chat_settings import (
+    CHAT_SETTING_CODE,
+    DEFAULT_INDEX_CHAT,
+    mask_secret,
+    merge_index_chat,
+    parse_index_chat,
+)
 from .deserr import Field, InvalidValue, deserialize_object, did_you_mean, found_description
 from .errors import MeiliError
 
@@ -680,16 +686,8 @@ def apply_patch(current: dict[str, Any] | None, patch: SettingsPatch | dict[str,
 # --------------------------------------------------------------------------------------------------
 
 
-def mask_api_key(secret: str) -> str:
-    """Meilisearch's `hide_secret`: keep 0/2/3/5 leading characters depending on the length."""
-    size = len(secret)
-    if size < 10:
-        return "XXX..."
-    if size < 20:
-        return secret[:2] + "XXXX..."
-    if size < 30:
-        return secret[:3] + "XXXXX..."
-    return secret[:5] + "XXXXXX..."
+# Meilisearch's `hide_secret`, one copy for embedders, chat workspaces and webhook headers
+mask_api_key = mask_secret
 
 
 def _mask_embedders(embedders: dict[str, Any]) -> dict[str, Any]:
