@@ -66,6 +66,8 @@ def _iter_rules(store: TaskStore, txn: lmdb.Transaction) -> Iterator[Rule]:
 
 def all_rules(store: TaskStore) -> list[Rule]:
     """Every stored rule, most recently written first (the list route's order)."""
+    if store.db_dsr is None:  # a search worker's view of a tasks env written before rules existed
+        return []
     with store.env.begin() as txn:
         rules = list(_iter_rules(store, txn))
     rules.sort(key=lambda rule: (-rule.get("lastUpdatedAt", 0), rule["uid"]))

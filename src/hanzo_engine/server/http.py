@@ -12,12 +12,17 @@ from starlette.responses import Response
 
 from hanzo_engine.apitypes.errors import MeiliError, index_not_found
 from hanzo_engine.engine.index import Index, IndexClosed, IndexReader
+from hanzo_engine.scheduler.store import TaskStore
 
 T = TypeVar("T")
 
 
 class IndexSource(Protocol):
-    """Where searches find an index by uid: the scheduler, or a search worker's read-only view."""
+    """Where searches find an index by uid and read the instance's stored state (the network, the
+    dynamic search rules): the scheduler, or a search worker's read-only view."""
+
+    @property
+    def store(self) -> TaskStore: ...
 
     def index(self, uid: str) -> Index | None: ...
 

@@ -150,7 +150,7 @@ async def _network_facet_search(request: Request, uid: str, raw: dict[str, Any],
     """`useNetwork: true`: the facet search on every remote (`network_documents.facet_search`), sent
     with the tenant token's filter and without `useNetwork`."""
     indexes = state(request).indexes
-    network = await run_in_threadpool(read_network, indexes.store)  # type: ignore[attr-defined]
+    network = await run_in_threadpool(read_network, indexes.store)
     forwarded = {k: v for k, v in raw.items() if k != "useNetwork"}
     forwarded["filter"] = query.filter
 

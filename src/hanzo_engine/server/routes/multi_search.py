@@ -874,7 +874,7 @@ async def read_network_of(request: Request, features: ExperimentalFeatures) -> N
     """The stored network when the `network` feature is on (else the empty one, never used)."""
     if not features.enabled("network"):
         return default_network()
-    store = state(request).indexes.store  # type: ignore[attr-defined]
+    store = state(request).indexes.store
     return await run_in_threadpool(read_network, store)
 
 

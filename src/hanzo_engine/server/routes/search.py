@@ -544,7 +544,7 @@ def search_rules(request: Request) -> list[dict[str, Any]] | None:
 
     if not runtime_features(request).enabled("dynamicSearchRules"):
         return None
-    return all_rules(state(request).scheduler.store) or None
+    return all_rules(state(request).indexes.store) or None
 
 
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
