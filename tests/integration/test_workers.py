@@ -412,3 +412,21 @@ def test_a_second_server_on_the_same_port_is_refused(multi: ServerProcess, tmp_p
         capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items() if not k.startswith("MEILI_")})
     assert result.returncode != 0
     assert f"cannot listen on 127.0.0.1:{multi.port}" in result.stderr
+
+
+def test_the_search_routes_never_read_the_scheduler() -> None:
+    """A search worker has no scheduler (`AppState.scheduler` is None there): what the search routes
+    read besides the index goes through `AppState.indexes` (an `IndexSource`, with its task `store`)."""
+    import ast
+
+    import hanzo_engine.server as server_package
+
+    root = Path(server_package.__file__).parent
+    modules = ["routes/search.py", "routes/multi_search.py", "routes/facet_search.py", "routes/similar.py",
+               "pins.py", "foreign_keys.py", "federated_facets.py", "remotes.py", "search_exec.py"]
+    found = []
+    for name in modules:
+        tree = ast.parse((root / name).read_text())
+        found += [f"{name}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr == "scheduler"]
+    assert found == []

@@ -280,14 +280,14 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
 
 
-def _single(scheduler: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
+def _single(indexes: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
             filters: FilterFeatures, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    foreign = ForeignIndexes(scheduler) if filters.foreign_keys else None
-    return read_index(scheduler, uid,
+    foreign = ForeignIndexes(indexes) if filters.foreign_keys else None
+    return read_index(indexes, uid,
                       lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules, foreign))
 
 
-def multi(scheduler: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
+def multi(indexes: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
           with_metadata: bool, first: int = 0, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Each query as its own search, in order; the first failure names its query (`first` is the
     position of `queries[0]` in the request). `rules`: the dynamic search rules to apply."""
@@ -301,7 +301,7 @@ def multi(scheduler: IndexSource, queries: list[MultiQuery], features: Experimen
                 f" - Hint: remove `federationOptions` from query #{i} or add `federation` to the request.", 400)
         try:
             _check_use_network(q.query, features)
-            body = _single(scheduler, q.index_uid, q.query, request_uid, with_metadata, filters, rules)
+            body = _single(indexes, q.index_uid, q.query, request_uid, with_metadata, filters, rules)
         except MeiliError as err:
             raise inside(err, _query(i)) from None
         results.append({"indexUid": q.index_uid, **body})
@@ -344,9 +344,9 @@ def _with_federation(hit: dict[str, Any], federation: dict[str, Any]) -> dict[st
 class Federated:
     """One federated search (the steps of the module doc); not reusable."""
 
-    def __init__(self, scheduler: IndexSource, federation: dict[str, Any], features: ExperimentalFeatures,
+    def __init__(self, indexes: IndexSource, federation: dict[str, Any], features: ExperimentalFeatures,
                  network: Network | None = None, is_proxy: bool = False) -> None:
-        self.scheduler = scheduler
+        self.indexes = indexes
         self.features = features
         self.network = network if network is not None else default_network()
         self.is_proxy = is_proxy
@@ -498,7 +498,7 @@ class Federated:
         else:
             self.previous = (rules, item.query_index, uid)
         filters = self.features.filter_features()
-        foreign = ForeignIndexes(self.scheduler) if filters.foreign_keys else None
+        foreign = ForeignIndexes(self.indexes) if filters.foreign_keys else None
         prepared = prepare_query(reader, uid, query, filters, foreign)
         if self.distinct is not None:
             check_distinct(self.distinct, settings, uid)
@@ -591,7 +591,7 @@ class Federated:
                 self._facets(reader, uid, facets, settings, BitMap(), note)
 
             try:
-                read_index(self.scheduler, uid, check)
+                read_index(self.indexes, uid, check)
             except MultiSearchError:
                 raise
             except MeiliError as err:
@@ -606,7 +606,7 @@ class Federated:
             group = groups[uid]
             facets = self.facets_by_index.pop(uid, None)
             try:
-                results.append(read_index(self.scheduler, uid, functools.partial(self.search_index, uid, group, facets)))
+                results.append(read_index(self.indexes, uid, functools.partial(self.search_index, uid, group, facets)))
             except MultiSearchError:
                 raise
             except MeiliError as err:
@@ -698,7 +698,7 @@ class Federated:
             if "remote" not in federation and federation.get("indexUid") in self.index_settings:
                 by_index.setdefault(federation["indexUid"], []).append(hit)
         for uid, hits in by_index.items():
-            hydrate_hits(hits, self.index_settings[uid], ForeignIndexes(self.scheduler))
+            hydrate_hits(hits, self.index_settings[uid], ForeignIndexes(self.indexes))
 
 
 def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
@@ -935,7 +935,7 @@ async def _multi_networked(request: Request, queries: list[MultiQuery], features
     """Non-federated multi-search where some query has `useNetwork: true`: that query runs over the
     network as the search route would (`_network_search`), the others as usual, in order."""
     results: list[dict[str, Any]] = []
-    scheduler = state(request).indexes
+    indexes = state(request).indexes
     for i, q in enumerate(queries):
         if q.options is None and q.query.use_network:
             try:
@@ -944,7 +944,7 @@ async def _multi_networked(request: Request, queries: list[MultiQuery], features
                 raise inside(err, _query(i)) from None
             results.append({"indexUid": q.index_uid, **body})
         else:
-            results.extend(await run_in_threadpool(multi, scheduler, [q], features, request_uid, with_metadata, i))
+            results.extend(await run_in_threadpool(multi, indexes, [q], features, request_uid, with_metadata, i))
     return results
 
 
@@ -961,7 +961,7 @@ async def multi_search(request: Request) -> Response:
     federation: dict[str, Any] | None = body["federation"]
     features = runtime_features(request)
     request_uid, with_metadata = uuid7(), include_metadata(request)
-    scheduler = state(request).indexes
+    indexes = state(request).indexes
     async with search_queue(request).permit():
         visible = auth_filter(request)
         for i, q in enumerate(queries):
@@ -972,13 +972,13 @@ async def multi_search(request: Request) -> Response:
             if features.enabled("network") and any(q.query.use_network for q in queries):
                 return JSONResponse({"results": await _multi_networked(request, queries, features, request_uid,
                                                                         with_metadata)})
-            results = await run_in_threadpool(multi, scheduler, queries, features, request_uid, with_metadata,
+            results = await run_in_threadpool(multi, indexes, queries, features, request_uid, with_metadata,
                                               rules=search_rules(request))
             return JSONResponse({"results": results})
         is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
         if is_proxy and not features.enabled("network"):
             raise feature_not_enabled("Performing a remote federated search", "network", NETWORK_DISCUSSION)
         network = await read_network_of(request, features)
-        searcher = Federated(scheduler, federation, features, network, is_proxy)
+        searcher = Federated(indexes, federation, features, network, is_proxy)
         searcher.rules = search_rules(request)
         return JSONResponse(await run_federated(request, searcher, queries, request_uid, with_metadata))

@@ -557,12 +557,12 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
             return JSONResponse(networked)
     with_metadata = include_metadata(request)
     query = fused_query(request, uid, query)
-    scheduler = state(request).indexes
+    indexes = state(request).indexes
     features = filter_features(request)
     rules = search_rules(request)
-    foreign = ForeignIndexes(scheduler) if features.foreign_keys else None
+    foreign = ForeignIndexes(indexes) if features.foreign_keys else None
     body = await run_queued(
-        request, read_index, scheduler, uid,
+        request, read_index, indexes, uid,
         lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules, foreign),
     )
     return JSONResponse(body)
