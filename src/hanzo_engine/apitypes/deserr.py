@@ -595,6 +595,22 @@ def found_description(value: Any) -> str:
     return "null" if kind == _NULL else f"{_KIND_TEXT[kind]}: `{to_json(value)}`"
 
 
+def serde_unexpected(value: Any, *, null: str = "null") -> str:
+    """serde's `Unexpected` rendering of a JSON value, as in its "invalid type: ..." messages. `null`
+    is how the deserializer names a JSON null (`unit value` when it reaches serde as `()`)."""
+    if value is None:
+        return null
+    if isinstance(value, bool):
+        return f"boolean `{'true' if value else 'false'}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{to_json(value)}`"
+    if isinstance(value, str):
+        return f"string {json.dumps(value, ensure_ascii=False)}"
+    return "sequence" if isinstance(value, list) else "map"
+
+
 def _damerau_levenshtein(a: str, b: str) -> int:
     """Unrestricted Damerau-Levenshtein distance (strsim's `damerau_levenshtein`)."""
     if not a or not b:

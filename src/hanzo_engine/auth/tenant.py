@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hanzo_engine.apitypes.deserr import InvalidValue, to_json
+from hanzo_engine.apitypes.deserr import InvalidValue, serde_unexpected
 from hanzo_engine.apitypes.errors import MeiliError
 
 from .keys import parse_uuid, pattern_matches
@@ -186,7 +186,7 @@ def _members(data: bytes, what: str) -> tuple[str, list[tuple[str, int, Any, int
         raise _json_error(text, _serde_syntax_message(exc), exc.pos) from None
     if not isinstance(value, dict):
         end = len(text.rstrip(_WS))
-        raise _json_error(text, f"invalid type: {_unexpected(value)}, expected {what}", end)
+        raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected {what}", end)
     members: list[tuple[str, int, Any, int]] = []
     i = text.index("{") + 1
     while True:
@@ -214,23 +214,6 @@ def _serde_syntax_message(exc: json.JSONDecodeError) -> str:
     return "expected value"
 
 
-def _unexpected(value: Any) -> str:
-    """serde's `Unexpected` rendering of a JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{to_json(value)}`"
-    if isinstance(value, str):
-        return f"string {json.dumps(value, ensure_ascii=False)}"
-    if isinstance(value, list):
-        return "sequence"
-    return "map"
-
-
 # --------------------------------------------------------------------------------------------------
 # Header and claims
 # --------------------------------------------------------------------------------------------------
@@ -245,13 +228,13 @@ def _parse_header(part: str) -> str:
     for key, _key_end, value, value_end in members:
         if key == "alg":
             if not isinstance(value, str):
-                raise _json_error(text, f"invalid type: {_unexpected(value)}, expected variant identifier", value_end)
+                raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected variant identifier", value_end)
             if value not in KNOWN_ALGORITHMS:
                 accepted = ", ".join(f"`{a}`" for a in KNOWN_ALGORITHMS)
                 raise _json_error(text, f"unknown variant `{value}`, expected one of {accepted}", value_end)
             alg = value
         elif key in _HEADER_STRINGS and value is not None and not isinstance(value, str):
-            raise _json_error(text, f"invalid type: {_unexpected(value)}, expected a string", value_end)
+            raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected a string", value_end)
     if alg is None:
         raise _json_error(text, "missing field `alg`", close)
     return alg
@@ -302,16 +285,16 @@ def parse_claims(payload: str) -> Claims:
             found[key] = rules
         elif key == "exp":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise _json_error(text, f"invalid type: {_unexpected(value)}, expected i64", value_end)
+                raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected i64", value_end)
             if value is not None and value > _I64_MAX:
-                raise _json_error(text, f"invalid value: {_unexpected(value)}, expected i64", value_end)
+                raise _json_error(text, f"invalid value: {serde_unexpected(value)}, expected i64", value_end)
             if value is not None and value < _I64_MIN:
                 # serde_json reads integers below i64's range as floats
-                raise _json_error(text, f"invalid type: {_unexpected(float(value))}, expected i64", value_end)
+                raise _json_error(text, f"invalid type: {serde_unexpected(float(value))}, expected i64", value_end)
             found[key] = value
         else:
             if not isinstance(value, str):
-                raise _json_error(text, f"invalid type: {_unexpected(value)}, expected a UUID string", value_end)
+                raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected a UUID string", value_end)
             try:
                 found[key] = parse_uuid(value)
             except InvalidValue as exc:

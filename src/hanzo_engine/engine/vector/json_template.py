@@ -26,6 +26,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
+from hanzo_engine.apitypes.deserr import serde_unexpected
+
 PathItem: TypeAlias = "str | int"
 Path: TypeAlias = "tuple[PathItem, ...]"
 
@@ -86,29 +88,14 @@ def format_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _unexpected(value: Any) -> str:
-    """serde's `Unexpected` for a JSON value, as in its `invalid type` messages."""
-    if value is None:
-        return "unit value"
-    if isinstance(value, bool):
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{value!r}`"
-    if isinstance(value, str):
-        return f"string {json.dumps(value, ensure_ascii=False)}"
-    return "sequence" if isinstance(value, list) else "map"
-
-
 def as_embedding(value: Any) -> list[float]:
     """An array of numbers as floats; ValueError with serde_json's message otherwise."""
     if not isinstance(value, list):
-        raise ValueError(f"invalid type: {_unexpected(value)}, expected a sequence")
+        raise ValueError(f"invalid type: {serde_unexpected(value, null='unit value')}, expected a sequence")
     out = []
     for item in value:
         if isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise ValueError(f"invalid type: {_unexpected(item)}, expected f32")
+            raise ValueError(f"invalid type: {serde_unexpected(item, null='unit value')}, expected f32")
         out.append(float(item))
     return out
 

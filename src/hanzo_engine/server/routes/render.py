@@ -18,7 +18,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hanzo_engine.apitypes.deserr import Field, InvalidValue, decode_json_body, deserialize_object
+from hanzo_engine.apitypes.deserr import (
+    Field,
+    InvalidValue,
+    decode_json_body,
+    deserialize_object,
+    serde_unexpected,
+)
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import IndexReader
@@ -185,7 +191,7 @@ def _render(request: Request, prompt: Prompt, i: dict[str, Any]) -> str:
         _check_params(kind, i, ("inline",), (), _input_error)
         inline = i["inline"]
         if not isinstance(inline, dict):
-            raise _input_error(f"parsing inline search: invalid type: {_serde_found(inline)}, expected a map at "
+            raise _input_error(f"parsing inline search: invalid type: {serde_unexpected(inline)}, expected a map at "
                                f"line 1 column {len(_compact(inline))}\n  - Note: the inline search query must "
                                "be a JSON map containing `q` and/or `media`")
         if "q" in inline and not isinstance(inline["q"], str):
@@ -197,27 +203,13 @@ def _render(request: Request, prompt: Prompt, i: dict[str, Any]) -> str:
     _check_params(kind, i, ("inline",), (), _input_error)
     inline = i["inline"]
     if not isinstance(inline, dict):
-        raise _input_error(f"parsing inline document: invalid type: {_serde_found(inline)}, expected a map at line 1 "
+        raise _input_error(f"parsing inline document: invalid type: {serde_unexpected(inline)}, expected a map at line 1 "
                            f"column {len(_compact(inline))}\n  - Note: the inline document must be a JSON map")
     return _render_document(prompt, inline, None, list(inline))
 
 
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _serde_found(value: Any) -> str:
-    if isinstance(value, str):
-        return f"string {json.dumps(value, ensure_ascii=False)}"
-    if isinstance(value, bool):
-        return f"boolean `{str(value).lower()}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{value}`"
-    if isinstance(value, list):
-        return "sequence"
-    return "null" if value is None else "map"
 
 
 def _render_document(prompt: Prompt, document: dict[str, Any], searchable: list[str] | None,
