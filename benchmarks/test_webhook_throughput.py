@@ -21,19 +21,17 @@ mode).
 from __future__ import annotations
 
 import datetime
-import gzip
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
 import httpx
 import pytest
 from tests.conftest import ServerProcess, wait_task
+from tests.webhook_receiver import Receiver
 
 SMOKE: Final = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
 N_TASKS: Final = 40 if SMOKE else 300
@@ -42,48 +40,6 @@ MIN_RATIO: Final = 0.7
 ROUNDS: Final = 1 if SMOKE else 2
 RESULTS_FILE: Final = Path(__file__).parent / "results" / (
     "webhook_throughput.smoke.json" if SMOKE else "webhook_throughput.json")
-
-
-class Receiver:
-    """Counts the task lines it receives; while `gate` is cleared every request waits."""
-
-    def __init__(self) -> None:
-        self.tasks = 0
-        self.requests = 0
-        self.gate = threading.Event()
-        self.gate.set()
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = b""
-                while (size := int(self.rfile.readline().strip(), 16)) != 0:
-                    raw += self.rfile.read(size)
-                    self.rfile.readline()
-                self.rfile.readline()
-                receiver.gate.wait(timeout=120)
-                with receiver.lock:
-                    receiver.requests += 1
-                    receiver.tasks += gzip.decompress(raw).count(b"\n")
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-
-    def close(self) -> None:
-        self.gate.set()
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def _instant(text: str) -> datetime.datetime:
@@ -109,7 +65,7 @@ def run(tmp: Path, receiver: Receiver | None, *, delivered: bool = False) -> dic
             wait_task(http, uids[-1], timeout=600)
             tasks = [http.get(f"/tasks/{uid}").json() for uid in uids]
         deadline = time.monotonic() + 60
-        while delivered and receiver is not None and receiver.tasks < N_TASKS and time.monotonic() < deadline:
+        while delivered and receiver is not None and receiver.task_count < N_TASKS and time.monotonic() < deadline:
             time.sleep(0.05)
         assert all(t["status"] == "succeeded" for t in tasks)
         started = min(_instant(t["startedAt"]) for t in tasks)
@@ -140,19 +96,20 @@ def test_webhooks_do_not_slow_the_writer(tmp_path: Path, receivers: tuple[Receiv
     for n in range(ROUNDS):  # interleaved rounds, the best kept: the machine's other load comes and goes
         for name, (receiver, delivered) in configs.items():
             if receiver is not None:
-                receiver.tasks = 0
+                with receiver.lock:
+                    receiver.delivered.clear()
             result = run(tmp_path / f"{name}-{n}", receiver, delivered=delivered)
             if name not in results or result["mean_batch_ms"] < results[name]["mean_batch_ms"]:
                 results[name] = result
             if receiver is fast:
-                assert fast.tasks == N_TASKS  # each task notified once
+                assert fast.task_count == N_TASKS  # each task notified once
     results["fast_webhook"]["notified_tasks"] = N_TASKS
-    results["hanging_webhook"]["answered_requests"] = hanging.requests
+    results["hanging_webhook"]["answered_requests"] = hanging.attempts
     for name in ("fast_webhook", "hanging_webhook"):
         results[name]["ratio"] = results[name]["writer_batches_per_s"] / results["no_webhook"]["writer_batches_per_s"]
     print(json.dumps(results, indent=2))
     RESULTS_FILE.write_text(json.dumps(results, indent=2) + "\n")
-    assert hanging.requests == 0  # the writer finished everything while the receiver held the first request
+    assert hanging.attempts == 0  # the writer finished everything while the receiver held the first request
     if not SMOKE:
         for name in ("fast_webhook", "hanging_webhook"):
             assert results[name]["ratio"] >= MIN_RATIO, results

@@ -11,13 +11,10 @@ private destination without the flag (webhooks and REST embedders alike).
 
 from __future__ import annotations
 
-import gzip
 import json
 import queue
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,6 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import ServerProcess, free_port, wait_task
+from tests.webhook_receiver import Receiver as SharedReceiver
 
 NIL: Final = "00000000-0000-0000-0000-000000000000"
 ALLOW_LOOPBACK: Final = {"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"}
@@ -36,67 +34,8 @@ def error(message: str, code: str) -> dict[str, str]:
             "link": f"https://docs.meilisearch.com/errors#{code}"}
 
 
-class Receiver:
-    """A loopback HTTP server recording each POST: `(lowercased headers, decompressed body)`.
-
-    `fail_next` answers 503 to that many requests; `gate`, while cleared, holds every request until set.
-    """
-
-    def __init__(self, port: int = 0) -> None:
-        self.received: queue.Queue[tuple[dict[str, str], bytes]] = queue.Queue()
-        self.fail_next = 0
-        self.attempts = 0
-        self.gate = threading.Event()
-        self.gate.set()
-        self.lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                raw = b""
-                if headers.get("transfer-encoding") == "chunked":
-                    while True:
-                        size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                        if size == 0:
-                            self.rfile.readline()
-                            break
-                        raw += self.rfile.read(size)
-                        self.rfile.readline()
-                else:
-                    raw = self.rfile.read(int(headers.get("content-length", "0")))
-                receiver.gate.wait(timeout=60)
-                with receiver.lock:
-                    receiver.attempts += 1
-                    failing = receiver.fail_next > 0
-                    receiver.fail_next -= 1 if failing else 0
-                status = 503 if failing else 200
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                if not failing:
-                    body = gzip.decompress(raw) if headers.get("content-encoding") == "gzip" else raw
-                    receiver.received.put((headers, body))
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def close(self) -> None:
-        self.gate.set()
-        self.server.shutdown()
-        self.server.server_close()
+class Receiver(SharedReceiver):
+    """The shared loopback receiver (`tests.webhook_receiver`), read notification by notification."""
 
     def next(self, timeout: float = 30.0) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """The next delivered notification: its headers and its NDJSON lines as objects."""

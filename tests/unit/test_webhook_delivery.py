@@ -3,15 +3,10 @@ a real tasks environment: pending notifications, their bound, ordered delivery, 
 
 from __future__ import annotations
 
-import gzip
 import ipaddress
-import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,6 +16,7 @@ from hanzo_engine.engine.vector.rest import EmbedderError, RestEmbedder, RestOpt
 from hanzo_engine.scheduler import webhooks
 from hanzo_engine.scheduler.store import TaskStore
 from hanzo_engine.scheduler.webhooks import NIL_UUID, WebhookNotifier
+from tests.webhook_receiver import Receiver as SharedReceiver
 
 LOOPBACK = IpPolicy.from_networks(["127.0.0.0/8"])
 
@@ -82,41 +78,13 @@ def test_rest_embedders_are_refused_a_private_address() -> None:
 # -- the notifier --------------------------------------------------------------------------------------
 
 
-class Receiver:
-    """Records each POST's NDJSON task uids; answers `statuses` in turn, then 200."""
+class Receiver(SharedReceiver):
+    """The shared loopback receiver; `batches` are the task uids of each delivered notification."""
 
-    def __init__(self) -> None:
-        self.batches: list[list[int]] = []
-        self.statuses: list[int] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = b""
-                while (size := int(self.rfile.readline().strip(), 16)) != 0:
-                    raw += self.rfile.read(size)
-                    self.rfile.readline()
-                self.rfile.readline()
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                if status == 200:
-                    lines = gzip.decompress(raw).decode().splitlines()
-                    receiver.batches.append([json.loads(line)["uid"] for line in lines])
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    @property
+    def batches(self) -> list[list[int]]:
+        with self.lock:
+            return [[task["uid"] for task in lines] for lines in self.delivered]
 
 
 @pytest.fixture
