@@ -1,9 +1,9 @@
 """Engine-side overhead of one chat tool round (issue 20): search + template rendering + the next LLM call.
 
 One server (`tests.conftest.ServerProcess`, loopback allowed) with chat completions on, an index of
-`N_DOCS` synthetic movies (`chat.searchParameters.limit` 20, the default document template), a workspace
+`N_DOCS` documents of the realistic word-frequency corpus (`benchmarks.realistic_corpus`) (`chat.searchParameters.limit` 20, the default document template), a workspace
 pointing at the scripted LLM of the chat tests (`tests.http.scripted_llm`), which answers instantly. Each
-conversation is one `_meiliSearchInIndex` round (a keyword query drawn from the corpus, a filter on half of
+conversation is one `_meiliSearchInIndex` round (a query of the corpus's query set, a filter on half of
 them; the client declares the progress/sources/append markers, so the reports are built and streamed too)
 followed by a short streamed answer.
 
@@ -21,6 +21,7 @@ next request carries one tool message per call with rendered hits. Results:
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import random
@@ -35,26 +36,31 @@ import pytest
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 from tests.http.scripted_llm import MODEL, ScriptedLlm, text_reply, tool_reply
 
+from benchmarks import realistic_corpus
+
 SMOKE: Final = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
 N_DOCS: Final = 2_000 if SMOKE else 100_000
 CONVERSATIONS: Final = 20 if SMOKE else 200
 P95_LIMIT_MS: Final = 20.0
 BATCH: Final = 10_000
 INDEX: Final = "bench_movies"
-WORDS: Final = ("river night star code garden winter storm harbor echo silver mountain letter dream train "
-                "forest shadow city ocean glass paper fire stone bridge clock window mirror song road").split()
-GENRES: Final = ("drama", "comedy", "action", "horror", "documentary", "romance", "thriller", "animation")
 MARKERS: Final = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
                   for n in ("_meiliSearchProgress", "_meiliSearchSources", "_meiliAppendConversationMessage")]
 RESULTS_FILE: Final = Path(__file__).parent / "results" / ("chat_overhead.smoke.json" if SMOKE else
                                                             "chat_overhead.json")
 
 
-def movies(rng: random.Random) -> Iterator[list[dict[str, Any]]]:
+# the realistic word-frequency corpus: a narrow vocabulary would hide what typo and prefix derivations cost
+@functools.cache
+def corpus() -> tuple[list[dict[str, Any]], list[str]]:
+    docs = realistic_corpus.generate(N_DOCS)
+    return docs, realistic_corpus.make_queries(docs, CONVERSATIONS + 2)
+
+
+def movies() -> Iterator[list[dict[str, Any]]]:
+    docs = corpus()[0]
     for start in range(0, N_DOCS, BATCH):
-        yield [{"id": i, "title": " ".join(rng.choices(WORDS, k=3)), "genre": rng.choice(GENRES),
-                "year": 1950 + i % 75, "overview": " ".join(rng.choices(WORDS, k=12))}
-               for i in range(start, min(start + BATCH, N_DOCS))]
+        yield docs[start : start + BATCH]
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +74,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProc
         api.patch("/experimental-features", json={"chatCompletions": True})
         api.patch("/chats/bench/settings", json={"source": "vLlm", "baseUrl": llm.base_url})
         tasks = [api.patch(f"/indexes/{INDEX}/settings", json={
-            "filterableAttributes": ["genre", "year"], "chat": {"description": "movies",
+            "filterableAttributes": ["genres", "release_date"], "chat": {"description": "movies",
                                                                 "searchParameters": {"limit": 20}}}).json()]
-        tasks += [api.post(f"/indexes/{INDEX}/documents", json=docs).json() for docs in movies(random.Random(7))]
+        tasks += [api.post(f"/indexes/{INDEX}/documents", json=docs).json() for docs in movies()]
         for task in tasks:
             assert wait_task(api, task["taskUid"], timeout=3600)["status"] == "succeeded"
     yield srv, llm
@@ -85,8 +91,8 @@ def test_chat_tool_round_overhead(setup: tuple[ServerProcess, ScriptedLlm]) -> N
     totals: list[float] = []
     with httpx.Client(base_url=srv.url, timeout=60, headers={"Authorization": f"Bearer {MASTER_KEY}"}) as api:
         for i in range(CONVERSATIONS + 2):
-            args = {"index_uid": INDEX, "q": " ".join(rng.choices(WORDS, k=2)),
-                    "filter": f"genre = {rng.choice(GENRES)}" if i % 2 else ""}
+            args = {"index_uid": INDEX, "q": corpus()[1][i],
+                    "filter": f'genres = "{rng.choice(realistic_corpus.GENRES)}"' if i % 2 else ""}
             llm.play(tool_reply((f"call_{i}", args)), text_reply("done"))
             started = time.perf_counter()
             r = api.post("/chats/bench/chat/completions", json={
