@@ -382,13 +382,13 @@ def _sort_value_order(ascending: bool, left: Any, right: Any) -> int:
         left, right = left.lower(), right.lower()  # the engine sorts strings case-insensitively
     elif not (left_num and right_num):
         return 0  # booleans, arrays, objects: equal, as in milli
-    order = (left > right) - (left < right)
+    order = int((left > right) - (left < right))
     return -order if ascending else order
 
 
 def _value_order(left: tuple[Any, ...], right: tuple[Any, ...]) -> int | None:
     if left[0] == "score" and right[0] == "score":
-        return (left[1] > right[1]) - (left[1] < right[1])
+        return int((left[1] > right[1]) - (left[1] < right[1]))
     if left[0] == "sort" and right[0] == "sort" and left[1] == right[1]:
         return _sort_value_order(left[1], left[2], right[2])
     return None

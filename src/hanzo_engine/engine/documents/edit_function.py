@@ -1720,7 +1720,7 @@ def _equal(a: Any, b: Any) -> bool:
 def _compare(a: Any, b: Any) -> int | None:
     if (_is_num(a) and _is_num(b)) or (isinstance(a, str) and isinstance(b, str)
                                      and type_name(a) == type_name(b)):
-        return (a > b) - (a < b)
+        return int((a > b) - (a < b))
     if isinstance(a, bool) and isinstance(b, bool):
         return int(a) - int(b)
     return None

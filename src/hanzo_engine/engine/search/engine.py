@@ -700,7 +700,7 @@ class Searcher:
             for f, tf in sorted(per_field.items()):  # fields ascending, as `_native.bm25` sums
                 st = self.stats.get(f)
                 avg = (st[1] / st[0]) if st and st[0] else 1.0
-                dl = lengths.get(f, lengths.get(str(f), 1))  # type: ignore[call-overload]
+                dl = lengths.get(f, lengths.get(str(f), 1))
                 score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / max(avg, 1e-9)))
         return score
 

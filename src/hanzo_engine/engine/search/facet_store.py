@@ -238,7 +238,7 @@ def _bitmap_of(docids: np.ndarray) -> BitMap:
 class _Inverted(bytes):
     """Bytes that sort in reverse, so that the min-heap pops the larger key first."""
 
-    def __lt__(self, other: bytes) -> bool:  # type: ignore[override]
+    def __lt__(self, other: bytes) -> bool:
         return bytes.__gt__(self, other)
 
 

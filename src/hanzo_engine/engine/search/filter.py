@@ -42,11 +42,11 @@ from typing import Any, Final
 import numpy as np
 from pyroaring import BitMap
 
+from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD
 from hanzo_engine.engine.index import IndexReader, IndexWriter
 from hanzo_engine.engine.update.facets import (
     GEO_LAT,
     GEO_LNG,
-    GEOJSON_FIELD,
     FacetRules,
     encode_f64,
     normalize_facet,

@@ -512,7 +512,7 @@ class Ranker:
         starts = False
         for fid in s.weight:
             if all(any(p >> 16 == fid for p in postings.get(w, ())) for w in words):
-                length = lengths.get(fid, lengths.get(str(fid), -1))  # type: ignore[call-overload]
+                length = lengths.get(fid, lengths.get(str(fid), -1))
                 if count <= MAX_COUNTED_WORDS and length == count:
                     return "exactMatch", 3
                 starts = True

@@ -109,7 +109,7 @@ def _equals(a: Any, b: Any) -> bool:
             return True
         if a.blank and (b is None or b is False or (isinstance(b, str) and not b.strip())):
             return True
-        return b == "" or b == [] or b == {}
+        return bool(b == "" or b == [] or b == {})
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, bool) or isinstance(b, bool):
@@ -136,7 +136,7 @@ def _compare(op: str, a: Any, b: Any) -> bool:
         return False
     if not ((_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
         return False
-    return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
+    return bool({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op])
 
 
 def _truthy(value: Any) -> bool:
@@ -177,7 +177,7 @@ class _Expr:
             return repr(self.args[0])
         if self.kind == "range":
             return f"({self.args[0].source()}..{self.args[1].source()})"
-        return self.args[0] + "".join(f"[{i.source()}]" for i in self.args[1])
+        return str(self.args[0]) + "".join(f"[{i.source()}]" for i in self.args[1])
 
 
 class _Parser:

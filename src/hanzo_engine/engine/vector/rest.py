@@ -110,8 +110,8 @@ def _transport(err: OSError) -> str:
 def retry_delay(strategy: str, attempt: int) -> float:
     """Seconds to wait before retry `attempt` (0-based), before the cap and the random factor."""
     if strategy == "rate_limited":
-        return (100 + 10**attempt) / 1000
-    return 10**attempt / 1000
+        return float(100 + 10**attempt) / 1000
+    return float(10**attempt) / 1000
 
 
 def _env_seconds(name: str, default: int) -> float:

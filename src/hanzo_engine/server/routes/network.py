@@ -183,7 +183,7 @@ def network_view(request: Request, network: Network) -> Network:
 @route("GET", "/network", action="network.get")
 async def get_network(request: Request) -> Response:
     _check_feature(request, "Using the /network route")
-    network = await run_in_threadpool(read_network, state(request).indexes.store)  # type: ignore[attr-defined]
+    network = await run_in_threadpool(read_network, state(request).indexes.store)
     return JSONResponse(network_view(request, network))
 
 
