@@ -347,7 +347,7 @@ ACTIVE_PEERS = [p for p in PEERS if p.startswith("sqlite-fts5")] if SMOKE else l
 def test_relevance_peer(benchmark: Any, coll_name: str, peer_name: str) -> None:
     peer = PEERS[peer_name]
     if peer.package != "sqlite":
-        pytest.importorskip(peer.package, reason=f"peer {peer.package} not installed (pip install '.[test]')")
+        pytest.importorskip(peer.package, reason=f"peer {peer.package} not installed (pip install '.[bench]')")
     coll = collection(coll_name)
     run = peer.build(coll)
     timed = _timed(benchmark, run, LATENCY_PASSES if peer_name == "tantivy:default" else 1)
