@@ -77,7 +77,7 @@ log = logging.getLogger("hanzo_engine.dump")
 
 INSTANCE_UID_FILE: Final = "instance-uid"
 VERSION_FILE: Final = "VERSION"
-# the runtime experimental features the server persists (`server.routes.instance`): {name: bool}
+# the runtime experimental features the server persists (`server.features`): {name: bool}
 FEATURES_FILE: Final = "experimental-features.json"
 # Documents per write transaction when importing a dump (bounds the indexer's pending postings).
 IMPORT_CHUNK: Final = 20_000

@@ -19,17 +19,22 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 
 from .app_state import ROUTES, AppState
 from .errors import http_exception
+from .metrics import HttpMetrics
 from .options import Options
 from .routes import (  # noqa: F401  (importing registers the routes)
     backups,
     chats,
+    compaction,
     documents,
     dynamic_search_rules,
+    experimental_features,
     facet_search,
+    fields,
     indexes,
-    instance,
     keys,
+    logs,
     meta,
+    metrics,
     multi_search,
     network,
     render,
@@ -39,6 +44,7 @@ from .routes import (  # noqa: F401  (importing registers the routes)
     tasks,
     webhooks,
 )
+from .wait_for_task import WaitForTask
 from .workers import WorkerPool
 
 log = logging.getLogger("hanzo_engine.server")
@@ -66,7 +72,7 @@ def http_middleware() -> list[Middleware]:
         Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
                    expose_headers=["*"], max_age=86400),
         Middleware(GZipMiddleware, minimum_size=1024),
-        Middleware(instance.HttpMetrics),
+        Middleware(HttpMetrics),
     ]
 
 
@@ -111,7 +117,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
         routes=routes,
         lifespan=lifespan,
         exception_handlers=exception_handlers,
-        middleware=[*http_middleware(), Middleware(instance.WaitForTask)],
+        middleware=[*http_middleware(), Middleware(WaitForTask)],
     )
     app.router.redirect_slashes = False
     app.state.hanzo = app_state

@@ -114,7 +114,7 @@ class FederatedFacets:
         """After `append`, without `mergeFacets`: each index searched here sorts its facets' values by its
         `sortFacetValuesBy` and keeps its `maxValuesPerFacet` first ones (indexes only remotes searched
         are left as merged, as Meilisearch)."""
-        from .routes.instance import facet_sort_order  # the routes import this module
+        from .index_fields import facet_sort_order  # the routes import this module
 
         for uid, settings in settings_by_index.items():
             if uid not in self.by_index:

@@ -16,7 +16,7 @@ Waiting searches get the freed slots in arrival order (Meilisearch picks at rand
 served keeps the latency tail short, which is what the load test measures). The queue lives on the
 event loop: acquiring and releasing a permit are plain loop callbacks, no lock is needed. One
 multi-search holds one permit for all its queries, as in Meilisearch. The `Retry-After: 10` header of
-the 503 is added by the HTTP middleware of `routes/instance.py`.
+the 503 is added by the HTTP middleware of `server/metrics.py`.
 
 Invariants: `running <= parallelism`; a permit is released exactly once, also when the request is
 cancelled (client gone) while waiting or right after being granted.

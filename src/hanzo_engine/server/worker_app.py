@@ -28,9 +28,9 @@ from hanzo_engine.scheduler.readers import IndexReaders
 from .app import http_middleware
 from .app_state import ROUTES, AppState
 from .errors import http_exception
+from .metrics import http_metrics
 from .options import Options
 from .proxy import PrimaryProxy
-from .routes import instance
 from .shared_counts import SharedCounts
 from .workers import METRICS_PREFIX, PRIMARY_SOCKET, SEARCH_COUNTS
 
@@ -83,7 +83,7 @@ class WorkerDispatch:
 
 def _publish_metrics(app: Starlette, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(instance.http_metrics(app.state).snapshot())
+    tmp.write_bytes(http_metrics(app.state).snapshot())
     os.replace(tmp, path)
 
 
@@ -96,7 +96,7 @@ def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerD
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        registry = instance.http_metrics(app.state)
+        registry = http_metrics(app.state)
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             # a restarted worker goes on from its predecessor's counts: counters never go back
             registry.add(metrics_path.read_bytes())

@@ -54,9 +54,9 @@ from hanzo_engine.scheduler.network import read_network
 from .. import network_documents, remotes
 from ..app_state import route, state
 from ..auth import auth_filter
+from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..network_documents import weighted_score_values
-from .instance import feature_not_enabled, runtime_features
 from .search import NETWORK_DISCUSSION, filter_features, parse_search_filter
 
 
@@ -439,7 +439,7 @@ async def edit_documents_by_function(request: Request) -> Response:
     task runs (`scheduler/edit_documents.py`)."""
     from hanzo_engine.engine.documents.edit_function import CompileError, compile_script
 
-    from .instance import feature_not_enabled, runtime_features
+    from ..features import feature_not_enabled, runtime_features
 
     q = parse_query(query_pairs(request), WRITE_QUERY)
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),

@@ -33,10 +33,11 @@ from hanzo_engine.scheduler.network import read_network
 
 from .. import network_documents
 from ..app_state import route, state
+from ..features import runtime_features
 from ..foreign_keys import ForeignIndexes
 from ..http import JSONResponse, read_body, read_index
+from ..index_fields import facet_sort_order
 from ..search_exec import fused_query, run_queued
-from .instance import facet_sort_order, runtime_features
 from .search import (
     NETWORK_DISCUSSION,
     _without_hidden,

@@ -75,9 +75,11 @@ from hanzo_engine.scheduler.network import Network, default_network, read_networ
 from .. import remotes
 from ..app_state import route, state
 from ..auth import auth_filter
+from ..features import ExperimentalFeatures, feature_not_enabled, runtime_features
 from ..federated_facets import ComputedFacets, FederatedFacets
 from ..foreign_keys import ForeignIndexes, hydrate_hits
 from ..http import IndexSource, JSONResponse, read_body, read_index
+from ..index_fields import facet_sort_order
 from ..pins import apply_pins, plan_pins
 from ..search_exec import (
     Ranked,
@@ -88,7 +90,6 @@ from ..search_exec import (
     ranked,
     search_queue,
 )
-from .instance import ExperimentalFeatures, facet_sort_order, feature_not_enabled, runtime_features
 from .search import (
     DEFAULT_MAX_TOTAL_HITS,
     NETWORK_DISCUSSION,

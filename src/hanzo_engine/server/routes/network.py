@@ -27,8 +27,8 @@ from hanzo_engine.scheduler.network import Network, public_view, read_network, w
 
 from .. import remotes
 from ..app_state import route, state
+from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, read_body
-from .instance import feature_not_enabled, runtime_features
 from .search import NETWORK_DISCUSSION, uuid7
 from .webhooks import url_error
 

@@ -79,7 +79,7 @@ def _input_error(message: str, code: str = _I) -> MeiliError:
 
 
 def _feature(request: Request, name: str, action: str, link: str, label: str | None = None) -> None:
-    from .instance import feature_not_enabled, runtime_features
+    from ..features import feature_not_enabled, runtime_features
 
     if not runtime_features(request).enabled(name):
         raise feature_not_enabled(action, label or name, link)

@@ -59,6 +59,7 @@ from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.filter_parser import FilterError, FilterFeatures, Node, check_features, parse_filter_value
 
 from ..app_state import route, state
+from ..features import runtime_features
 from ..foreign_keys import ForeignIndexes, hydrate_hits, resolve_foreign
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..pins import apply_pins, plan_pins
@@ -531,16 +532,12 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
 
 def filter_features(request: Request) -> FilterFeatures:
     """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
-    from .instance import runtime_features  # imported here: instance imports this module
-
     return runtime_features(request).filter_features()
 
 
 def search_rules(request: Request) -> list[dict[str, Any]] | None:
     """The stored dynamic search rules while `dynamicSearchRules` is on (None otherwise or when none)."""
     from hanzo_engine.scheduler.dynamic_search_rules import all_rules
-
-    from .instance import runtime_features  # imported here: instance imports this module
 
     if not runtime_features(request).enabled("dynamicSearchRules"):
         return None

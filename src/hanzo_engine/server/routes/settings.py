@@ -51,14 +51,14 @@ FOREIGN_KEYS_DISCUSSION = "https://github.com/orgs/meilisearch/discussions/873"
 
 def foreign_keys_enabled(request: Request) -> bool:
     """Whether the `foreignKeys` experimental feature is on (the `foreignKeys` setting, `_foreign` filters)."""
-    from .instance import runtime_features  # imported here: instance imports the route modules
+    from ..features import runtime_features  # imported here: instance imports the route modules
 
     return runtime_features(request).enabled("foreignKeys")
 
 
 def check_foreign_keys(request: Request, action: str) -> None:
     """400 `feature_not_enabled` unless `foreignKeys` is on; `action` names what was attempted."""
-    from .instance import feature_not_enabled
+    from ..features import feature_not_enabled
 
     if not foreign_keys_enabled(request):
         raise feature_not_enabled(action, "foreign_keys", FOREIGN_KEYS_DISCUSSION)

@@ -21,8 +21,8 @@ from hanzo_engine.apitypes.tasks import (
 
 from ..app_state import route, state
 from ..auth import auth_filter
+from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs
-from .instance import feature_not_enabled, runtime_features
 
 TASK_DOCUMENTS_LINK: Final = "https://github.com/orgs/meilisearch/discussions/808"
 _CHUNK: Final = 1 << 20

@@ -1,0 +1,106 @@
+"""The runtime experimental features (`/experimental-features`), read by every route they gate.
+
+They live in `<db>/experimental-features.json`, written atomically (temp file, fsync, rename). The CLI
+flags `--experimental-enable-metrics`, `--experimental-enable-logs-route` and
+`--experimental-contains-filter` force their feature on whatever was PATCHed;
+`--experimental-legacy-search-default` is only the default of `legacySearch` until it is PATCHed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Final
+
+from starlette.requests import Request
+
+from hanzo_engine.apitypes.deserr import Field
+from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.filter_parser import FilterFeatures
+
+FEATURES: Final = (
+    "metrics", "logsRoute", "editDocumentsByFunction", "containsFilter", "dynamicSearchRules", "network",
+    "getTaskDocumentsRoute", "taskQueueCompactionRoute", "compositeEmbedders", "chatCompletions", "multimodal",
+    "foreignKeys", "disableDocumentsFetchQueue", "legacySearch", "renderRoute",
+)
+FEATURES_FILE: Final = "experimental-features.json"
+FEATURE_FIELDS: Final = tuple(Field(name, "boolean", "bad_request", nullable=True) for name in FEATURES)
+
+
+def feature_not_enabled(action: str, feature: str, link: str) -> MeiliError:
+    return MeiliError("feature_not_enabled",
+                      f"{action} requires enabling the `{feature}` experimental feature. See {link}")
+
+
+class ExperimentalFeatures:
+    """The runtime features: persisted choices, CLI-forced features OR-ed on top (thread-safe)."""
+
+    def __init__(self, path: Path, *, forced: frozenset[str], legacy_search_default: bool) -> None:
+        self.path = path
+        self.forced = forced
+        self.legacy_search_default = legacy_search_default
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = (-1, -1)  # never read yet
+        self._stored: dict[str, bool] = {}
+        self._reload()
+
+    def _reload(self) -> None:
+        """Re-read the file when it changed: another process of the server may have written it."""
+        try:
+            st = os.stat(self.path)
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_ino)
+        except OSError:
+            stamp = None
+        if stamp == self._stamp:
+            return
+        try:
+            stored = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            stored = {}
+        self._stored = {k: bool(v) for k, v in stored.items() if k in FEATURES}
+        self._stamp = stamp
+
+    def view(self) -> dict[str, bool]:
+        with self._lock:
+            self._reload()
+            stored = dict(self._stored)
+        out = {name: stored.get(name, False) or name in self.forced for name in FEATURES}
+        out["legacySearch"] = stored.get("legacySearch", self.legacy_search_default)
+        return out
+
+    def enabled(self, name: str) -> bool:
+        return self.view()[name]
+
+    def filter_features(self) -> FilterFeatures:
+        """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
+        view = self.view()
+        return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
+                              network=view["network"], foreign_keys=view["foreignKeys"])
+
+    def update(self, patch: dict[str, bool | None]) -> dict[str, bool]:
+        """Apply the non-null values of `patch` and persist them before answering."""
+        with self._lock:
+            self._stored.update({k: v for k, v in patch.items() if v is not None})
+            tmp = self.path.with_suffix(".tmp")
+            with open(tmp, "w") as f:
+                json.dump(self._stored, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        return self.view()
+
+
+def runtime_features(request: Request) -> ExperimentalFeatures:
+    """The app's experimental features, loaded on first use."""
+    features: ExperimentalFeatures | None = getattr(request.app.state, "experimental_features", None)
+    if features is None:
+        options = request.app.state.hanzo.options
+        forced = {name for name, flag in (("metrics", options.experimental_enable_metrics),
+                                          ("logsRoute", options.experimental_enable_logs_route),
+                                          ("containsFilter", options.experimental_contains_filter)) if flag}
+        features = ExperimentalFeatures(options.db_path / FEATURES_FILE, forced=frozenset(forced),
+                                        legacy_search_default=options.experimental_legacy_search_default)
+        request.app.state.experimental_features = features
+    return features
