@@ -1,6 +1,6 @@
 """`GET /settings/embedders` shows the defaults Meilisearch applied to each embedder (it rebuilds the
-settings from the configuration it runs): meilisearch-js's settings snapshot and meilisearch-python's
-composite embedder test read them back."""
+settings from the configuration it runs): meilisearch-js's settings snapshot reads them back. `huggingFace`
+sources are refused by this build, composite ones are shown in `test_embedder_sources.py`."""
 
 from __future__ import annotations
 
@@ -41,24 +41,9 @@ def _set(api: httpx.Client, uid: str, embedders: dict[str, object],
     return dict(shown)
 
 
-def test_hugging_face_named_model_shows_pooling_and_template(api: httpx.Client, index_uid: str) -> None:
-    # meilisearch-js tests/settings.test.ts "Update embedders settings" snapshot
-    model = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
-    shown = _set(api, index_uid, {"default": {"source": "huggingFace", "model": model}})
-    assert shown == {"default": {"source": "huggingFace", "model": model, "pooling": "useModel",
-                                 "documentTemplate": TEMPLATE, "documentTemplateMaxBytes": 400}}
-
-
-def test_hugging_face_default_model_has_its_revision(api: httpx.Client, index_uid: str) -> None:
-    shown = _set(api, index_uid, {"default": {"source": "huggingFace"}})
-    assert shown == {"default": {"source": "huggingFace", "model": "BAAI/bge-base-en-v1.5",
-                                 "revision": "617ca489d9e86b49b8167676d8220688b99db36e", "pooling": "useModel",
-                                 "documentTemplate": TEMPLATE, "documentTemplateMaxBytes": 400}}
-
-
 def test_given_fields_are_shown_as_given(api: httpx.Client, index_uid: str) -> None:
-    conf = {"source": "huggingFace", "model": "m", "revision": "r", "pooling": "forceMean",
-            "documentTemplate": "{{doc.title}}", "documentTemplateMaxBytes": 500, "binaryQuantized": False,
+    conf = {"source": "ollama", "model": "m", "dimensions": 3, "documentTemplate": "{{doc.title}}",
+            "documentTemplateMaxBytes": 500, "url": "http://localhost:11434/api/embed", "binaryQuantized": False,
             "distribution": {"mean": 0.7, "sigma": 0.3}}
     assert _set(api, index_uid, {"default": conf}) == {"default": conf}
 
@@ -73,19 +58,3 @@ def test_openai_shows_its_model_and_template(api: httpx.Client, index_uid: str) 
 def test_user_provided_shows_no_template(api: httpx.Client, index_uid: str) -> None:
     shown = _set(api, index_uid, {"up": {"source": "userProvided", "dimensions": 3}})
     assert shown == {"up": {"source": "userProvided", "dimensions": 3}}
-
-
-def test_composite_only_the_indexing_embedder_has_a_template(api: httpx.Client, index_uid: str) -> None:
-    # meilisearch-python tests/settings/test_settings_embedders.py::test_composite_embedder_format
-    r = api.patch("/experimental-features", json={"compositeEmbedders": True})
-    assert r.status_code == 200, r.text
-    hf = {"source": "huggingFace"}
-    shown = _set(api, index_uid, {"composite": {"source": "composite", "searchEmbedder": hf,
-                                                "indexingEmbedder": hf}})
-    full_hf = {"source": "huggingFace", "model": "BAAI/bge-base-en-v1.5",
-               "revision": "617ca489d9e86b49b8167676d8220688b99db36e", "pooling": "useModel"}
-    assert shown == {"composite": {
-        "source": "composite",
-        "searchEmbedder": full_hf,
-        "indexingEmbedder": {**full_hf, "documentTemplate": TEMPLATE, "documentTemplateMaxBytes": 400},
-    }}

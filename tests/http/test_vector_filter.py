@@ -312,26 +312,6 @@ def test_errors_without_embedders(http: httpx.Client, index_uid: str) -> None:
                               "configured embedders.\n10:16 _vectors.manual EXISTS", "invalid_search_filter")
 
 
-def test_fragments(http: httpx.Client, service: FakeService, index_uid: str) -> None:
-    """This engine keeps `indexingFragments` but embeds the document template: fragment names are checked
-    as Meilisearch checks them, no document has a fragment embedding, and `documentTemplate` selects
-    nothing on an embedder with fragments (Meilisearch's rule)."""
-    fragments = {"basic": {"value": "{{doc.title}}"}, "withBreed": {"value": "{{doc.title}} {{doc.color}}"}}
-    settings = {"embedders": {"rest": {**rest(service), "indexingFragments": fragments}}}
-    task_of(http, http.patch(f"/indexes/{index_uid}/settings", json=settings))
-    task_of(http, http.post(f"/indexes/{index_uid}/documents",
-                            json=[{"id": 1, "title": "kefir"}, {"id": 2, "title": "echo",
-                                                                "_vectors": {"rest": v16(2)}}]))
-    res = http.post(f"/indexes/{index_uid}/search", json={"filter": "_vectors.rest.fragments.withBred EXISTS"})
-    assert error(res) == body(f"Index `{index_uid}`: The fragment `withBred` does not exist on embedder `rest`. "
-                              "Available fragments on this embedder are: `basic`, `withBreed`. Did you mean "
-                              "`withBreed`?\n25:33 _vectors.rest.fragments.withBred EXISTS", "invalid_search_filter")
-    assert ids(http, index_uid, "_vectors.rest.fragments.withBreed EXISTS") == set()
-    assert ids(http, index_uid, "_vectors.rest.documentTemplate EXISTS") == set()
-    assert ids(http, index_uid, "_vectors.rest.userProvided EXISTS") == {2}
-    assert ids(http, index_uid, "_vectors.rest EXISTS") == {1, 2}
-
-
 def test_feature_gate(http: httpx.Client, service: FakeService, index_uid: str) -> None:
     setup(http, service, index_uid)
     assert http.patch("/experimental-features", json={"multimodal": False}).json()["multimodal"] is False

@@ -460,6 +460,11 @@ _EMBEDDER_FIELDS: Final = (
     )),
 )
 EMBEDDER_FIELD_NAMES: Final = tuple(f.name for f in _EMBEDDER_FIELDS)
+# a composite's `searchEmbedder` / `indexingEmbedder` (Meilisearch's `SubEmbeddingSettings`): the same fields,
+# unknown ones refused; its own nested embedders stay raw (the engine refuses them by source)
+_NESTED: Final = ("searchEmbedder", "indexingEmbedder")
+_SUB_EMBEDDER_FIELDS: Final = tuple(Field(f.name, "any", _EMBEDDERS, nullable=True) if f.name in _NESTED else f
+                                    for f in _EMBEDDER_FIELDS)
 
 
 def _embedders(value: Any, path: str) -> dict[str, Any]:
@@ -474,6 +479,10 @@ def _embedders(value: Any, path: str) -> dict[str, Any]:
         parsed = _fields(_object(config, at, _EMBEDDERS), at, _EMBEDDERS, _EMBEDDER_FIELDS)
         for header, header_value in (parsed.get("headers") or {}).items():
             _string(header_value, f"{at}.headers.{header}", _EMBEDDERS)
+        for nested in _NESTED:
+            if isinstance(parsed.get(nested), dict):
+                sub = _fields(parsed[nested], f"{at}.{nested}", _EMBEDDERS, _SUB_EMBEDDER_FIELDS)
+                parsed[nested] = {k: sub[k] for k in EMBEDDER_FIELD_NAMES if k in sub}
         out[name] = {k: parsed[k] for k in EMBEDDER_FIELD_NAMES if k in parsed}
     return {name: out[name] for name in sorted(out)}  # a BTreeMap: names sorted
 

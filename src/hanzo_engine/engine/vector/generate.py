@@ -1,4 +1,4 @@
-"""Embeddings computed by generating embedders (`rest`, `openAi`, `ollama`), as Meilisearch's
+"""Embeddings computed by generating embedders (`rest`, `openAi`, `ollama`, `composite`), as Meilisearch's
 `extract/vectors`: when documents are added or updated, and when the embedder settings change.
 
 A document's entry `_vectors.<name>` is stored as `{"embeddings": [[...]], "regenerate": bool}`.
@@ -32,7 +32,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.engine.vector.embedders import Runtime, build, is_generating, reindex_action
+from hanzo_engine.engine.vector.embedders import (
+    Runtime,
+    build,
+    check_composite,
+    is_generating,
+    reindex_action,
+)
 from hanzo_engine.engine.vector.json_template import osa_distance
 from hanzo_engine.engine.vector.prompt import RenderError
 from hanzo_engine.engine.vector.rest import EmbedderError
@@ -91,7 +97,9 @@ def generators(reader: IndexReader, settings: dict[str, Any], uid: str, *,
         try:
             runtime = build(name, conf)
             dims = runtime.dimensions or (known_dimensions or {}).get(name)
-            if dims is None:
+            if runtime.search is not None:
+                dims = check_composite(runtime, conf)  # both embedders agree before the first use
+            elif dims is None:
                 stored = store.config(reader, name)
                 dims = stored.dimensions if stored is not None else runtime.infer_dimensions()
         except EmbedderError as err:

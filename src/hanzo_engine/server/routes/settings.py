@@ -37,13 +37,16 @@ from hanzo_engine.apitypes.settings import (
     settings_view,
     sub_route_path,
 )
-from hanzo_engine.engine.vector.embedders import check_embedders_patch, display_embedder
+from hanzo_engine.engine.vector.embedders import (
+    check_embedder_features,
+    check_embedders_patch,
+    display_embedder,
+)
 
-from ..app_state import route, state
+from ..app_state import custom_metadata, route, state
 from ..auth import auth_filter
 from ..chats.gate import chat_enabled, check_chat
 from ..http import JSONResponse, read_body
-from .indexes import custom_metadata
 
 SETTINGS_PATH = "/indexes/{index_uid}/settings"
 FOREIGN_KEYS_DISCUSSION = "https://github.com/orgs/meilisearch/discussions/873"
@@ -80,6 +83,10 @@ async def _body(request: Request) -> Any:
 async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool) -> Response:
     meta = custom_metadata(request)
     uid = validate_index_uid(request.path_params["index_uid"])
+    from ..features import runtime_features
+
+    # Meilisearch's `validate_settings`: composite embedders and fragments need their feature
+    check_embedder_features(patch.values.get("embedders"), runtime_features(request).enabled)
     if patch.values.get("chat") is not None:
         check_chat(request, "setting `chat` in the index settings")
     if patch.values.get("foreignKeys") is not None:
