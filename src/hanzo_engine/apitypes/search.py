@@ -279,6 +279,17 @@ def check_hybrid_fusion(raw: Any, path: str = ".hybrid") -> str | None:
     return fusion
 
 
+PERSONALIZATION_DISCUSSION: Final = "https://github.com/orgs/meilisearch/discussions/866"
+
+
+def personalization_unavailable() -> MeiliError:
+    """What Meilisearch answers to a search with `personalize` when no reranker is configured (its
+    personalization service is disabled without a Cohere key, and this build has none): the search runs,
+    then reranking its results fails with `feature_not_enabled`."""
+    return MeiliError("feature_not_enabled", "reranking search results requires enabling the `personalization` "
+                      f"experimental feature. See {PERSONALIZATION_DISCUSSION}")
+
+
 def parse_search_body(value: Any) -> SearchQuery:
     """Validate a decoded JSON search body (first problem in key order wins, as deserr; `hybrid.fusion`
     after everything else, see the module docstring)."""

@@ -62,6 +62,7 @@ from hanzo_engine.apitypes.search import (
     SearchQuery,
     check_hybrid_fusion,
     parse_sort,
+    personalization_unavailable,
     pop_hybrid_fusion,
 )
 from hanzo_engine.apitypes.settings import complete_settings
@@ -284,8 +285,11 @@ def _check_use_network(query: SearchQuery, features: ExperimentalFeatures) -> No
 def _single(indexes: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
             filters: FilterFeatures, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     foreign = ForeignIndexes(indexes) if filters.foreign_keys else None
-    return read_index(indexes, uid,
+    body = read_index(indexes, uid,
                       lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules, foreign))
+    if query.personalize is not None:
+        raise personalization_unavailable()  # once the search ran, as Meilisearch's reranking step
+    return body
 
 
 def multi(indexes: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,

@@ -40,6 +40,7 @@ from hanzo_engine.apitypes.search import (
     SearchQuery,
     parse_search_body,
     parse_sort,
+    personalization_unavailable,
     search_query_from_params,
     search_query_params,
 )
@@ -562,6 +563,8 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
         request, read_index, indexes, uid,
         lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules, foreign),
     )
+    if query.personalize is not None:
+        raise personalization_unavailable()  # once the search ran, as Meilisearch's reranking step
     return JSONResponse(body)
 
 
