@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.server.search_exec import SearchQueue
+from hanzo_engine.server.search_queue import SearchQueue
 from tests.conftest import ServerProcess, wait_task
 
 TOO_MANY = "Too many search requests running at the same time: {}. Retry after 10s."

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hanzo_engine.server.search_exec import SearchQueue
+from hanzo_engine.server.search_queue import SearchQueue
 from hanzo_engine.server.shared_counts import SharedCounts
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 
@@ -423,7 +423,8 @@ def test_the_search_routes_never_read_the_scheduler() -> None:
 
     root = Path(server_package.__file__).parent
     modules = ["routes/search.py", "routes/multi_search.py", "routes/facet_search.py", "routes/similar.py",
-               "pins.py", "foreign_keys.py", "federated_facets.py", "remotes.py", "search_exec.py"]
+               "search.py", "pins.py", "foreign_keys.py", "remotes.py", "search_queue.py",
+               *(f"federation/{p.name}" for p in sorted((root / "federation").glob("*.py")))]
     found = []
     for name in modules:
         tree = ast.parse((root / name).read_text())

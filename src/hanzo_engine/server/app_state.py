@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hanzo_engine.apitypes.deserr import QueryField, parse_query
+
 from .auth import guard
 from .errors import Endpoint, safe
-from .http import IndexSource, JSONResponse
+from .http import IndexSource, JSONResponse, query_pairs
 
 if TYPE_CHECKING:
+    from hanzo_engine.auth import AuthController
     from hanzo_engine.scheduler.scheduler import Scheduler
 
     from .options import Options
@@ -46,6 +49,21 @@ class AppState:
 def state(request: Request) -> AppState:
     st: AppState = request.app.state.hanzo
     return st
+
+
+def controller(request: Request) -> AuthController:
+    """The app's API keys (`app.state.key_resolver`)."""
+    ctl: AuthController = request.app.state.key_resolver
+    return ctl
+
+
+CUSTOM_METADATA: Final = QueryField("customMetadata", "string", "invalid_index_custom_metadata", None)
+
+
+def custom_metadata(request: Request) -> str | None:
+    """The `customMetadata` query parameter a task-enqueuing route stores on its task."""
+    value: str | None = parse_query(query_pairs(request), (CUSTOM_METADATA,))["customMetadata"]
+    return value
 
 
 @dataclass(frozen=True)

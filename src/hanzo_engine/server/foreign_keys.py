@@ -209,7 +209,7 @@ class _DocumentMaker:
     def __init__(self, reader: IndexReader) -> None:
         from hanzo_engine.engine.search.format import is_faceted_by
 
-        from .routes.search import known_fields  # routes.search imports this module
+        from .search import known_fields  # the search module imports this one
 
         self.reader = reader
         displayed = complete_settings(reader.settings()).get("displayedAttributes") or ["*"]

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .search_exec import RETRY_AFTER_SECONDS
+from .search_queue import RETRY_AFTER_SECONDS
 
 log = logging.getLogger("hanzo_engine.http")
 

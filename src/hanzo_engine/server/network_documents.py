@@ -27,7 +27,7 @@ from hanzo_engine.apitypes.search import parse_sort
 from hanzo_engine.scheduler.network import Network
 
 from . import remotes
-from .search_exec import Ranked, merge_ranked
+from .federation.merge import Ranked, merge_ranked, sort_value_order
 
 FEDERATION = "_federation"
 
@@ -57,8 +57,6 @@ def _values(document: dict[str, Any], path: str) -> list[Any]:
 
 def weighted_score_values(document: dict[str, Any], sort: list[str] | None) -> list[dict[str, Any]]:
     """`_federation.weightedScoreValues` of a document read in proxy mode (see the module doc)."""
-    from .search_exec import _sort_value_order
-
     out: list[dict[str, Any]] = []
     for criterion in parse_sort(sort) if sort else []:
         if criterion.field is None:
@@ -66,7 +64,7 @@ def weighted_score_values(document: dict[str, Any], sort: list[str] | None) -> l
             continue
         best: Any = None
         for value in _values(document, criterion.field):
-            if best is None or _sort_value_order(criterion.ascending, value, best) > 0:
+            if best is None or sort_value_order(criterion.ascending, value, best) > 0:
                 best = value
         out.append({"sort": {"asc": criterion.ascending, "value": best}})
     return out

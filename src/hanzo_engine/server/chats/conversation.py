@@ -71,7 +71,7 @@ from hanzo_engine.scheduler import chats as chat_store
 from ..app_state import state
 from ..auth import FilteringResolver, auth_filter, bearer_token
 from ..http import read_index
-from ..routes.search import (
+from ..search import (
     HitMaker,
     engine_request,
     filter_features,
@@ -79,7 +79,7 @@ from ..routes.search import (
     prepare_query,
     run_engine_search,
 )
-from ..search_exec import run_queued
+from ..search_queue import run_queued
 from . import llm
 from .gate import check_chat
 

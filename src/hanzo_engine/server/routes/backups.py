@@ -13,8 +13,7 @@ from starlette.responses import Response
 
 from hanzo_engine.scheduler.backups import key_lines, read_instance_uid
 
-from ..app_state import route, state
-from .keys import controller
+from ..app_state import controller, route, state
 
 
 @route("POST", "/dumps", action="dumps.create")

@@ -7,8 +7,7 @@ from starlette.responses import Response
 
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 
-from ..app_state import route, state
-from .indexes import custom_metadata
+from ..app_state import custom_metadata, route, state
 
 
 @route("POST", "/indexes/{index_uid}/compact", action="indexes.compact")

@@ -57,7 +57,7 @@ from ..auth import auth_filter
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..network_documents import weighted_score_values
-from .search import NETWORK_DISCUSSION, filter_features, parse_search_filter
+from ..search import NETWORK_DISCUSSION, filter_features, parse_search_filter
 
 
 def _csv_delimiter(text: str) -> str:

@@ -25,10 +25,9 @@ from hanzo_engine.apitypes.index_uid import is_valid_index_uid
 from hanzo_engine.apitypes.tasks import format_timestamp, parse_timestamp
 from hanzo_engine.scheduler import dynamic_search_rules as dsr
 
-from ..app_state import route, state
+from ..app_state import custom_metadata, route, state
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, read_body
-from .indexes import custom_metadata
 
 DISCUSSION: Final = "https://github.com/orgs/meilisearch/discussions/884"
 FEATURE_LABEL: Final = "dynamic search rules"

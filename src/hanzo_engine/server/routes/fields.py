@@ -16,7 +16,7 @@ from hanzo_engine.engine.index import IndexReader
 from ..app_state import route, state
 from ..http import JSONResponse, read_body, read_index
 from ..index_fields import field_descriptor, match_pattern
-from .search import known_fields
+from ..search import known_fields
 
 _FILTER_FLAGS: Final = ("displayed", "searchable", "sortable", "distinct", "rankingRule", "filterable")
 _FIELDS_FILTER: Final = (

@@ -25,7 +25,7 @@ from hanzo_engine.auth.controller import AuthFilter
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.scheduler.scheduler import Scheduler
 
-from ..app_state import route, state
+from ..app_state import custom_metadata, route, state
 from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
 
@@ -56,7 +56,6 @@ SWAP = (
     Field("indexes", "string_array", "invalid_swap_indexes", required=True, missing_code="missing_swap_indexes"),
     Field("rename", "boolean", "invalid_swap_rename", default=False),
 )
-CUSTOM_METADATA = QueryField("customMetadata", "string", "invalid_index_custom_metadata", None)
 
 
 def index_view(uid: str, r: IndexReader) -> dict[str, Any]:
@@ -79,11 +78,6 @@ def _index_page(scheduler: Scheduler, offset: int, limit: int, visible: AuthFilt
         except MeiliError:
             continue  # deleted since the mapping was read
     return {"results": results, "offset": offset, "limit": limit, "total": len(uids)}
-
-
-def custom_metadata(request: Request) -> str | None:
-    value: str | None = parse_query(query_pairs(request), (CUSTOM_METADATA,))["customMetadata"]
-    return value
 
 
 @route("GET", "/indexes", action="indexes.get")

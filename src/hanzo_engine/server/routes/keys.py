@@ -17,7 +17,7 @@ from hanzo_engine.apitypes.deserr import QueryField, decode_json_body, parse_que
 from hanzo_engine.auth import AuthController, open_auth
 from hanzo_engine.auth.keys import parse_create_key, parse_patch_key
 
-from ..app_state import route
+from ..app_state import controller, route
 from ..http import JSONResponse, query_pairs, read_body
 from ..options import Options
 
@@ -30,11 +30,6 @@ PAGINATION: Final = (
 def open_controller(options: Options) -> AuthController:
     """The app's key resolver: the keys stored under `<db_path>/auth`, checked against the master key."""
     return open_auth(options.db_path, options.master_key)
-
-
-def controller(request: Request) -> AuthController:
-    ctl: AuthController = request.app.state.key_resolver
-    return ctl
 
 
 @route("GET", "/keys", action="keys.get")

@@ -16,7 +16,7 @@ from hanzo_engine.scheduler.webhooks import metrics as webhook_metrics
 from ..app_state import route
 from ..features import feature_not_enabled, runtime_features
 from ..metrics import LATENCY_BUCKETS, instance_http_metrics, refresh_worker_metrics
-from ..search_exec import search_queue
+from ..search_queue import search_queue
 
 METRICS_LINK: Final = "https://github.com/meilisearch/product/discussions/625"
 

@@ -77,21 +77,13 @@ from .. import remotes
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..features import ExperimentalFeatures, feature_not_enabled, runtime_features
-from ..federated_facets import ComputedFacets, FederatedFacets
+from ..federation.facets import ComputedFacets, FederatedFacets
+from ..federation.merge import Ranked, RankingRules, incompatibility, merge_ranked, ranked
 from ..foreign_keys import ForeignIndexes, hydrate_hits
 from ..http import IndexSource, JSONResponse, read_body, read_index
 from ..index_fields import facet_sort_order
 from ..pins import apply_pins, plan_pins
-from ..search_exec import (
-    Ranked,
-    RankingRules,
-    fused_query,
-    incompatibility,
-    merge_ranked,
-    ranked,
-    search_queue,
-)
-from .search import (
+from ..search import (
     DEFAULT_MAX_TOTAL_HITS,
     NETWORK_DISCUSSION,
     HitMaker,
@@ -100,6 +92,7 @@ from .search import (
     check_search_kind,
     duration_text,
     facet_distribution,
+    fused_query,
     include_metadata,
     perform,
     prepare_query,
@@ -107,6 +100,7 @@ from .search import (
     search_rules,
     uuid7,
 )
+from ..search_queue import search_queue
 
 DEFAULT_LIMIT: Final = 20
 

@@ -33,8 +33,8 @@ from hanzo_engine.filter_parser import FilterFeatures
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
-from ..search_exec import run_queued
-from .search import DEFAULT_MAX_TOTAL_HITS, HitMaker, filter_features, prepare_query
+from ..search import DEFAULT_MAX_TOTAL_HITS, HitMaker, filter_features, prepare_query
+from ..search_queue import run_queued
 
 PATH: Final = "/indexes/{index_uid}/similar"
 _SHARED: Final = {f.name: f for f in SEARCH_BODY}

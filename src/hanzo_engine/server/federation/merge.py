@@ -1,27 +1,4 @@
-"""What every search route shares: the bounded search queue and the per-query auth step.
-
-The search queue (= Meilisearch's `SearchQueue`, contract §3.14) bounds the work the server accepts:
-
-- at most `parallelism` searches run at once (`cores × --experimental-nb-searches-per-core`); each
-  runs in the thread pool, where the native core releases the GIL;
-- at most `capacity` more wait (`--experimental-search-queue-size`, default 1000). A search arriving
-  at a full queue takes the place of a waiting one chosen at random, which is answered `503
-  too_many_search_requests` (Meilisearch evicts at random too, so a burst cannot starve the queue
-  with requests whose clients already gave up). With a capacity of 0, any search that cannot run
-  at once is refused;
-- a search that waited longer than `--experimental-drop-search-after` seconds is refused instead of
-  run: its client has most likely timed out.
-
-Waiting searches get the freed slots in arrival order (Meilisearch picks at random; first come first
-served keeps the latency tail short, which is what the load test measures). The queue lives on the
-event loop: acquiring and releasing a permit are plain loop callbacks, no lock is needed. One
-multi-search holds one permit for all its queries, as in Meilisearch. The `Retry-After: 10` header of
-the 503 is added by the HTTP middleware of `server/metrics.py`.
-
-Invariants: `running <= parallelism`; a permit is released exactly once, also when the request is
-cancelled (client gone) while waiting or right after being granted.
-
-The second half orders results across queries, for federated multi-search:
+"""Ordering results across the queries of a federated search.
 
 - `RankingRules` is Meilisearch's `search/ranking_rules.rs`: the rules a query really applies once
   canonicalized (a placeholder search drops the relevancy rules, `sort` without `query.sort` is dropped,
@@ -38,146 +15,14 @@ The second half orders results across queries, for federated multi-search:
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import heapq
-import os
-import random
-import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Final, TypeVar
-
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from typing import Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.apitypes.search import SearchQuery, SortCriterion
-
-from .auth import auth_filter
-from .shared_counts import SharedCounts
-
-T = TypeVar("T")
-
-RETRY_AFTER_SECONDS: Final = 10
-
-
-def too_many_search_requests(capacity: int) -> MeiliError:
-    return MeiliError(
-        "too_many_search_requests",
-        f"Too many search requests running at the same time: {capacity}. Retry after {RETRY_AFTER_SECONDS}s.",
-    )
-
-
-class SearchQueue:
-    """A bounded queue of searches with at most `parallelism` of them running (see the module doc)."""
-
-    def __init__(self, capacity: int, parallelism: int, time_to_abort: float,
-                 shared: SharedCounts | None = None) -> None:
-        self.capacity = capacity
-        self.parallelism = max(1, parallelism)
-        self.time_to_abort = time_to_abort
-        self.running = 0
-        self._waiting: deque[asyncio.Future[None]] = deque()
-        self._rng = random.Random()
-        # with several server processes: the other processes' waiting searches count against capacity
-        self._shared = shared
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiting)
-
-    def _publish(self) -> None:
-        if self._shared is not None:
-            self._shared.set(len(self._waiting))
-
-    def instance_waiting(self) -> int:
-        return len(self._waiting) + (self._shared.others() if self._shared is not None else 0)
-
-    async def acquire(self) -> None:
-        """Wait for a permit; `too_many_search_requests` when the search is evicted or waited too long."""
-        if self.running < self.parallelism and not self._waiting:
-            self.running += 1
-            return
-        if self.capacity == 0:
-            raise too_many_search_requests(self.capacity)
-        if self.instance_waiting() >= self.capacity:
-            if not self._waiting:  # the others' searches fill the queue: this one cannot wait
-                raise too_many_search_requests(self.capacity)
-            victim = self._waiting[self._rng.randrange(len(self._waiting))]
-            self._waiting.remove(victim)
-            victim.set_exception(too_many_search_requests(self.capacity))
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(future)
-        self._publish()
-        started = time.monotonic()
-        try:
-            await future
-        except asyncio.CancelledError:
-            if future in self._waiting:
-                self._waiting.remove(future)
-                self._publish()
-            elif future.done() and not future.cancelled() and future.exception() is None:
-                self.release()  # granted, but the request went away before using it
-            raise
-        if time.monotonic() - started > self.time_to_abort:
-            self.release()
-            raise too_many_search_requests(self.capacity)
-
-    def release(self) -> None:
-        """Give the permit back; the oldest waiting search (if any) takes it over."""
-        self.running -= 1
-        while self._waiting:
-            future = self._waiting.popleft()
-            if future.done():
-                continue
-            self.running += 1
-            future.set_result(None)
-            break
-        self._publish()
-
-    @asynccontextmanager
-    async def permit(self) -> AsyncIterator[None]:
-        await self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
-
-
-def search_queue(request: Request) -> SearchQueue:
-    """The app's search queue, created on first use from the server options."""
-    queue: SearchQueue | None = getattr(request.app.state, "search_queue", None)
-    if queue is None:
-        options = request.app.state.hanzo.options
-        cores = os.cpu_count() or 1
-        # several server processes share the instance's parallelism and queue (`server.workers`)
-        shared: SharedCounts | None = getattr(request.app.state, "search_counts", None)
-        processes = options.http_workers if shared is not None else 1
-        queue = SearchQueue(
-            options.experimental_search_queue_size,
-            max(1, cores * options.experimental_nb_searches_per_core // processes),
-            float(options.experimental_drop_search_after),
-            shared,
-        )
-        request.app.state.search_queue = queue
-    return queue
-
-
-async def run_queued(request: Request, func: Callable[..., T], *args: Any) -> T:
-    """`func(*args)` in the thread pool, holding a search permit while it runs."""
-    async with search_queue(request).permit():
-        return await run_in_threadpool(func, *args)
-
-
-def fused_query(request: Request, uid: str, query: SearchQuery) -> SearchQuery:
-    """`query` with the tenant token's search-rule filter for `uid` AND-ed to its own (contract §0.2)."""
-    fused = auth_filter(request).fuse_filter(uid, query.filter)
-    return query if fused is query.filter else dataclasses.replace(query, filter=fused)
-
+from hanzo_engine.apitypes.search import SortCriterion
 
 # -------------------------------------------------------------------------------------------------
 # Ranking-rule canonicalization and compatibility (Meilisearch's `search/ranking_rules.rs`)
@@ -368,7 +213,7 @@ class Ranked:
     query_index: int
 
 
-def _sort_value_order(ascending: bool, left: Any, right: Any) -> int:
+def sort_value_order(ascending: bool, left: Any, right: Any) -> int:
     """milli's `compare_sort_values`: > 0 when `left` ranks first (numbers before strings, null last)."""
     if left is None or right is None:
         return (left is not None) - (right is not None)
@@ -390,7 +235,7 @@ def _value_order(left: tuple[Any, ...], right: tuple[Any, ...]) -> int | None:
     if left[0] == "score" and right[0] == "score":
         return int((left[1] > right[1]) - (left[1] < right[1]))
     if left[0] == "sort" and right[0] == "sort" and left[1] == right[1]:
-        return _sort_value_order(left[1], left[2], right[2])
+        return sort_value_order(left[1], left[2], right[2])
     return None
 
 

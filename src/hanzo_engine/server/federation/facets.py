@@ -1,7 +1,7 @@
 """Facets of a federated search: `federation.facetsByIndex` and `federation.mergeFacets` (contract
 §3.10; Meilisearch's `FederatedFacets`, `FacetOrder::ByFacet` and `ComputedFacets`).
 
-What the caller (`routes/multi_search.py`) computes per index, as Meilisearch does:
+What the caller (`federation/perform.py`) computes per index, as Meilisearch does:
 
 - an index some query names: its facets counted over the union of its queries' candidates (every
   document any of them matched, the tenant token's filter included), with the index's own
@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
+
+from ..index_fields import facet_sort_order
 
 # (distribution, stats): facet -> value -> count, facet -> {"min", "max"}
 ComputedFacets = tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]
@@ -114,8 +116,6 @@ class FederatedFacets:
         """After `append`, without `mergeFacets`: each index searched here sorts its facets' values by its
         `sortFacetValuesBy` and keeps its `maxValuesPerFacet` first ones (indexes only remotes searched
         are left as merged, as Meilisearch)."""
-        from .index_fields import facet_sort_order  # the routes import this module
-
         for uid, settings in settings_by_index.items():
             if uid not in self.by_index:
                 continue
