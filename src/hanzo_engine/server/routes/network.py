@@ -15,6 +15,7 @@ search workers and snapshots see it.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
@@ -23,14 +24,16 @@ from starlette.responses import Response
 
 from hanzo_engine.apitypes.deserr import Field, decode_json_body, deserialize_object
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.tasks import TaskQuery
 from hanzo_engine.scheduler.network import Network, public_view, read_network, write_network
+from hanzo_engine.scheduler.sharding import set_task_network
 
-from .. import remotes
+from .. import remotes, sharding
 from ..app_state import route, state
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, read_body
-from ..search import NETWORK_DISCUSSION, uuid7
-from ..urls import url_error
+from .search import NETWORK_DISCUSSION, uuid7
+from .webhooks import url_error
 
 _REMOTE_FIELDS: Final = (
     Field("url", "string", "invalid_network_url", nullable=True),
@@ -98,6 +101,10 @@ def merge_network(old: Network, patch: dict[str, Any]) -> Network:
     if merged_leader is not None and merged_leader != merged_self:
         raise MeiliError("not_leader", "This remote is not the leader of the network.\n  - Note: only the leader "
                          f"`{merged_leader}` can receive new tasks.")
+    if merged_leader is not None and patch.get("self") is not None and old["self"] not in (None, patch["self"]):
+        raise MeiliError("invalid_network_self", "Renaming a remote is not supported when a leader is defined.\n"
+                         f"  - Note: applying this change would rename `{old['self']}` to `{patch['self']}`.\n"
+                         f"  - Hint: Send this change to `{patch['self']}` if it already exists.")
 
     shards: dict[str, list[str]] = {name: list(s["remotes"]) for name, s in old["shards"].items()}
     if "shards" in patch:
@@ -192,20 +199,84 @@ async def patch_network(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     patch = parse_patch(body)
     _check_feature(request, "Using the /network route")
-    if patch.get("leader") is not None:
-        raise MeiliError("requires_enterprise_edition",
-                         "Meilisearch Enterprise Edition is required to set `network.leader`")
+    origin = sharding.origin_from_headers({k.lower(): v for k, v in request.headers.items()})
+    if origin is not None:
+        return await _patch_from_leader(request, patch, origin)
     if "previousRemotes" in patch:
         raise MeiliError("unexpected_network_previous_remotes", "Unexpected `previousRemotes` in network call.\n"
                          "  - Note: `previousRemote` is reserved for internal use.")
+    scheduler = state(request).scheduler
+    store = scheduler.store
+
+    def update() -> tuple[Network, Network, dict[str, Any] | None]:
+        old = read_network(store)
+        merged = merge_network(old, patch)
+        if merged["leader"] is None:
+            write_network(store, merged)
+            return old, merged, None
+        _check_no_pending_change(request)
+        write_network(store, merged)
+        task = _register_change(request, {"remoteTasks": {}, "networkVersion": merged["version"]})
+        return old, merged, task
+
+    old, merged, task = await run_in_threadpool(update)
+    if task is None:
+        return JSONResponse(network_view(request, merged))
+    # every other remote gets the whole new network, named as itself (Meilisearch's proxied network)
+    shared = {
+        "remotes": {name: {k: v for k, v in r.items() if k in ("url", "searchApiKey", "writeApiKey")}
+                    for name, r in merged["remotes"].items()},
+        "shards": {name: {"remotes": s["remotes"]} for name, s in merged["shards"].items()},
+        "leader": merged["leader"],
+        "previousRemotes": old["remotes"],
+        "previousShards": old["shards"],
+    }
+    bodies = {name: json.dumps({**shared, "self": name}).encode() for name in merged["remotes"]}
+    sharding.forward(store, merged, task["taskUid"], "PATCH", "/network", {"content-type": "application/json"},
+                     b"", bodies)
+    return JSONResponse(task, status_code=202)
+
+
+def _check_no_pending_change(request: Request) -> None:
+    """400 `unprocessed_network_task` while a `networkTopologyChange` task is enqueued or processing."""
+    listing = state(request).scheduler.list_tasks(
+        TaskQuery(types={"networkTopologyChange"}, statuses={"enqueued", "processing"}, limit=1))
+    if listing["results"]:
+        uid = listing["results"][0]["uid"]
+        raise MeiliError("unprocessed_network_task", f"Already has a pending network task with uid {uid}.\n  - Note: "
+                         "No network task can be registered while any previous network task is not done processing."
+                         f"\n  - Hint: Wait for task {uid} to complete or cancel it.")
+
+
+def _register_change(request: Request, network: dict[str, Any]) -> dict[str, Any]:
+    scheduler = state(request).scheduler
+    task = scheduler.register("networkTopologyChange", None, kind={}, details={
+        "movedDocuments": 0, "message": "Waiting for tasks enqueued before the network change to finish processing"})
+    set_task_network(scheduler.store, task["taskUid"], lambda _: network)
+    return task
+
+
+async def _patch_from_leader(request: Request, patch: dict[str, Any], origin: sharding.Origin) -> Response:
+    """A network change the leader forwarded: the body is the whole new network (Meilisearch's
+    `patch_network_with_origin`), stored with the leader's version, with a `networkTopologyChange` task."""
+    if patch.get("leader") is None:
+        raise MeiliError("invalid_network_leader", "Duplicated task without leader")
+    network: Network = {
+        "self": patch.get("self"),
+        "remotes": {name: {"url": r["url"], "searchApiKey": r.get("searchApiKey"), "writeApiKey": r.get("writeApiKey")}
+                    for name, r in (patch.get("remotes") or {}).items() if r is not None and r.get("url") is not None},
+        "shards": {name: {"remotes": list(s.get("remotes") or [])}
+                   for name, s in (patch.get("shards") or {}).items() if s is not None},
+        "leader": patch["leader"],
+        "version": origin.network_version,
+    }
     store = state(request).scheduler.store
 
-    def update() -> Network:
-        merged = merge_network(read_network(store), patch)
-        write_network(store, merged)
-        return merged
+    def update() -> dict[str, Any]:
+        write_network(store, network)
+        return _register_change(request, {"origin": origin.to_json()})
 
-    return JSONResponse(network_view(request, await run_in_threadpool(update)))
+    return JSONResponse(await run_in_threadpool(update), status_code=202)
 
 
 @route("POST", "/network/control", action="network.update")
