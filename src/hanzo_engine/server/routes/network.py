@@ -32,8 +32,8 @@ from .. import remotes, sharding
 from ..app_state import route, state
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, read_body
-from .search import NETWORK_DISCUSSION, uuid7
-from .webhooks import url_error
+from ..search import NETWORK_DISCUSSION, uuid7
+from ..urls import url_error
 
 _REMOTE_FIELDS: Final = (
     Field("url", "string", "invalid_network_url", nullable=True),
