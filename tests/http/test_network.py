@@ -106,9 +106,17 @@ def test_errors_on_param(admin: httpx.Client) -> None:
                                      "shards": {}, "leader": None}
     assert patch(admin, {"remotes": {"kefir": {"url": None}}}) == (
         400, error("invalid_network_url", "Field `.remotes.kefir.url` cannot be set to `null`"))
-    # Community Edition: no leader, no control messages
-    assert patch(admin, {"self": "kefir", "leader": "kefir"}) == (451, error(
-        "requires_enterprise_edition", "Meilisearch Enterprise Edition is required to set `network.leader`"))
+    # Enterprise Edition's checks of a leader (sharding: tests/integration/test_network_sharding.py)
+    assert patch(admin, {"self": "kefir", "leader": "other"}) == (400, error(
+        "not_leader", "This remote is not the leader of the network.\n  - Note: only the leader `other` can "
+        "receive new tasks."))
+    assert patch(admin, {"self": "nobody", "leader": "nobody"}) == (400, error(
+        "invalid_network_remotes", "leader `nobody` is missing from remotes"))
+    assert patch(admin, {"self": "kefir", "leader": "kefir"}) == (400, error(
+        "invalid_network_shards", "there must be at least one shard owned by at least one remote"))
+    assert patch(admin, {"self": "kefir", "leader": "kefir", "shards": {"a": {"remotes": ["ghost"]}}}) == (
+        400, error("invalid_network_shards", "unknown remote `ghost` in `.a.remotes`"))
+    assert admin.get("/network").json()["leader"] is None
     r = admin.post("/network/control", json={})
     assert (r.status_code, r.json()) == (451, error("requires_enterprise_edition",
                                                     "Meilisearch Enterprise Edition is required to call this route"))
