@@ -1,6 +1,10 @@
 """Build the native core: Cython modules in src/hanzo_engine/_native over the C in csrc/.
 
-HANZO_DEBUG=1 builds with bounds checks, -O0 -g and Cython assertions, for debugging and sanitizers.
+HANZO_DEBUG=1 builds with bounds checks, -O0 -g and Cython assertions, for debugging.
+HANZO_SANITIZE=1 builds the release Cython code (same directives, so the generated .c files are shared) with
+AddressSanitizer and UndefinedBehaviorSanitizer, -O1 -g and C assertions on; `./dev test` builds such a copy
+into build/sanitize (`build_ext --build-lib build/sanitize`) and runs the native property tests against it.
+Python is not built with ASan, so the runtime must be preloaded: LD_PRELOAD=$(gcc -print-file-name=libasan.so).
 """
 
 import os
@@ -11,6 +15,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 DEBUG = os.environ.get("HANZO_DEBUG", "") not in ("", "0")
+SANITIZE = os.environ.get("HANZO_SANITIZE", "") not in ("", "0")
 ROOT = Path(__file__).parent
 NATIVE = ROOT / "src" / "hanzo_engine" / "_native"
 
@@ -21,6 +26,11 @@ else:
     # no FMA contraction: native BM25 must give the floats the Python definition gives
     compile_args = ["-O3", "-DNDEBUG", "-fno-strict-aliasing", "-ffp-contract=off"]
     directives = {"boundscheck": False, "wraparound": False, "initializedcheck": False, "cdivision": True}
+link_args: list[str] = []
+if SANITIZE:
+    sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
+    compile_args = ["-O1", "-g", "-UNDEBUG", "-fno-strict-aliasing", "-ffp-contract=off", *sanitizers]
+    link_args = sanitizers
 directives.update({"language_level": "3", "embedsignature": True})
 
 
@@ -35,6 +45,7 @@ def native_extension(pyx: Path) -> Extension:
         sources=[str(pyx.relative_to(ROOT)), *csources],
         include_dirs=["csrc", numpy.get_include()],
         extra_compile_args=compile_args,
+        extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
 
