@@ -26,6 +26,7 @@ from hanzo_engine.engine.update.facets import check_geo
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 from hanzo_engine.engine.vector.documents import check_embedders, prepare_documents, write_vectors
 
+from .sharding import owned_documents
 from .store import Batch, Task
 from .views import failed_details
 
@@ -92,6 +93,10 @@ def apply_batch(
 
         outcome: BatchOutcome = backups.apply(sched, batch, tasks, interrupted)
         return outcome
+    if kind == "networkTopologyChange":
+        from .sharding import apply_topology_change
+
+        return apply_topology_change(sched, tasks[0])
     if kind in ("dsrUpdate", "dsrClear"):
         from . import dynamic_search_rules
 
@@ -249,6 +254,7 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") 
         pk = infer_primary_key(documents[0])
     # Validate every id before the first write, so a bad document leaves the index untouched.
     ids = [extract_document_id(doc, pk) for doc in documents] if pk is not None else []
+    ids, documents = owned_documents(sched.store, ids, documents)  # a sharded network: this node's shards only
     check_geo(w.settings(), zip(ids, documents, strict=False), uid)  # `_geo` too: the task fails on the first bad one
     merge = kind["method"] == "update"
     # `_vectors` are validated (and normalized) for every document before the first write too

@@ -65,6 +65,8 @@ def task_view(task: Task) -> dict[str, Any]:
     view["enqueuedAt"] = format_timestamp(task["enqueuedAt"])
     view["startedAt"] = _ts(task.get("startedAt"))
     view["finishedAt"] = _ts(task.get("finishedAt"))
+    if task.get("network") is not None:
+        view["network"] = task["network"]
     if task.get("customMetadata") is not None:
         view["customMetadata"] = task["customMetadata"]
     return view

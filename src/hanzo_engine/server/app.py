@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hanzo_engine.scheduler.scheduler import Scheduler
 
+from . import sharding
 from .app_state import ROUTES, AppState
 from .errors import http_exception
 from .metrics import HttpMetrics
@@ -91,6 +92,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
             snapshot_dir=options.snapshot_dir,
         )
     app_state = AppState(options=options, scheduler=scheduler)
+    sharding.install_filter(scheduler.store)  # `_shard` filters against the stored network
     webhooks.install(scheduler, options)  # outgoing-request policy, task webhook sender
 
     @contextlib.asynccontextmanager
@@ -117,7 +119,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
         routes=routes,
         lifespan=lifespan,
         exception_handlers=exception_handlers,
-        middleware=[*http_middleware(), Middleware(WaitForTask)],
+        middleware=[*http_middleware(), Middleware(WaitForTask), Middleware(sharding.ShardedWrites)],
     )
     app.router.redirect_slashes = False
     app.state.hanzo = app_state

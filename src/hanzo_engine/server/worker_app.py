@@ -25,6 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 from hanzo_engine.auth import AuthController, KeyStore
 from hanzo_engine.scheduler.readers import IndexReaders
 
+from . import sharding
 from .app import http_middleware
 from .app_state import ROUTES, AppState
 from .errors import http_exception
@@ -89,6 +90,7 @@ def _publish_metrics(app: Starlette, path: Path) -> None:
 
 def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerDispatch:
     readers = IndexReaders(options.db_path)
+    sharding.install_filter(readers.store)  # `_shard` filters against the stored network
     # the worker never runs the scheduler: only the search routes run here, and they read `indexes`
     app_state = AppState(options=options, scheduler=cast(Any, None), indexes=readers)
     proxy = PrimaryProxy(str(runtime_dir / PRIMARY_SOCKET))

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -93,6 +93,8 @@ F64_EPSILON: Final = 2.220446049250313e-16
 F64_MAX_KEY: Final = encode_f64(1.7976931348623157e308)
 F64_MIN_KEY: Final = encode_f64(-1.7976931348623157e308)
 RESERVED_FIELDS: Final = ("_vectors", "_shard")
+# the documents of a shard in a sharded network (None: no such shard); set by the server
+SHARD_RESOLVER: Callable[[IndexReader, str, BitMap], BitMap | None] | None = None
 
 # (low key, low included, high key, high included); None: unbounded
 Bounds = tuple[bytes | None, bool, bytes | None, bool]
@@ -231,17 +233,23 @@ class FilterContext:
     def _complement(self, selected: BitMap, hint: BitMap | None) -> BitMap:
         return (hint if hint is not None else self.all_docids) - selected
 
-    @staticmethod
-    def _shard(node: Node) -> BitMap:
+    def _shard(self, node: Node) -> BitMap:
         """milli's `evaluate_shard_operator`: `=`, `!=` and `IN` name shards, other operators are refused.
-        Documents belong to shards only in sharded (Enterprise Edition) setups, so here every named shard
-        is unknown, as in Meilisearch's Community Edition."""
+        Documents belong to shards only in sharded networks: `SHARD_RESOLVER` (installed by the server)
+        gives a shard's documents, or None for a shard that does not exist."""
+
+        def docids(name: str) -> BitMap:
+            found = SHARD_RESOLVER(self.reader, name, self.all_docids) if SHARD_RESOLVER is not None else None
+            if found is None:
+                raise FilterOperatorError(f"Shard `{name}` does not exist")
+            return found
+
         if isinstance(node, Comparison) and node.op in ("=", "!="):
-            raise FilterOperatorError(f"Shard `{node.value.value}` does not exist")
+            selected = docids(node.value.value)
+            return self.all_docids - selected if node.op == "!=" else selected
         if isinstance(node, In):
-            if node.values:
-                raise FilterOperatorError(f"Shard `{node.values[0].value}` does not exist")
-            return BitMap()
+            parts = [docids(value.value) for value in node.values]
+            return BitMap.union(*parts) if parts else BitMap()
         operator = (node.op if isinstance(node, Comparison) else "TO" if isinstance(node, Range)
                     else "EXISTS" if isinstance(node, Exists) else "IS NULL" if isinstance(node, IsNull)
                     else "IS EMPTY" if isinstance(node, IsEmpty) else "CONTAINS" if isinstance(node, Contains)

@@ -1,0 +1,143 @@
+"""Sharding (Meilisearch Enterprise Edition's `milli::sharding`, contract §14): which documents a node keeps,
+the `_shard` filter, the `network` details of tasks and the `networkTopologyChange` task.
+
+A network is sharded when it has a `leader`. Every node then receives every write (the leader forwards
+it, `server.sharding`) and keeps only the documents of the shards it owns. The shard of a document is
+chosen by rendezvous hashing over all the network's shards: the shard whose name maximizes XXH3-64
+(seed 0) of `name 0xff docid 0xff` (the Rust `Hash` encoding of the pair `(name, docid)` that milli
+hashes). Without the `xxhash` package a BLAKE2b-64 stands in: shards stay consistent between nodes of
+this engine but not with Meilisearch's.
+
+The `network` of a task (Meilisearch's `DbTaskNetwork`) is stored in the task record: on the leader
+`{"remoteTasks": {name: {"taskUid", "error"}}, "networkVersion"}`, on a follower `{"origin":
+{"remoteName", "taskUid", "networkVersion"}}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from pyroaring import BitMap
+
+from .network import Network, read_network
+
+if TYPE_CHECKING:
+    from hanzo_engine.engine.index import IndexReader
+
+    from .processing import BatchOutcome
+    from .scheduler import Scheduler
+    from .store import Task, TaskStore
+
+try:
+    import xxhash
+
+    def _hash64(data: bytes) -> int:
+        return int(xxhash.xxh3_64_intdigest(data))
+except ImportError:  # pragma: no cover - depends on the environment
+
+    def _hash64(data: bytes) -> int:
+        return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def shard_hash(shard: str, docid: str) -> int:
+    return _hash64(shard.encode() + b"\xff" + docid.encode() + b"\xff")
+
+
+def document_shard(shards: Iterable[str], docid: str) -> str | None:
+    """The shard owning `docid` among `shards` (rendezvous hashing); None without shards."""
+    best: str | None = None
+    best_hash = -1
+    for shard in shards:
+        value = shard_hash(shard, docid)
+        if value >= best_hash:  # Rust's `max_by_key` keeps the last maximum
+            best, best_hash = shard, value
+    return best
+
+
+def is_sharded(network: Network) -> bool:
+    return network["leader"] is not None and bool(network["shards"])
+
+
+def own_shards(network: Network) -> frozenset[str]:
+    me = network["self"]
+    return frozenset(name for name, shard in network["shards"].items() if me is not None and me in shard["remotes"])
+
+
+def ownership(network: Network) -> Callable[[str], bool] | None:
+    """Whether this node keeps the document of a given id; None when every document is kept."""
+    if not is_sharded(network):
+        return None
+    shards = sorted(network["shards"])
+    mine = own_shards(network)
+    if set(shards) <= mine:
+        return None
+    return lambda docid: document_shard(shards, docid) in mine
+
+
+def owned_documents(store: TaskStore, ids: list[str], documents: list[dict[str, Any]],
+                    ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The documents of a payload this node keeps (all of them when the network is not sharded)."""
+    keep = ownership(read_network(store))
+    if keep is None or not ids:
+        return ids, documents
+    pairs = [(i, d) for i, d in zip(ids, documents, strict=True) if keep(i)]
+    return [i for i, _ in pairs], [d for _, d in pairs]
+
+
+def shard_docids(reader: IndexReader, network: Network, shard: str, all_docids: BitMap) -> BitMap | None:
+    """The documents of `reader` (`all_docids`) in `shard`; None when the network has no such shard."""
+    if not is_sharded(network) or shard not in network["shards"]:
+        return None
+    mine = own_shards(network)
+    if shard not in mine:
+        return BitMap()
+    if len(mine) == 1:  # a node only keeps documents of its shards
+        return BitMap(all_docids)
+    shards = sorted(network["shards"])
+    out = BitMap()
+    with reader.txn.cursor(db=reader.index.db_external) as cursor:
+        for key, value in cursor:
+            if document_shard(shards, bytes(key).decode()) == shard:
+                out.add(int.from_bytes(bytes(value)[:4], "big"))
+    return out
+
+
+# -- task network -------------------------------------------------------------------------------------
+
+
+def set_task_network(store: TaskStore, uid: int, update: Callable[[dict[str, Any] | None], dict[str, Any]]) -> None:
+    """Replace the `network` of task `uid` by `update(current)` (one write transaction: the scheduler
+    re-reads tasks inside its own, so neither loses the other's change)."""
+    with store.env.begin(write=True) as txn:
+        task = store.get_task_txn(txn, uid)
+        if task is None:
+            return
+        store.put_task(txn, dict(task, network=update(task.get("network"))), task)
+
+
+def remote_task_done(store: TaskStore, uid: int, remote: str, task_uid: int | None,
+                     error: dict[str, str] | None) -> None:
+    def update(current: dict[str, Any] | None) -> dict[str, Any]:
+        current = dict(current or {"remoteTasks": {}, "networkVersion": None})
+        tasks = dict(current.get("remoteTasks") or {})
+        entry: dict[str, Any] = {} if task_uid is None else {"taskUid": task_uid}
+        entry["error"] = error
+        tasks[remote] = entry
+        current["remoteTasks"] = dict(sorted(tasks.items()))
+        return current
+
+    set_task_network(store, uid, update)
+
+
+# -- networkTopologyChange ------------------------------------------------------------------------------
+
+
+def apply_topology_change(sched: Scheduler, task: Task) -> BatchOutcome:
+    """The network was stored when the task was registered; documents already indexed stay where they
+    are (no resharding export), so the task only reports it."""
+    from .processing import BatchOutcome, succeeded
+
+    details = dict(task.get("details") or {}, movedDocuments=0, message="Network topology change applied")
+    return BatchOutcome({task["uid"]: succeeded(details)})

@@ -1,0 +1,435 @@
+"""Sharded writes and searches (Meilisearch Enterprise Edition's `proxy` module, contract §14).
+
+A network is sharded when it has a `leader`. Then:
+
+- every write route (`is_write_route`: index, document, settings, swap and dynamic-search-rule writes)
+  must reach the leader: another node answers 400 `not_leader`, unless the request carries the
+  `X-Meili-Proxy-Origin-*` headers the leader sends (`ShardedWrites`, an ASGI middleware);
+- the leader registers its task as usual, then hands the same method, path, query and body to the
+  `Forwarder`, which sends it to every other remote with the remote's `writeApiKey` and the origin
+  headers. The HTTP answer never waits for the remotes: one sender thread per remote keeps the
+  leader's order, retries transient failures with exponential backoff (connect timeout 3 s, request
+  30 s, retries for 25 s; `MEILI_EXPERIMENTAL_PROXY_{CONNECT,REQUEST,BACKOFF}_TIMEOUT_SECONDS`) and
+  records the remote's task uid or its error in the task's `network.remoteTasks`;
+- a follower receiving a forwarded write records `network.origin` on its task; a request whose network
+  version is older than the node's is refused (400 `network_version_too_old`);
+- every node keeps only the documents of the shards it owns (`scheduler.sharding`), and a search with
+  `useNetwork` (the default with a leader) sends one query per shard to one of its owners, with
+  `_shard = "<shard>"` AND-ed to its filter (`network_targets`, `shard_filter`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import queue
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from pyroaring import BitMap
+
+from hanzo_engine.apitypes.errors import MeiliError, error_json
+from hanzo_engine.engine import net_guard
+from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.engine.search import filter as filter_module
+from hanzo_engine.scheduler import sharding
+from hanzo_engine.scheduler.network import NIL_VERSION, Network, read_network
+from hanzo_engine.scheduler.store import TaskStore
+
+from . import remotes
+
+log = logging.getLogger("hanzo_engine.server.sharding")
+
+ORIGIN_REMOTE: Final = "X-Meili-Proxy-Origin-Remote"
+ORIGIN_TASK_UID: Final = "X-Meili-Proxy-Origin-TaskUid"
+ORIGIN_NETWORK_VERSION: Final = "X-Meili-Proxy-Origin-Network-Version"
+
+_WRITE_ROUTES: Final = (
+    (re.compile(r"^/indexes$"), {"POST"}),
+    (re.compile(r"^/indexes/[^/]+$"), {"PATCH", "DELETE"}),
+    (re.compile(r"^/indexes/[^/]+/documents$"), {"POST", "PUT", "DELETE"}),
+    (re.compile(r"^/indexes/[^/]+/documents/(delete|delete-batch|edit)$"), {"POST"}),
+    (re.compile(r"^/indexes/[^/]+/documents/[^/]+$"), {"DELETE"}),
+    (re.compile(r"^/indexes/[^/]+/settings(/[^/]+)?$"), {"PATCH", "PUT", "DELETE"}),
+    (re.compile(r"^/swap-indexes$"), {"POST"}),
+    (re.compile(r"^/dynamic-search-rules(/[^/]+)?$"), {"PATCH", "DELETE"}),
+)
+
+
+def is_write_route(method: str, path: str) -> bool:
+    return any(method in methods and pattern.match(path) for pattern, methods in _WRITE_ROUTES)
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+# -------------------------------------------------------------------------------------------------
+# Origin headers
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    remote_name: str
+    task_uid: int
+    network_version: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"remoteName": self.remote_name, "taskUid": self.task_uid, "networkVersion": self.network_version}
+
+
+def origin_from_headers(headers: dict[str, str]) -> Origin | None:
+    """The origin a forwarded request declares (None when it declares none)."""
+    remote, task_uid = headers.get(ORIGIN_REMOTE.lower()), headers.get(ORIGIN_TASK_UID.lower())
+    if remote is None and task_uid is None:
+        return None
+    if remote is None or task_uid is None:
+        present, missing = (ORIGIN_TASK_UID, ORIGIN_REMOTE) if remote is None else (ORIGIN_REMOTE, ORIGIN_TASK_UID)
+        raise MeiliError("inconsistent_document_change_headers",
+                         f"Inconsistent `Origin` headers: {present} was provided but {missing} is missing.\n"
+                         "  - Hint: Either both headers should be provided, or none of them")
+    if not task_uid.isdigit() or int(task_uid) >= 1 << 32:
+        raise MeiliError("invalid_header_value",
+                         f"Invalid value for header `{ORIGIN_TASK_UID}`: could not parse `{task_uid}` as a task uid")
+    version = headers.get(ORIGIN_NETWORK_VERSION.lower()) or NIL_VERSION
+    return Origin(remote, int(task_uid), version.lower())
+
+
+def check_write(network: Network, origin: Origin | None) -> str | None:
+    """Refuse a write this node may not take; returns the role it takes it in: "leader" (forward it),
+    "follower" (record its origin) or None (no sharding)."""
+    if origin is None:
+        leader = network["leader"]
+        if leader is None:
+            return None
+        if leader != network["self"]:
+            raise MeiliError("not_leader", "This remote is not the leader of the network.\n  - Note: only the "
+                             f"leader `{leader}` can receive new tasks.")
+        role = "leader"
+        version = network["version"]
+    else:
+        role, version = "follower", origin.network_version
+    if version < network["version"]:  # UUIDv7s in their text form order as their timestamps
+        raise MeiliError("network_version_too_old", "The network version in request is too old.\n"
+                         f"  - Received: {version}\n  - Expected at least: {network['version']}")
+    return role
+
+
+# -------------------------------------------------------------------------------------------------
+# The forwarder
+# -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    task_uid: int
+    method: str
+    path: str  # path and query, as received
+    headers: dict[str, str]  # content-type / content-encoding
+    body: bytes
+    network_version: str
+    origin_name: str
+
+
+class Forwarder:
+    """One FIFO and one sender thread per remote (see the module doc)."""
+
+    def __init__(self, store: TaskStore) -> None:
+        self.store = store
+        self._queues: dict[str, queue.Queue[tuple[dict[str, Any], Job]]] = {}
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._idle = threading.Condition(self._lock)
+
+    def submit(self, name: str, remote: dict[str, Any], job: Job) -> None:
+        with self._lock:
+            q = self._queues.get(name)
+            if q is None:
+                q = self._queues[name] = queue.Queue()
+                threading.Thread(target=self._run, args=(name, q), name=f"hanzo-forward-{name}", daemon=True).start()
+            self._pending += 1
+        q.put((remote, job))
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every submitted job was answered or gave up (tests)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def _run(self, name: str, q: queue.Queue[tuple[dict[str, Any], Job]]) -> None:
+        with httpx.Client(follow_redirects=False, trust_env=False) as client:
+            while True:
+                remote, job = q.get()
+                try:
+                    task_uid, error = send_with_backoff(client, remote, job)
+                    sharding.remote_task_done(self.store, job.task_uid, name, task_uid, error)
+                except Exception:
+                    log.exception("forwarding task %d to remote `%s` failed", job.task_uid, name)
+                finally:
+                    with self._idle:
+                        self._pending -= 1
+                        self._idle.notify_all()
+
+
+class _Failure(Exception):
+    def __init__(self, error: MeiliError, transient: bool) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.transient = transient
+
+
+_WRITE_HINTS: Final = ("\n  - hint: check that the remote instance has the correct index configuration for that "
+                       "request\n  - hint: check that the `network` experimental feature is enabled on the remote "
+                       "instance")
+
+
+def _quoted(raw: bytes) -> str:
+    try:
+        return json.dumps(json.loads(raw), separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _send_once(client: httpx.Client, url: str, remote: dict[str, Any], job: Job) -> int:
+    headers = dict(job.headers)
+    if remote.get("writeApiKey") is not None:
+        headers["Authorization"] = f"Bearer {remote['writeApiKey']}"
+    headers[ORIGIN_REMOTE] = job.origin_name
+    headers[ORIGIN_TASK_UID] = str(job.task_uid)
+    headers[ORIGIN_NETWORK_VERSION] = job.network_version
+    timeout = httpx.Timeout(_env_seconds("MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS", 30.0),
+                            connect=_env_seconds("MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS", 3.0))
+    try:
+        net_guard.check_url(url)
+    except OSError as err:
+        raise _Failure(MeiliError("remote_could_not_send_request", f"error sending request: {err}"), False) from None
+    try:
+        response = client.request(job.method, url, content=job.body or None, headers=headers, timeout=timeout)
+    except httpx.TimeoutException:
+        raise _Failure(MeiliError("remote_timeout", "remote host did not answer before the deadline"), True) from None
+    except httpx.HTTPError:
+        raise _Failure(MeiliError("remote_could_not_send_request", "error sending request"), True) from None
+    status, raw = response.status_code, response.content
+    if status in (401, 403):
+        raise _Failure(MeiliError("remote_invalid_api_key", "could not authenticate against the remote host\n  - "
+                                  "hint: check that the remote instance was registered with a valid API key having "
+                                  "the `documents.add` action"), False)
+    if 400 <= status < 500:
+        raise _Failure(MeiliError("remote_bad_request", f"remote host responded with code {status}:\n  - response "
+                                  f"from remote: {_quoted(raw)}{_WRITE_HINTS}"), False)
+    if status >= 500:
+        raise _Failure(MeiliError("remote_remote_error", f"remote host responded with code {status}:\n  - response "
+                                  f"from remote: {_quoted(raw)}"), True)
+    try:
+        value = json.loads(raw)
+        task_uid = value["taskUid"]
+        if not isinstance(task_uid, int):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise _Failure(MeiliError("remote_bad_response", "could not parse response from the remote host as a "
+                                  f"document addition response:\n  - response from remote: {_quoted(raw)}\n  - hint: "
+                                  "check that the remote instance is a Meilisearch instance running the same version"),
+                       False) from None
+    return task_uid
+
+
+def send_with_backoff(client: httpx.Client, remote: dict[str, Any], job: Job) -> tuple[int | None, dict[str, str] | None]:
+    """The remote's task uid, or the error that ended the retries (as `remoteTasks` shows it)."""
+    url = remotes.remote_url(remote["url"], "/")
+    url = url[:-1] + job.path
+    deadline = time.monotonic() + _env_seconds("MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS", 25.0)
+    delay = 0.5
+    while True:
+        try:
+            return _send_once(client, url, remote, job), None
+        except _Failure as failure:
+            pause = delay * random.uniform(0.5, 1.5)
+            if not failure.transient or time.monotonic() + pause > deadline:
+                return None, failure.error.to_json()
+            log.warning("forwarding task %d failed (%s), retrying in %.2fs", job.task_uid, failure.error.message, pause)
+            time.sleep(pause)
+            delay = min(delay * 1.5, 60.0)
+
+
+_forwarders: dict[int, Forwarder] = {}
+
+
+def forwarder(store: TaskStore) -> Forwarder:
+    found = _forwarders.get(id(store))
+    if found is None:
+        found = _forwarders[id(store)] = Forwarder(store)
+    return found
+
+
+def forward(store: TaskStore, network: Network, task_uid: int, method: str, path: str, headers: dict[str, str],
+            body: bytes, bodies: dict[str, bytes] | None = None) -> None:
+    """Send a write of task `task_uid` to every remote but this node (`bodies` overrides the body per remote)."""
+    fw = forwarder(store)
+    me = network["self"]
+    for name, remote in network["remotes"].items():
+        if name == me:
+            continue
+        body_for = bodies.get(name, body) if bodies is not None else body
+        fw.submit(name, remote, Job(task_uid, method, path, headers, body_for, network["version"], me or ""))
+
+
+# -------------------------------------------------------------------------------------------------
+# The middleware
+# -------------------------------------------------------------------------------------------------
+
+
+async def _send_error(send: Any, err: MeiliError) -> None:
+    payload = json.dumps(error_json(err.code, err.message)).encode()
+    await send({"type": "http.response.start", "status": err.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class ShardedWrites:
+    """Routes the writes of a sharded network (see the module doc); everything else passes through."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not is_write_route(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        store: TaskStore = scope["app"].state.hanzo.scheduler.store
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            network = await asyncio.to_thread(read_network, store)
+            origin = origin_from_headers(headers)
+            role = check_write(network, origin)
+        except MeiliError as err:
+            await _send_error(send, err)
+            return
+        if role is None:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        start: dict[str, Any] = {}
+        response: list[bytes] = []
+
+        async def capture(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                response.append(message.get("body", b""))
+
+        await self.app(scope, replay, capture)
+        payload = b"".join(response)
+        if start.get("status") == 202:
+            task_uid = _task_uid(payload)
+            if task_uid is not None:
+                if role == "follower":
+                    assert origin is not None
+                    await asyncio.to_thread(sharding.set_task_network, store, task_uid,
+                                            lambda _: {"origin": origin.to_json()})
+                else:
+                    await asyncio.to_thread(sharding.set_task_network, store, task_uid,
+                                            lambda _: {"remoteTasks": {}, "networkVersion": network["version"]})
+                    path = scope.get("raw_path") or scope["path"].encode()
+                    if scope.get("query_string"):
+                        path += b"?" + scope["query_string"]
+                    kept = {k: v for k, v in headers.items() if k in ("content-type", "content-encoding")}
+                    forward(store, network, task_uid, scope["method"], path.decode("latin-1"), kept, body)
+        await send(start)
+        await send({"type": "http.response.body", "body": payload})
+
+
+def _task_uid(payload: bytes) -> int | None:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    uid = value.get("taskUid") if isinstance(value, dict) else None
+    return uid if isinstance(uid, int) else None
+
+
+# -------------------------------------------------------------------------------------------------
+# Searches
+# -------------------------------------------------------------------------------------------------
+
+
+def uses_network(use_network: bool | None, network: Network) -> bool:
+    """`useNetwork` with its default: true in a sharded network, else false."""
+    return use_network if use_network is not None else network["leader"] is not None
+
+
+def proxied_use_network(network: Network) -> bool | None:
+    """The `useNetwork` of a query sent to a remote: explicitly false in a sharded network (the remote
+    would otherwise fan it out again), absent otherwise."""
+    return False if network["leader"] is not None else None
+
+
+def network_targets(network: Network, db_path: Path | None = None) -> list[tuple[str, str | None]]:
+    """Where a networked query goes: `(remote, shard)` pairs. Without a leader every remote searches
+    everything (shard None); with one, each shard goes to this node when it owns it, else to a random
+    available owner."""
+    if network["leader"] is None:
+        return [(name, None) for name in network["remotes"]]
+    unavailable = remotes.unavailable_remotes(db_path, network) if db_path is not None else frozenset()
+    targets: list[tuple[str, str | None]] = []
+    for shard, value in network["shards"].items():
+        owners = value["remotes"]
+        if network["self"] in owners:
+            targets.append((network["self"], shard))
+            continue
+        available = [name for name in owners if name not in unavailable] or list(owners)
+        targets.append((random.choice(available), shard))
+    return targets
+
+
+def shard_filter(existing: Any, shard: str | None) -> Any:
+    """`existing` (a filter as sent: string, array or null) AND `_shard = "<shard>"`."""
+    if shard is None:
+        return existing
+    clause = '_shard = "' + shard.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if existing is None or existing == [] or existing == "":
+        return clause
+    if isinstance(existing, list):
+        return [*existing, clause]
+    return [existing, clause]
+
+
+# -------------------------------------------------------------------------------------------------
+# The `_shard` filter
+# -------------------------------------------------------------------------------------------------
+
+
+def install_filter(store: TaskStore) -> None:
+    """Let the filters of this process resolve `_shard` against the network stored in `store`."""
+
+    def resolve(reader: IndexReader, shard: str, all_docids: BitMap) -> BitMap | None:
+        return sharding.shard_docids(reader, read_network(store), shard, all_docids)
+
+    filter_module.SHARD_RESOLVER = resolve
