@@ -56,7 +56,7 @@ from ..search_queue import run_queued
 
 def _preload_search_engine() -> None:
     """The HTTP layer and the engine import the search modules (and their native parts) at the first
-    search; loading them with this route spares the first facet search that cost (tens of ms), which its
+    search; loading them with this route spares the first facet search that cost, which its
     `processingTimeMs` would show. A module that fails to load is left to fail where it is used:
     preloading never stops the server."""
     import hanzo_engine._native as native
