@@ -5,7 +5,7 @@ One index per collection: documents `{id, title, body, _vectors: {minilm: [...]}
 same validation and vector-store path as the document route; settings `searchableAttributes: [title,
 body]`, an English `stopWords` list and the bm25-first ranking rules
 (`["bm25", "words", "typo", "proximity", "attributeRank", "wordPosition", "exactness"]`), under which
-the keyword search is an OR of the query words ranked by BM25 (`engine/search/disjunctive.py`).
+the keyword search is an OR of the query words ranked by BM25 (`engine/search/bm25_first.py`).
 
 Every run asks for `limit: 10` (what NDCG@10 reads) with matchingStrategy `frequency`, as a client would:
 

@@ -1,11 +1,11 @@
-"""The bm25-first mode's native BM25 (`_native.bm25` through `disjunctive._Scorer`) equals the Python
-definition (`Searcher.bm25`) bit for bit, query-term frequencies included.
+"""The bm25-first mode's native BM25 (`_native.bm25` through `ranking_rules.bm25.BM25Scorer`) equals the Python
+definition (`ranking_rules.bm25.score`) bit for bit, query-term frequencies included.
 
 Random documents over a small vocabulary built for collisions (typo neighbours, repeated words, several
 fields), random settings (searchable attributes, typo tolerance, multi-word synonyms, which are
 rescored in Python) and random long queries with repeated words, parsed as the bm25-first mode parses
 them (distinct terms, `count` = query-term frequency): every candidate's native score must equal
-`Searcher.bm25` with the same frequencies, and the page `search` returns must be the top of that
+`ranking_rules.bm25.score` with the same frequencies, and the page `search` returns must be the top of that
 scoring (raw BM25 descending, then docid).
 """
 
@@ -20,9 +20,12 @@ from hypothesis import strategies as st
 
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search.disjunctive import bm25_candidates, bm25_scores_of
-from hanzo_engine.engine.search.engine import Searcher, search
+from hanzo_engine.engine.search.bm25_first import bm25_candidates, bm25_scores_of
+from hanzo_engine.engine.search.context import SearchContext
+from hanzo_engine.engine.search.derivations import build_nodes
+from hanzo_engine.engine.search.engine import search
 from hanzo_engine.engine.search.query import MAX_TERMS_BM25, parse_query
+from hanzo_engine.engine.search.ranking_rules import bm25
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.update.indexer import read_forward
 
@@ -63,20 +66,20 @@ def test_native_bm25_equals_python_with_query_term_frequencies(docs: list[dict[s
             with index.read() as reader:
                 view = complete_settings(reader.settings())
                 for q in queries:
-                    s = Searcher(reader, view, SearchRequest(q=q))
+                    s = SearchContext(reader, view, SearchRequest(q=q))
                     parsed = parse_query(q, s.tokenizer, max_terms=MAX_TERMS_BM25, distinct=True)
                     if parsed.is_placeholder:
                         continue
                     assert len({(t.word, t.is_prefix) for t in parsed.terms}) == len(parsed.terms)
                     qtf = [t.count for t in parsed.terms]
-                    nodes = s.build_nodes(parsed.terms, ngrams=False, splits=False)
+                    nodes = build_nodes(s, parsed.terms, ngrams=False, splits=False)
                     candidates = bm25_candidates(s, nodes, s.all_docids)
                     docids, native = bm25_scores_of(s, nodes, candidates, qtf)
                     python: dict[int, float] = {}
                     for d in docids.tolist():
                         fwd = read_forward(reader, d)
                         assert fwd is not None
-                        python[d] = s.bm25(fwd[0], fwd[1], nodes, qtf)
+                        python[d] = bm25.score(s, fwd[0], fwd[1], nodes, qtf)
                     assert dict(zip(docids.tolist(), native.tolist(), strict=True)) == python, q
                     result = search(reader, SearchRequest(q=q, limit=5, offset=1), view)
                     ranked = sorted(python, key=lambda d: (-python[d], d))

@@ -1,4 +1,4 @@
-"""The bucket sort's native fast path (`engine/search/fast_bucket.py`) ranks exactly as the Python ranker.
+"""The bucket sort's native fast path (`engine/search/native_bucket_keys.py`) ranks exactly as the Python ranker.
 
 Random documents over a small vocabulary built for collisions (typo neighbours, words that split into
 two indexed words, repeated words, several fields), random settings (searchable attribute order,
@@ -22,9 +22,11 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.search import parse_sort
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search import disjunctive, fast_bucket, ranking
-from hanzo_engine.engine.search.engine import Searcher, search
+from hanzo_engine.engine.search import bucket_sort, derivations, native_bucket_keys
+from hanzo_engine.engine.search.context import SearchContext
+from hanzo_engine.engine.search.engine import search
 from hanzo_engine.engine.search.plan_cache import PlanCache
+from hanzo_engine.engine.search.ranking_rules import bm25
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.update.indexer import (
@@ -71,15 +73,15 @@ config = st.fixed_dictionaries({
 
 
 def record_sizes(monkeypatch: pytest.MonkeyPatch, method: str, arg: int) -> list[int]:
-    """The sizes of the document sets `FastBuckets.<method>` gets (positional argument `arg`)."""
+    """The sizes of the document sets `NativeBuckets.<method>` gets (positional argument `arg`)."""
     sizes: list[int] = []
-    original = getattr(fast_bucket.FastBuckets, method)
+    original = getattr(native_bucket_keys.NativeBuckets, method)
 
-    def recorded(self: fast_bucket.FastBuckets, *args: Any) -> Any:
+    def recorded(self: native_bucket_keys.NativeBuckets, *args: Any) -> Any:
         sizes.append(len(args[arg]))
         return original(self, *args)
 
-    monkeypatch.setattr(fast_bucket.FastBuckets, method, recorded)
+    monkeypatch.setattr(native_bucket_keys.NativeBuckets, method, recorded)
     return sizes
 
 
@@ -87,13 +89,13 @@ def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.Mon
         sort: list[str] | None = None, walk: bool = False) -> list[Any]:
     with monkeypatch.context() as m:
         if fast:
-            m.setattr(ranking, "FAST_MIN_DOCS", 0)
-            m.setattr(fast_bucket, "PREFILTER_MIN", 0)
+            m.setattr(bucket_sort, "NATIVE_MIN_DOCS", 0)
+            m.setattr(native_bucket_keys, "PREFILTER_MIN", 0)
             if walk:  # sorted scans walk the sort field's values instead of partitioning the bucket
-                m.setattr(fast_bucket, "WALK_MIN", 0)
-                m.setattr(fast_bucket, "WALK_SHARE", 1)
+                m.setattr(native_bucket_keys, "WALK_MIN", 0)
+                m.setattr(native_bucket_keys, "WALK_SHARE", 1)
         else:
-            m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
+            m.setattr(native_bucket_keys.NativeBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
         with index.read() as r:
             settings_view = complete_settings(r.settings())
             custom = any(rule.endswith((":asc", ":desc")) for rule in settings_view["rankingRules"])
@@ -129,7 +131,7 @@ def test_fast_path_is_taken_for_a_large_bucket(tmp_path: Path, monkeypatch: pyte
     calls = record_sizes(monkeypatch, "best", 4)
     for q in ("sun", "flower light", "news", "the dark"):
         assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
-    assert calls and max(calls) >= ranking.FAST_MIN_DOCS
+    assert calls and max(calls) >= bucket_sort.NATIVE_MIN_DOCS
     index.close()
 
 
@@ -144,7 +146,7 @@ def test_first_words_narrow_a_large_bucket(tmp_path: Path, monkeypatch: pytest.M
             w.put_document(str(i), {"id": i, "title": title, "body": " ".join(words)}, merge=False)
         w.touch()
     keyed = record_sizes(monkeypatch, "_key", 2)
-    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     for q in ("sun", "sunn", "sun blue"):
         assert run(index, q, "last", True, monkeypatch) == run(index, q, "last", False, monkeypatch), q
     assert 200 in keyed  # the documents starting with `sun`, not the whole bucket
@@ -165,7 +167,7 @@ def test_exact_first_words_narrow_further(tmp_path: Path, monkeypatch: pytest.Mo
             w.put_document(str(i), {"id": i, "title": title, "body": " ".join(words)}, merge=False)
         w.touch()
     keyed = record_sizes(monkeypatch, "_key", 2)
-    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     expected = run(index, "sun", "last", False, monkeypatch)
     keyed.clear()
     assert run(index, "sun", "last", True, monkeypatch) == expected
@@ -177,9 +179,9 @@ def test_exact_first_words_narrow_further(tmp_path: Path, monkeypatch: pytest.Mo
             settings_view = complete_settings(r.settings())
             keyed.clear()
             with monkeypatch.context() as m:
-                m.setattr(ranking, "FAST_MIN_DOCS", 0)
+                m.setattr(bucket_sort, "NATIVE_MIN_DOCS", 0)
                 fast = search(r, SearchRequest(q="sun", limit=10, offset=limit_past), settings_view)
-                m.setattr(ranking.FastBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
+                m.setattr(native_bucket_keys.NativeBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
                 slow = search(r, SearchRequest(q="sun", limit=10, offset=limit_past), settings_view)
         assert [fast.docids, fast.scores, fast.details] == [slow.docids, slow.scores, slow.details]
         assert keyed == ([200] if limit_past == 100 else [600])
@@ -222,7 +224,7 @@ def test_first_pairs_narrow_a_two_word_query(tmp_path: Path, monkeypatch: pytest
     # attribute match, which exactness ranks first)
     index = sun_light_index(tmp_path / "i", ["sun light {x} {y}", "sun {x} light", "{x} sun light", "sun lights {y}"])
     keyed = record_sizes(monkeypatch, "_key", 2)
-    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     for q in ("sun light", "sun lig"):
         expected = run(index, q, "last", False, monkeypatch)
         keyed.clear()
@@ -245,7 +247,7 @@ def test_next_words_narrow_to_adjacent_documents(tmp_path: Path, monkeypatch: py
     # proximity first only those (and the few the next-word bits confuse with them) are keyed, sorted or not
     index = sun_light_index(tmp_path / "i", ADJACENT_THIRD, {"sortableAttributes": ["rank"]})
     keyed = record_sizes(monkeypatch, "_key", 2)
-    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     for sort in (None, ["rank:asc"]):
         for q in ("sun light", "sun ligh"):
             expected = run(index, q, "last", False, monkeypatch, sort)
@@ -260,7 +262,7 @@ def test_next_words_of_an_older_index_are_not_read(tmp_path: Path, monkeypatch: 
     # 3 keys the whole bucket (still right) instead of reading keys that no longer mean the same
     index = sun_light_index(tmp_path / "i", ADJACENT_THIRD)
     keyed = record_sizes(monkeypatch, "_key", 2)
-    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     expected = run(index, "sun ligh", "last", False, monkeypatch)
     keyed.clear()
     assert run(index, "sun ligh", "last", True, monkeypatch) == expected
@@ -281,7 +283,7 @@ def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], le
     with tempfile.TemporaryDirectory() as tmp:
         index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)])
         with index.read() as r:
-            s = Searcher(r, complete_settings({}), SearchRequest(q=""))
+            s = SearchContext(r, complete_settings({}), SearchRequest(q=""))
             expected = BitMap()
             for docid in r.documents_ids():
                 fwd = read_forward(r, docid)
@@ -289,7 +291,7 @@ def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], le
                 after = set(fwd[1].get(right, ()))
                 if any(p + 1 in after for p in fwd[1].get(left, ())):
                     expected.add(docid)
-            assert s._adjacent_docs(r.documents_ids(), left, right) == expected
+            assert derivations.adjacent_docs(s, r.documents_ids(), left, right) == expected
         index.close()
 
 
@@ -308,7 +310,7 @@ def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyP
             w.put_document(str(i), doc, merge=False)
         w.touch()
     keyed = record_sizes(monkeypatch, "_key", 2)
-    monkeypatch.setattr(fast_bucket, "PREFILTER_MIN", 100)
+    monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     for sort in (["rank:asc"], ["rank:desc"]):
         for walk in (False, True):
             expected = run(index, "sun", "last", False, monkeypatch, sort)
@@ -321,23 +323,23 @@ def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_native_queries_are_shared_between_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # a search takes the native tables an earlier search of the same derivations built and puts them
     # back (`plan_cache`); other searchable fields build others; the answers stay the Python ranker's
-    monkeypatch.setattr(fast_bucket, "BUCKET_QUERIES", PlanCache(64))
-    monkeypatch.setattr(disjunctive, "QUERY_WORDS", PlanCache(64))
+    monkeypatch.setattr(native_bucket_keys, "BUCKET_QUERIES", PlanCache(64))
+    monkeypatch.setattr(bm25, "QUERY_WORDS", PlanCache(64))
     built: list[int] = []
-    original = fast_bucket.FastBuckets._new_query
+    original = native_bucket_keys.NativeBuckets._new_query
 
-    def counted(self: fast_bucket.FastBuckets, *args: Any) -> Any:
+    def counted(self: native_bucket_keys.NativeBuckets, *args: Any) -> Any:
         built.append(1)
         return original(self, *args)
 
-    monkeypatch.setattr(fast_bucket.FastBuckets, "_new_query", counted)
+    monkeypatch.setattr(native_bucket_keys.NativeBuckets, "_new_query", counted)
     titles = ["sun light {x} {y}", "sun {x} light", "{x} sun light"]
     index = sun_light_index(tmp_path / "i", titles)
     expected = run(index, "sun l", "last", False, monkeypatch)
     assert run(index, "sun l", "last", True, monkeypatch) == expected
     first = len(built)
-    assert first and len(fast_bucket.BUCKET_QUERIES._entries) == first  # every taken query is back
-    assert len(disjunctive.QUERY_WORDS._entries) == 1
+    assert first and len(native_bucket_keys.BUCKET_QUERIES._entries) == first  # every taken query is back
+    assert len(bm25.QUERY_WORDS._entries) == 1
     for _ in range(2):
         assert run(index, "sun l", "last", True, monkeypatch) == expected
     assert len(built) == first
@@ -367,8 +369,8 @@ def test_scanned_unions_read_the_keys_lookups_read(docs: list[dict[str, Any]], a
     with tempfile.TemporaryDirectory() as tmp:
         index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)])
         with index.read() as r:
-            s = Searcher(r, complete_settings({}), SearchRequest(q=""))
-            fast = fast_bucket.FastBuckets(s, [], [], 1, 1.0)
+            s = SearchContext(r, complete_settings({}), SearchRequest(q=""))
+            fast = native_bucket_keys.NativeBuckets(s, [], [], 1, 1.0)
             expected: dict[int, BitMap] = {}
             for word, fids in asked.items():
                 for fid in fids:

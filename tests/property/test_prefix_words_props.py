@@ -1,4 +1,4 @@
-"""Prefix expansions read from the cached dictionary (`engine._prefix_words` slicing `_word_table`)
+"""Prefix expansions read from the cached dictionary (`dictionary.prefix_words` slicing `word_table`)
 equal the ones read from the word postings with a cursor, for random dictionaries and prefixes
 (non-ASCII ones, the word itself, limits that cut the expansions)."""
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search import engine
+from hanzo_engine.engine.search import dictionary
 
 ALPHABET = "abcé東ß"
 word = st.text(alphabet=ALPHABET, min_size=1, max_size=5)
@@ -30,11 +30,11 @@ def test_prefix_words_from_the_dictionary_equal_the_cursor_walk(texts: list[str]
                 w.put_document(str(i), {"id": i, "title": text}, merge=False)
             w.touch()
         with index.read() as r:
-            walked = {p: engine._prefix_words(r, p, limit) for p in prefixes}
-            table = engine._word_table(r)  # from now on the slices of the cached dictionary
+            walked = {p: dictionary.prefix_words(r, p, limit) for p in prefixes}
+            table = dictionary.word_table(r)  # from now on the slices of the cached dictionary
             assert getattr(index, "_word_table", None) is not None
             for p in prefixes:
-                assert engine._prefix_words(r, p, limit) == walked[p], p
+                assert dictionary.prefix_words(r, p, limit) == walked[p], p
                 expected = [w for w in table.words if w.startswith(p) and w != p][:limit]
                 assert walked[p] == expected, p
         index.close()

@@ -1,4 +1,4 @@
-"""The search's cached word dictionary (`engine.search.engine._word_table`) follows every write.
+"""The search's cached word dictionary (`engine.search.dictionary.word_table`) follows every write.
 
 Random writes (documents added, replaced and deleted, all documents cleared, a tokenization setting
 changed so everything is reindexed), each in its own write transaction, with the dictionary read
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search import engine
+from hanzo_engine.engine.search import dictionary
 from hanzo_engine.engine.update.indexer import DB_WORD_DOCIDS, dictionary_version
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
@@ -59,10 +59,10 @@ def test_cached_dictionary_follows_writes(ops: list[tuple[tuple[str, int, str], 
                 w.touch()
             if look:
                 with index.read() as r:
-                    table = engine._word_table(r)
+                    table = dictionary.word_table(r)
                 assert list(table.words) == stored_words(index)
         with index.read() as r:
-            assert list(engine._word_table(r).words) == stored_words(index)
+            assert list(dictionary.word_table(r).words) == stored_words(index)
         index.close()
 
 
@@ -73,11 +73,11 @@ def test_a_write_patches_the_cached_dictionary(tmp_path: Path, monkeypatch: pyte
             w.put_document(str(i), {"id": i, "text": word}, merge=False)
         w.touch()
     with index.read() as r:
-        engine._word_table(r)
+        dictionary.word_table(r)
         before = dictionary_version(r)
     patches: list[int] = []
-    patched = engine._patched
-    monkeypatch.setattr(engine, "_patched", lambda *a: patches.append(1) or patched(*a))
+    patched = dictionary.patched
+    monkeypatch.setattr(dictionary, "patched", lambda *a: patches.append(1) or patched(*a))
     with index.write() as w:
         w.put_document("100", {"id": 100, "text": "kiwi banana"}, merge=False)  # a new word
         w.delete_document("0")  # `apple` leaves the dictionary
@@ -87,7 +87,7 @@ def test_a_write_patches_the_cached_dictionary(tmp_path: Path, monkeypatch: pyte
         w.touch()
     with index.read() as r:
         assert dictionary_version(r) == before + 1
-        assert list(engine._word_table(r).words) == stored_words(index)
+        assert list(dictionary.word_table(r).words) == stored_words(index)
     assert patches == [1]
     assert "kiwi" in stored_words(index) and "apple" not in stored_words(index)
     index.close()

@@ -1,4 +1,4 @@
-"""The bm25-first ranking mode (`engine/search/disjunctive.py`): `bm25` as the first ranking rule.
+"""The bm25-first ranking mode (`engine/search/bm25_first.py`): `bm25` as the first ranking rule.
 
 The candidates are the documents matching ANY query term; they are ordered by BM25 over all the
 terms (then docid), checked against a pure-Python BM25 computed from the raw documents with the index
@@ -18,8 +18,10 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search.disjunctive import bm25_candidates, bm25_rank, bm25_scores_of
-from hanzo_engine.engine.search.engine import Searcher, search
+from hanzo_engine.engine.search.bm25_first import bm25_candidates, bm25_rank, bm25_scores_of
+from hanzo_engine.engine.search.context import SearchContext
+from hanzo_engine.engine.search.derivations import build_nodes
+from hanzo_engine.engine.search.engine import search
 from hanzo_engine.engine.search.query import MAX_TERMS_BM25, parse_query
 from hanzo_engine.engine.search.types import SearchRequest, SearchResult
 from hanzo_engine.engine.tokenizer import Tokenizer
@@ -230,8 +232,8 @@ def test_maxscore_pruning_keeps_the_exact_top(tmp_path: Path, q: str) -> None:
                 w.put_document(str(doc["id"]), doc, merge=False)
         with idx.read() as reader:
             settings = complete_settings(reader.settings())
-            s = Searcher(reader, settings, SearchRequest(q=q))
-            nodes = s.build_nodes(parse_query(q, s.tokenizer).terms)
+            s = SearchContext(reader, settings, SearchRequest(q=q))
+            nodes = build_nodes(s, parse_query(q, s.tokenizer).terms)
             candidates = bm25_candidates(s, nodes, s.all_docids)
             docids, scores = bm25_scores_of(s, nodes, candidates)
             full = sorted(zip(docids.tolist(), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))

@@ -1,6 +1,6 @@
 """BM25 in `_rankingScoreDetails.bm25.value`, checked against a slow pure-Python reference.
 
-Definition (engine/search/engine.py `Searcher.bm25`), per query term t and searched field f of the
+Definition (engine/search/ranking_rules/bm25.py `score`), per query term t and searched field f of the
 document: idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), summed, with k1 = 1.2,
 b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)); N = documents in the index, df = documents
 containing t in a searched field, tf = occurrences of t in f, dl = words of f in the document and

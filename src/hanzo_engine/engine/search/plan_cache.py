@@ -2,14 +2,14 @@
 
 A one-letter prefix (`a`: the first keystroke of search-as-you-type) expands to up to 1,000 words.
 Turning them into the native lookup tables (`_native.bm25.QueryWords`, `_native.bucket.BucketQuery`)
-costs ~1.1 and ~1.4 ms per search at that size. A table depends only on what it is built from (the
+is a visible part of such a search. A table depends only on what it is built from (the
 derivations, the nodes' query positions, the rules and the field settings), never on the index's
 documents, so those inputs are the key and no write invalidates an entry; the key holds the
-derivations themselves (`Alt` tuples: hashing and comparing ~1,000 costs ~0.1 ms).
+derivations themselves (`Alt` tuples, hashed once: `HashedKey`).
 
-The expansions themselves (`Alt` tuples, ~0.5 ms to make 1,000) do depend on the index: they are
-keyed by the index's directory and dictionary version (`engine.Searcher._prefix_alts`), and so are a
-word's typo derivations (`engine.Searcher._typo_alts`: the walk of the whole dictionary).
+The expansions themselves (`Alt` tuples) do depend on the index: they are
+keyed by the index's directory and dictionary version (`derivations._prefix_alts`), and so are a
+word's typo derivations (`derivations._typo_alts`: the walk of the whole dictionary).
 
 `QueryWords` is read-only once built and is shared (`get`). `BucketQuery` keeps scratch buffers, so a
 search takes it out (`take`) and puts it back when it is done (`put`): two searches never use one
@@ -70,11 +70,11 @@ class PlanCache:
 
 
 # sized for ~1,000 derivations an entry (~100-150 KB): a few MB at most
-PREFIX_ALTS = PlanCache(64)  # `engine.Searcher._prefix_alts`: a prefix's expansions per dictionary state
-MATCHING = PlanCache(256)  # `ranking._matching_words`: what a node makes the formatter highlight
-QUERY_WORDS = PlanCache(64)  # `disjunctive._query_words` tables
-BUCKET_QUERIES = PlanCache(32)  # `fast_bucket.FastBuckets._build` queries, taken while in use
-# `engine.Searcher._typo_alts`: a word's typo derivations per dictionary state (at most 200 words an
+PREFIX_ALTS = PlanCache(64)  # `derivations._prefix_alts`: a prefix's expansions per dictionary state
+MATCHING = PlanCache(256)  # `matching_words._highlighted`: what a node makes the formatter highlight
+QUERY_WORDS = PlanCache(64)  # `ranking_rules.bm25.query_words` tables
+BUCKET_QUERIES = PlanCache(32)  # `native_bucket_keys.NativeBuckets._build` queries, taken while in use
+# `derivations._typo_alts`: a word's typo derivations per dictionary state (at most 200 words an
 # entry); search traffic repeats its words (search as you type), and the dictionary walk is the largest
 # per-word cost of a search on real text
 TYPO_ALTS = PlanCache(16384)  # a query of three words makes ~5 entries (words and ngrams)

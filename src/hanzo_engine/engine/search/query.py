@@ -1,4 +1,4 @@
-"""Query string -> located query terms (Meilisearch's query semantics, contract §3.4).
+"""Query string -> located query terms (Meilisearch's query semantics).
 
 A port of milli's `located_query_terms_from_tokens`, run on the index tokenizer's tokens (the same
 tokenizer documents went through, so query words and document words normalize alike):
@@ -14,7 +14,7 @@ tokenizer documents went through, so query words and document words normalize al
   or not; any other stop word is dropped (its position is still consumed).
 - At most 10 terms are kept (a phrase counts as one): tokens after the 10th term are ignored.
 
-The bm25-first ranking mode (`disjunctive.py`) ORs the terms and sums BM25 over them, so a long
+The bm25-first ranking mode (`bm25_first.py`) ORs the terms and sums BM25 over them, so a long
 natural-language question (a RAG pipeline's whole question or passage) keeps every word: it parses
 with `distinct=True` and `max_terms=MAX_TERMS_BM25` (1,024). A term met again (the same normalized
 word, the same phrase, the same prefix flag) is not a new term: its `count` (query-term frequency)

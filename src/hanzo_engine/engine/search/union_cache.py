@@ -1,11 +1,11 @@
 """Unions of many posting bitmaps, shared by the searches of one index between two writes.
 
 A one- or two-letter prefix expands to up to 1,000 words: every search of it reads and merges their
-bitmaps again (word docids per typo level, first-word keys per field), ~10-20 ms at a million
-documents. The union only depends on the committed state, which LMDB names by the id of the last
-write transaction a read transaction sees (`Transaction.id()`), and on the derivations and fields
-asked for, which make the key. Entries are frozen; callers get copies (a copy costs a fraction of the
-merge), so nothing they do reaches another search.
+bitmaps again (word docids per typo level, first-word keys per field). The union only depends on
+the committed state, which LMDB names by the id of the last write transaction a read transaction
+sees (`Transaction.id()`), and on the derivations and fields asked for, which make the key. Entries
+are frozen; callers get copies (a copy costs a fraction of the merge), so nothing they do reaches
+another search.
 """
 
 from __future__ import annotations

@@ -1,16 +1,17 @@
-"""The bucket sort's fast path: a whole bucket keyed natively, only its best documents scored in Python.
+"""Native keys for a whole bucket: the bucket sort's fast path, only the best documents scored in Python.
 
-`ranking.Ranker` scores a document on the rules after words and typo in ~50-130 µs of Python; a
+`bucket_sort.Ranker` scores a document on the rules after words and typo one at a time in Python; a
 bucket of a common word holds tens of thousands of documents. When every rule left is one the native
-keyer implements (proximity, attribute rank, word position, exactness, bm25, field sort rules) and the bucket has one
-path of word nodes (derivations: words, split words, synonyms), `_native.bucket.BucketQuery` computes the same
-sort keys for every document from the raw forward entries (one LMDB get and one in-place parse each),
-and `_native.bm25` the BM25 tie-break (only for the documents at the page's cut and its ties, unless a
-`bm25` rule needs it for all), the same float `Searcher.bm25` computes (same operations, same
-order). For the best documents the page needs by those keys, the score details are rebuilt from the
-native keys and BM25 as `Ranker.apply` builds them: the page is exactly the Python ranker's as long as
-the native keys agree with it (tests/property/test_fast_bucket_props.py compares both on random
-corpora).
+keyer implements (each rule module's `NATIVE_CODE`: proximity, attribute rank, word position,
+exactness, bm25, field sort rules) and the bucket has one path of word nodes (derivations: words,
+split words, synonyms), `_native.bucket.BucketQuery` computes the same sort keys for every document
+from the raw forward entries (one LMDB get and one in-place parse each), and
+`ranking_rules.bm25.BM25Scorer` the BM25 tie-break (only for the documents at the page's cut and its
+ties, unless a `bm25` rule needs it for all), the same float `ranking_rules.bm25.score` computes. For
+the best documents the page needs by those keys, the score details are rebuilt from the native keys
+and BM25 by the same rule modules `Ranker.apply` uses: the page is exactly the Python ranker's as
+long as the native keys agree with it (tests/property/test_fast_bucket_props.py compares both on
+random corpora).
 
 Not taken (the caller scores per document): a bucket without a typo split, several paths (ngrams),
 quoted phrases, geo sort rules, `distinct`, a ranking score threshold.
@@ -40,14 +41,19 @@ from hanzo_engine.engine.update.indexer import (
     forward_entries,
 )
 
-from .disjunctive import _field_arrays, _Scorer
-from .engine import _FID, Alt, Node, Path, Searcher, alts_key
+from .context import FID, SearchContext
 from .plan_cache import BUCKET_QUERIES
-from .rule_scores import RuleScores
+from .query_graph import Alt, Node, Path, alts_key
+from .ranking_rules import attribute_rank, bm25, exactness, proximity, sort, typo, word_position, words
+from .ranking_rules.bm25 import BM25Scorer, field_arrays
+from .score_details import ScoreDetails, cost_score
 from .sorting import Ordering
 from .union_cache import cached_union
 
-RULE_CODES = {"proximity": 1, "attributeRank": 2, "attribute": 3, "wordPosition": 4, "exactness": 5, "bm25": 6}
+# the rules `_native/bucket.pyx` keys (its R_* codes)
+RULE_CODES = {"proximity": proximity.NATIVE_CODE, "attributeRank": attribute_rank.NATIVE_CODE,
+              "attribute": attribute_rank.ATTRIBUTE_NATIVE_CODE, "wordPosition": word_position.NATIVE_CODE,
+              "exactness": exactness.NATIVE_CODE, "bm25": bm25.NATIVE_CODE}
 _POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
 MIN_DOCS = 8  # smaller buckets are scored in Python directly (the native query costs more than they do)
 CHUNK = 16_384  # documents keyed between two looks at the clock
@@ -60,7 +66,7 @@ MAX_SLOTS = 8  # bucket.pyx's MAX_SLOTS
 
 Scored = tuple[tuple[Any, ...], float, dict[str, Any]]
 Pick = tuple[int, list[int], float]  # docid, native keys, raw BM25
-SORT_CODE = 7  # a field sort rule: BucketQuery leaves its column to `_select` (`Ordering.rank_column`)
+SORT_CODE = sort.NATIVE_CODE  # a field sort rule: BucketQuery leaves its column to `_select`
 
 
 def _supported(node: Node) -> bool:
@@ -86,10 +92,9 @@ def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> I
 
     A bucket of more than WALK_MIN documents gets its first slices by walking the field's values in
     order, in runs of consecutive values holding at most a quarter of the first slice (facet level
-    groups: a bitmap operation per run, ~10 µs, never one per value), which never looks at the
+    groups: a bitmap operation per run, never one per value), which never looks at the
     documents past them, as long as the walk has covered less than 1/WALK_SHARE of the bucket; the
-    rest (or a smaller bucket) gets its sort keys at once (`rank_column`, vectorized, ~25 ns per
-    document of the bucket), each slice cut by a partition at the slice's last key."""
+    rest (or a smaller bucket) gets its sort keys at once (`rank_column`, vectorized), each slice cut by a partition at the slice's last key."""
     target = first
     if len(docs) > WALK_MIN:
         walked, limit = 0, max(len(docs) // WALK_SHARE, 1)
@@ -159,17 +164,17 @@ class Keyed(NamedTuple):
                      np.concatenate([p.docids for p in parts]), rest, [e for p in parts for e in p.entries])
 
 
-class FastBuckets:
+class NativeBuckets:
     """Per search: which buckets the native keyer can take, and their best documents."""
 
-    def __init__(self, s: Searcher, nodes: list[Node], rules: list[str], levels: int, half: float) -> None:
+    def __init__(self, s: SearchContext, nodes: list[Node], rules: list[str], levels: int, half: float) -> None:
         self.s = s
         self.nodes = nodes
         self.rules = rules
         self.codes = [RULE_CODES.get(r, SORT_CODE) for r in rules]
         self.levels = levels
         self.half = half
-        self._scorers: dict[tuple[int, ...], _Scorer] = {}
+        self._scorers: dict[tuple[int, ...], BM25Scorer] = {}
         self._queries: dict[Path, BucketQuery | None] = {}
         self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._first_words_level: int | None = None
@@ -185,7 +190,7 @@ class FastBuckets:
     def query(self, path: Path, bm25_terms: tuple[int, ...]) -> BucketQuery | None:
         """The native query of a single-path bucket (BM25 over the nodes `bm25_terms`), or None
         when the keyer cannot take it."""
-        del bm25_terms  # `_Scorer` rescores the documents of phrase-like derivations itself
+        del bm25_terms  # `BM25Scorer` rescores the documents of phrase-like derivations itself
         if path not in self._queries:
             self._queries[path] = self._build(path)
         return self._queries[path]
@@ -198,7 +203,7 @@ class FastBuckets:
         if not nodes or len(nodes) > 64 or not all(_supported(n) for n in nodes):
             return None
         if self._fields is None:
-            self._fields = _field_arrays(s)
+            self._fields = field_arrays(s)
         allowed, allowed_tol, _ = self._fields
         key = (tuple((alts_key(n), n.exact, n.qstart, n.qend, n.first, n.last) for n in nodes), tuple(self.codes),
                allowed.tobytes(), allowed_tol.tobytes(), tuple(sorted(s.weight.items())), s.max_weight,
@@ -563,8 +568,7 @@ class FastBuckets:
         and each of its fields (fields with nothing stored absent): one cursor seek per word, to its
         first key in the flag's range (a word's keys are adjacent, `word 0x00 fid-u16-BE`, in fid
         order), then that range's keys in order. A prefix's 1,000 expansions over 6 fields cost 1,000
-        seeks instead of 6,000 lookups, most of which miss (~3x less once cached, far fewer pages read
-        when not)."""
+        seeks instead of 6,000 lookups, most of which miss."""
         reader = self.s.reader
         out: dict[int, BitMap] = {}
         with reader.txn.cursor(db=reader.index.db(DB_WORD_FID_DOCIDS)) as cursor:
@@ -574,12 +578,12 @@ class FastBuckets:
                     continue
                 head = word.encode() + b"\x00"
                 last = max(wanted)
-                found = cursor.set_range(head + _FID.pack(min(wanted)))
+                found = cursor.set_range(head + FID.pack(min(wanted)))
                 while found:
                     key = bytes(cursor.key())
                     if len(key) != len(head) + 2 or not key.startswith(head):
                         break
-                    fid = _FID.unpack_from(key, len(head))[0]
+                    fid = FID.unpack_from(key, len(head))[0]
                     if fid > last:
                         break
                     if fid in wanted:
@@ -592,7 +596,7 @@ class FastBuckets:
         """The bitmap stored under `word` and `fid` (a field, or a pseudo field of the first-, second-,
         sole- or next-word keys) in word-fid-docids; empty when absent."""
         reader = self.s.reader
-        raw = reader.txn.get(str(word).encode() + b"\x00" + _FID.pack(fid), db=reader.index.db(DB_WORD_FID_DOCIDS))
+        raw = reader.txn.get(str(word).encode() + b"\x00" + FID.pack(fid), db=reader.index.db(DB_WORD_FID_DOCIDS))
         return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
 
     def _first_two(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
@@ -618,10 +622,10 @@ class FastBuckets:
             self._first_words_level = first_words_level(self.s.reader)
         return self._first_words_level
 
-    def _scorer(self, bm25_terms: tuple[int, ...]) -> _Scorer:
+    def _scorer(self, bm25_terms: tuple[int, ...]) -> BM25Scorer:
         scorer = self._scorers.get(bm25_terms)
         if scorer is None:
-            scorer = self._scorers[bm25_terms] = _Scorer(self.s, [self.nodes[i] for i in bm25_terms])
+            scorer = self._scorers[bm25_terms] = BM25Scorer(self.s, [self.nodes[i] for i in bm25_terms])
         return scorer
 
     def _key(self, bq: BucketQuery, bm25_terms: tuple[int, ...], docs: BitMap, deadline: float) -> Keyed:
@@ -678,35 +682,36 @@ class FastBuckets:
         return list(zip(docids[order].tolist(), key[order].tolist(), raw[order].tolist(), strict=True))
 
     def scored(self, ranker: Any, bucket: Any, picks: list[Pick]) -> list[Scored]:
-        """What `ranker.score` gives the picked documents of `bucket` (`ranking.Ranker`, `Bucket`),
-        sorted: the native keys are the rules' values, turned into details and ranks by the same
-        `RuleScores` the ranker uses; the native BM25 is the float `Searcher.bm25` computes (same
-        operations in the same order), so ties and rounding are exactly the Python ranker's."""
+        """What `ranker.score` gives the picked documents of `bucket` (`bucket_sort.Ranker`,
+        `bucket_sort.Bucket`), sorted: the native keys are the rules' values, turned into details and
+        ranks by the rule modules the ranker uses; the native BM25 is the float
+        `ranking_rules.bm25.score` computes, so ties and rounding are exactly the Python ranker's."""
         s = self.s
         g = ranker.g
         step = bucket.step
         path = bucket.paths[0]
         covered = g.covered(path)
-        tops = {"proximity": g.max_proximity(path) + 1, "attributeRank": s.max_weight * covered + 1,
-                "wordPosition": 10 * covered + 1}
+        fid_top = attribute_rank.top(s, g, [path])
+        pos_top = word_position.top(g, [path])
+        tops = {"proximity": proximity.top(g, [path]), "attributeRank": fid_top, "wordPosition": pos_top}
         out: list[Scored] = []
         for docid, row, raw in picks:
-            scores = RuleScores()
+            scores = ScoreDetails()
             values = iter(row)
             for rule in ranker.rules:
                 if rule == "words":
-                    scores.words(ranker.words_max - step.k, ranker.words_max)
+                    scores.add(rule, words.details(ranker.words_max - step.k, ranker.words_max))
                 elif rule == "typo":
-                    scores.typo(bucket.typo, step.max_typo)
-                elif rule in tops:
-                    scores.cost(rule, next(values), tops[rule])
+                    scores.add(rule, typo.details(bucket.typo, step.max_typo))
+                elif rule in tops:  # proximity, attributeRank, wordPosition: a cost
+                    scores.add(rule, cost_score(next(values), tops[rule]))
                 elif rule == "attribute":
-                    scores.attribute(rule, next(values), tops["attributeRank"], next(values), tops["wordPosition"])
+                    scores.add(rule, attribute_rank.attribute_details(next(values), fid_top, next(values), pos_top))
                 elif rule == "exactness":
-                    scores.exactness(-next(values), -next(values), covered)
+                    scores.add(rule, exactness.details(-next(values), -next(values), covered))
                 elif rule == "bm25":
                     next(values)  # a placeholder column: the rank comes from `raw`
-                    scores.bm25(raw)
+                    scores.add(rule, bm25.details(raw))
                 else:  # a field sort rule
                     next(values)
                     ordering = s.request.ordering
@@ -715,4 +720,3 @@ class FastBuckets:
             out.append(scores.finish(raw, docid))
         out.sort(key=lambda x: x[0])
         return out
-

@@ -1,0 +1,240 @@
+"""The query graph's nodes and their derivations (milli's `query_term/compute_derivations.rs`):
+exact word, prefix expansions, synonyms, typo words and split words, grouped by typo level, and the
+documents of each level (`query_graph` describes the model)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+from pyroaring import BitMap
+
+from hanzo_engine._native.bucket import BucketQuery
+from hanzo_engine.engine.update.indexer import dictionary_version, forward_entries
+
+from .context import SearchContext
+from .dictionary import prefix_words, word_table
+from .plan_cache import PREFIX_ALTS, TYPO_ALTS
+from .query import MAX_WORD_BYTES, QueryTerm
+from .query_graph import Alt, Node
+from .union_cache import cached_union
+
+MAX_PREFIX_EXPANSIONS = 1000
+MAX_TYPO_WORDS = (0, 150, 50)  # kept words of 0, 1 and 2 typos
+MAX_SYNONYM_PHRASES = 50
+MAX_SYNONYM_WORDS = 100
+SPLIT_SCAN_LIMIT = 256  # most documents checked for a candidate split of a word
+
+Synonyms = dict[tuple[str, ...], list[tuple[str, ...]]]
+
+
+def typo_budget(ctx: SearchContext, word: str) -> int:
+    """milli's `number_of_typos_allowed` (characters, not bytes), plus `disableOnNumbers`."""
+    if not ctx.typo_enabled or word in ctx.exact_words:
+        return 0
+    if ctx.no_number_typos and word.isdigit():
+        return 0
+    n = len(word)
+    if n < ctx.one_typo:
+        return 0
+    if n < ctx.two_typos:
+        return 1
+    return 2
+
+
+def normalized_synonyms(ctx: SearchContext) -> Synonyms:
+    """The `synonyms` setting with keys and values normalized into word tuples."""
+    raw: dict[str, list[str]] = ctx.settings.get("synonyms") or {}
+    out: Synonyms = {}
+    for key, values in raw.items():
+        k = tuple(ctx.tokenizer.words(key))
+        if not k:
+            continue
+        bucket = out.setdefault(k, [])
+        for value in values:
+            v = tuple(ctx.tokenizer.words(value))
+            if v and v not in bucket:
+                bucket.append(v)
+    return out
+
+
+def synonym_alts(synonyms: Synonyms, words: Sequence[str]) -> list[Alt]:
+    """The synonyms of `words` as phrase-like derivations, within the synonym limits."""
+    out: list[Alt] = []
+    count = 0
+    for value in synonyms.get(tuple(words), [])[:MAX_SYNONYM_PHRASES]:
+        if count + len(value) > MAX_SYNONYM_WORDS:
+            continue
+        count += len(value)
+        out.append(Alt(value, phrase=True))
+    return out
+
+
+def split_word(ctx: SearchContext, word: str) -> tuple[str, str] | None:
+    """milli's `split_best_frequency`: the split `left right` most often adjacent in the index.
+
+    milli reads adjacency from its word-pair database; here it is checked in the forward index,
+    so a split whose halves appear together in more than SPLIT_SCAN_LIMIT documents is not
+    considered (such pairs are common words, e.g. `in to`). The choice and the documents where
+    the halves are adjacent are cached per index version.
+    """
+    index = ctx.reader.index
+    version = ctx.reader.updated_at
+    cache = getattr(index, "_split_cache", None)
+    if cache is None or cache[0] != version:
+        cache = (version, {})
+        index._split_cache = cache  # type: ignore[attr-defined]
+    splits: dict[str, tuple[str, str, BitMap] | None] = cache[1]
+    if word not in splits:
+        best: tuple[int, str, str, BitMap] | None = None
+        for i in range(1, len(word)):
+            left, right = word[:i], word[i:]
+            if not (ctx.in_dictionary(left) and ctx.in_dictionary(right)):
+                continue
+            both = ctx.unrestricted_docids(left) & ctx.unrestricted_docids(right)
+            if len(both) > SPLIT_SCAN_LIMIT:
+                continue
+            adjacent = adjacent_docs(ctx, both, left, right)
+            if adjacent and (best is None or len(adjacent) > best[0]):
+                best = (len(adjacent), left, right, adjacent)
+        splits[word] = None if best is None else best[1:]
+    found = splits[word]
+    if found is None:
+        return None
+    left, right, adjacent = found
+    # the phrase `left right` in any field: exactly the documents found adjacent above
+    ctx.know_phrase((left, right), adjacent)
+    return left, right
+
+
+def adjacent_docs(ctx: SearchContext, docs: BitMap, left: str, right: str) -> BitMap:
+    """The documents of `docs` where `left` is immediately followed by `right` in one field (any
+    field: milli's word pair at proximity 1), read natively from their forward entries."""
+    n_fields = max(len(ctx.fields), 1)
+    every = np.ones(n_fields, dtype=np.uint8)
+    slots: dict[bytes, list[tuple[int, int, bool, bool, int, int]]] = {}
+    for slot, word in enumerate((left, right)):
+        slots.setdefault(word.encode(), []).append((0, 0, False, True, 0, slot))
+    words = sorted(slots)
+    query = BucketQuery(words, [slots[w] for w in words], [(0, 0, 2)], [(0, 1, 0, 1, False, False)], [],
+                        every, every, np.zeros(n_fields, dtype=np.int32), 0, False)
+    found = query.matched(forward_entries(ctx.reader, docs))
+    return BitMap(d for d, hit in zip(docs, found.tolist(), strict=True) if hit)
+
+
+def _typo_alts(ctx: SearchContext, word: str, budget: int, is_prefix: bool) -> tuple[tuple[int, Alt], ...]:
+    """(typos, derivation) of the dictionary words within `budget` typos of `word`, shared by the
+    searches of one dictionary state. The matcher keeps the first MAX_TYPO_WORDS[d] words of d
+    typos natively (numbers dropped when typos on numbers are off)."""
+    key = (str(ctx.reader.index.path), dictionary_version(ctx.reader), word, budget, is_prefix, ctx.no_number_typos)
+    found: tuple[tuple[int, Alt], ...] | None = TYPO_ALTS.get(key)
+    if found is None:
+        found = tuple((d, Alt((w,), tolerant=True)) for w, d in word_table(ctx.reader).matches(
+            word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos))
+        TYPO_ALTS.put(key, found)
+    return found
+
+
+def _prefix_alts(ctx: SearchContext, prefix: str, tolerant: bool) -> tuple[Alt, ...]:
+    """The derivations of a prefix's expansions, shared by the searches of one dictionary state
+    (index directories are never reused)."""
+    key = (str(ctx.reader.index.path), dictionary_version(ctx.reader), prefix, tolerant)
+    found: tuple[Alt, ...] | None = PREFIX_ALTS.get(key)
+    if found is None:
+        found = tuple(Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS))
+        PREFIX_ALTS.put(key, found)
+    return found
+
+
+def _word_node(ctx: SearchContext, synonyms: Synonyms, node: Node, budget: int, is_prefix: bool,
+               ngram_words: Sequence[str] | None, splits: bool = True) -> None:
+    """Fills the derivations of a word or ngram node (milli's `QueryTerm` subsets)."""
+    word = node.word
+    node.is_prefix = is_prefix
+    ngram = ngram_words is not None
+    levels: list[list[Alt]] = [[] for _ in range(max(budget, 1) + 1)]
+    if ctx.in_dictionary(word):
+        alt = Alt((word,), tolerant=ngram)
+        levels[0].append(alt)
+        if not ngram:
+            node.exact = alt
+    if is_prefix:
+        levels[0].extend(_prefix_alts(ctx, word, ngram))
+    levels[0].extend(synonym_alts(synonyms, ngram_words if ngram_words is not None else [word]))
+    if budget:
+        for d, alt in _typo_alts(ctx, word, budget, is_prefix):
+            levels[d].append(alt)
+    if not splits:
+        split = None
+    elif ngram_words is not None and len(ngram_words) == 2:
+        # milli drops a 2-gram's best split when it is the query's own two words, which it
+        # nearly always is; assuming so spares scanning two words that are both in the query
+        split = None
+    else:
+        split = split_word(ctx, word)
+    if split is not None and (ngram_words is None or list(split) != list(ngram_words)):
+        levels[1].append(Alt(split, phrase=True))
+    node.alts = levels
+    node.max_typo = max(budget, 1)
+
+
+def build_nodes(ctx: SearchContext, terms: list[QueryTerm], ngrams: bool = True, splits: bool = True) -> list[Node]:
+    """The query graph's nodes: every term, then (with `ngrams`) 2- and 3-grams of consecutive word
+    terms, each with its documents per typo level. The bm25-first mode builds neither ngrams nor
+    split-word derivations (`splits`): it sums BM25 over the query's words (`bm25_first.py`)."""
+    synonyms = normalized_synonyms(ctx)
+    nodes: list[Node] = []
+    for t in terms:
+        node = Node(t.index, t.index, t.qstart, t.qend, t.word, "phrase" if t.phrase is not None else "word")
+        if t.phrase is not None:
+            alt = Alt(tuple(t.phrase), phrase=True)
+            node.alts = [[alt]]
+            node.exact = alt
+        else:
+            _word_node(ctx, synonyms, node, typo_budget(ctx, t.word), t.is_prefix, None, splits)
+        nodes.append(node)
+    for size in (2, 3) if ngrams else ():
+        for start in range(len(terms) - size + 1):
+            group = terms[start : start + size]
+            if any(t.phrase is not None for t in group):
+                continue
+            if any(b.qstart != a.qend + 1 for a, b in itertools.pairwise(group)):
+                continue
+            word = "".join(t.word for t in group)
+            if len(word.encode()) > MAX_WORD_BYTES:
+                continue
+            node = Node(group[0].index, group[-1].index, group[0].qstart, group[-1].qend, word, "ngram")
+            budget = max(typo_budget(ctx, word) - (size - 1), 0)
+            _word_node(ctx, synonyms, node, budget, group[-1].is_prefix, [t.word for t in group])
+            nodes.append(node)
+    for node in nodes:
+        _resolve(ctx, node)
+    # ngram nodes that match nothing can never be on a path that matches something
+    return [n for n in nodes if n.kind != "ngram" or n.docids]
+
+
+def _alts_docids(ctx: SearchContext, alts: list[Alt]) -> BitMap:
+    """The documents of any of `alts` (shared between searches for a prefix's many words)."""
+
+    def union() -> BitMap:
+        out = BitMap()
+        for alt in alts:
+            out |= ctx.alt_docids(alt)
+        return out
+
+    return cached_union(ctx.reader, ("alts", ctx.restriction(), tuple(alts)), len(alts), union)
+
+
+def _resolve(ctx: SearchContext, node: Node) -> None:
+    """The node's documents per typo level (each at its cheapest level), in all, and exactly."""
+    seen = BitMap()
+    node.levels = []
+    for alts in node.alts:
+        level = _alts_docids(ctx, alts)
+        level -= seen
+        seen |= level
+        node.levels.append(level)
+    node.docids = seen
+    if node.exact is not None:
+        node.exact_docids = ctx.alt_docids(node.exact)
