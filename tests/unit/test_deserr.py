@@ -16,7 +16,6 @@ from hanzo_engine.apitypes.deserr import (
     InvalidValue,
     QueryField,
     _kinds_text,
-    _SerdeSyntax,
     check_json_content_type,
     decode_json_body,
     deserialize_object,
@@ -27,6 +26,7 @@ from hanzo_engine.apitypes.deserr import (
     to_json,
 )
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.rustcompat.serde_json import value_error
 
 
 def error_of(fn: Any, *args: Any, **kwargs: Any) -> tuple[str, str, int]:
@@ -194,7 +194,7 @@ json_values = st.recursive(
 @given(json_values, st.sampled_from([None, 0, 2]))
 def test_scanner_accepts_what_python_serialises(value: Any, indent: int | None) -> None:
     body = json.dumps(value, ensure_ascii=False, indent=indent).encode()
-    assert _SerdeSyntax(body).error() is None
+    assert value_error(body) is None
     assert parse_json(body) == msgspec.json.decode(body)
 
 
@@ -217,7 +217,7 @@ def test_scanner_and_msgspec_agree_on_mutated_documents(value: Any, data: st.Dat
         msgspec_ok = True
     except (msgspec.DecodeError, ValueError):
         msgspec_ok = False
-    assert (_SerdeSyntax(body).error() is None) == msgspec_ok, body
+    assert (value_error(body) is None) == msgspec_ok, body
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The package's layers import downward only, function-level and TYPE_CHECKING imports included.
 
-Bottom to top (docs/architecture.md §2): `_native`, `filter_parser` → `apitypes` → `engine` → `auth`,
-`dump` → `scheduler` → `server` → `cli`. Packages of one layer may import each other. There is no
+Bottom to top (docs/architecture.md §2): `_native`, `filter_parser`, `rustcompat` → `apitypes` → `engine` →
+`auth`, `dump` → `scheduler` → `server` → `cli`. Packages of one layer may import each other. There is no
 exceptions list: a module that needs something from above is in the wrong layer.
 """
 
@@ -11,8 +11,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "src" / "hanzo_engine"
-LAYERS = (("_native", "filter_parser"), ("apitypes",), ("engine",), ("auth", "dump"), ("scheduler",), ("server",),
-          ("cli",))
+LAYERS = (("_native", "filter_parser", "rustcompat"), ("apitypes",), ("engine",), ("auth", "dump"), ("scheduler",),
+          ("server",), ("cli",))
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 
 

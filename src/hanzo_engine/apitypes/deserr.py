@@ -4,7 +4,7 @@ Three layers, each raising `MeiliError` with the code and text Meilisearch would
 
 1. `decode_json_body` checks the Content-Type the way actix-web's `JsonConfig` does (any `*/json` or
    `*/*+json` media type, parameters allowed), then decodes with msgspec. msgspec only decides *whether*
-   the bytes are JSON; when they are not, `_SerdeSyntax` re-reads them like `serde_json::from_slice`
+   the bytes are JSON; when they are not, `rustcompat.serde_json.value_error` re-reads them like `serde_json::from_slice`
    does to produce serde's message and line/column. The two parsers accept the same language except
    for serde's nesting limit (127 levels) and its handling of integers beyond 64 bits (turned into
    floats), which are reproduced after a successful msgspec decode.
@@ -20,11 +20,13 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal
 
 import msgspec
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.rustcompat.distance import damerau_levenshtein
+from hanzo_engine.rustcompat.serde_json import long_int_f64, to_json, value_error
 
 __all__ = [
     "MISSING",
@@ -50,7 +52,6 @@ U32_MAX: Final = 4_294_967_295
 U64_MAX: Final = 18_446_744_073_709_551_615
 I64_MIN: Final = -9_223_372_036_854_775_808
 I64_MAX: Final = 9_223_372_036_854_775_807
-_I32_MAX: Final = 2_147_483_647
 
 
 class _Missing:
@@ -127,21 +128,21 @@ def parse_json(body: bytes) -> Any:
     try:
         value = _DECODER.decode(body)
     except (msgspec.DecodeError, ValueError, RecursionError):
-        message = _SerdeSyntax(body).error()
+        message = value_error(body)
         if message is None:
             # msgspec refused something serde accepts (e.g. `0e99999999999`): the stdlib agrees with serde
             return _serde_numbers(json.loads(body))
         raise _malformed(message) from None
     too_deep = body.count(b"[") + body.count(b"{") > _MAX_DEPTH and _depth(value) > _MAX_DEPTH
     if too_deep or _HUGE_NUMBER_RE.search(body) is not None:
-        message = _SerdeSyntax(body).error()
+        message = value_error(body)
         if message is not None or too_deep:
             raise _malformed(message or "recursion limit exceeded")
     if _BIG_INT_RE.search(body) is not None:
         try:
             value = _serde_numbers(value)
         except OverflowError:
-            raise _malformed(_SerdeSyntax(body).error() or "number out of range") from None
+            raise _malformed(value_error(body) or "number out of range") from None
     return value
 
 
@@ -171,7 +172,7 @@ def _serde_numbers(value: Any) -> Any:
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
-        return value if I64_MIN <= value <= U64_MAX else _long_int_as_f64(value)
+        return value if I64_MIN <= value <= U64_MAX else long_int_f64(value)
     if isinstance(value, list):
         return [_serde_numbers(v) for v in value]
     if isinstance(value, dict):
@@ -179,304 +180,6 @@ def _serde_numbers(value: Any) -> Any:
     if isinstance(value, float) and math.isinf(value):
         raise OverflowError
     return value
-
-
-def _long_int_as_f64(value: int) -> float:
-    """serde_json's f64 for a long integer: the leading digits that fit a u64, times 10^(other digits).
-
-    Not always the correctly rounded value, which is the point: the same float serde_json produces.
-    """
-    if value.bit_length() > 1100:  # > 10^330: beyond f64 whatever the digits
-        raise OverflowError
-    digits = str(abs(value))
-    significand, rest = 0, 0
-    for i, char in enumerate(digits):
-        if significand * 10 + int(char) > U64_MAX:
-            rest = len(digits) - i
-            break
-        significand = significand * 10 + int(char)
-    f = float(significand) * (_POW10[rest] if rest < len(_POW10) else math.inf)
-    if math.isinf(f):
-        raise OverflowError
-    return -f if value < 0 else f
-
-
-class _SyntaxFailure(Exception):
-    pass
-
-
-_WS_RE: Final = re.compile(rb"[ \n\t\r]*")
-_STR_STOP_RE: Final = re.compile(rb'["\\\x00-\x1f]')
-_HEX4_RE: Final = re.compile(rb"[0-9A-Fa-f]{4}")
-_POW10: Final = [float(f"1e{k}") for k in range(309)]
-
-
-class _SerdeSyntax:
-    """A JSON syntax checker that fails exactly where and how `serde_json::from_slice::<Value>` does.
-
-    It mirrors serde_json's recursive-descent reader: `error` reports the position *after* the bytes
-    consumed so far, `peek_error` the position of the next byte; a position is (1-based line, byte
-    column within the line).
-    """
-
-    __slots__ = ("data", "depth", "i", "n")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.n = len(data)
-        self.i = 0
-        self.depth = 128
-
-    def error(self) -> str | None:
-        try:
-            self._value()
-            if self._ws() is not None:
-                self._peek_fail("trailing characters")
-        except _SyntaxFailure as failure:
-            return str(failure)
-        return None
-
-    def _fail_at(self, reason: str, index: int) -> NoReturn:
-        start = self.data.rfind(b"\n", 0, index) + 1
-        line = 1 + self.data.count(b"\n", 0, start)
-        raise _SyntaxFailure(f"{reason} at line {line} column {index - start}")
-
-    def _fail(self, reason: str) -> NoReturn:
-        self._fail_at(reason, self.i)
-
-    def _peek_fail(self, reason: str) -> NoReturn:
-        self._fail_at(reason, min(self.n, self.i + 1))
-
-    def _ws(self) -> int | None:
-        m = _WS_RE.match(self.data, self.i)
-        self.i = m.end() if m else self.i
-        return self.data[self.i] if self.i < self.n else None
-
-    def _peek(self) -> int | None:
-        return self.data[self.i] if self.i < self.n else None
-
-    def _value(self) -> None:
-        b = self._ws()
-        if b is None:
-            self._peek_fail("EOF while parsing a value")
-        elif b in b"ntf":
-            self.i += 1
-            self._ident({ord("n"): b"ull", ord("t"): b"rue", ord("f"): b"alse"}[b])
-        elif b == ord("-"):
-            self.i += 1
-            self._number()
-        elif ord("0") <= b <= ord("9"):
-            self._number()
-        elif b == ord('"'):
-            self.i += 1
-            self._string()
-        elif b in b"[{":
-            self.depth -= 1
-            if self.depth == 0:
-                self._peek_fail("recursion limit exceeded")
-            self.i += 1
-            if b == ord("["):
-                self._seq()
-            else:
-                self._map()
-            self.i += 1  # the closing bracket the loop stopped on
-            self.depth += 1
-        else:
-            self._peek_fail("expected value")
-
-    def _ident(self, rest: bytes) -> None:
-        for expected in rest:
-            if self.i >= self.n:
-                self._fail("EOF while parsing a value")
-            self.i += 1
-            if self.data[self.i - 1] != expected:
-                self._fail("expected ident")
-
-    def _seq(self) -> None:
-        first = True
-        while True:
-            b = self._ws()
-            if b is None:
-                self._peek_fail("EOF while parsing a list")
-            if b == ord("]"):
-                return
-            if first:
-                first = False
-            elif b == ord(","):
-                self.i += 1
-                b = self._ws()
-                if b == ord("]"):
-                    self._peek_fail("trailing comma")
-                if b is None:
-                    self._peek_fail("EOF while parsing a value")
-            else:
-                self._peek_fail("expected `,` or `]`")
-            self._value()
-
-    def _map(self) -> None:
-        first = True
-        while True:
-            b = self._ws()
-            if b == ord("}"):
-                return
-            if b == ord(",") and not first:
-                self.i += 1
-                b = self._ws()
-            elif b is None:
-                self._peek_fail("EOF while parsing an object")
-            elif first:
-                first = False
-            else:
-                self._peek_fail("expected `,` or `}`")
-            if b == ord('"'):
-                self.i += 1
-                self._string()
-            elif b == ord("}"):
-                self._peek_fail("trailing comma")
-            elif b is None:
-                self._peek_fail("EOF while parsing a value")
-            else:
-                self._peek_fail("key must be a string")
-            b = self._ws()
-            if b is None:
-                self._peek_fail("EOF while parsing an object")
-            if b != ord(":"):
-                self._peek_fail("expected `:`")
-            self.i += 1
-            self._value()
-
-    def _string(self) -> None:
-        data, bad_utf8 = self.data, False
-        while True:
-            m = _STR_STOP_RE.search(data, self.i)
-            if m is None:
-                self.i = self.n
-                self._fail("EOF while parsing a string")
-            end = m.start()
-            try:
-                data[self.i : end].decode("utf-8")
-            except UnicodeDecodeError:
-                bad_utf8 = True
-            self.i = end + 1
-            if data[end] == ord('"'):
-                if bad_utf8:
-                    self._fail("invalid unicode code point")
-                return
-            if data[end] != ord("\\"):
-                self._fail("control character (\\u0000-\\u001F) found while parsing a string")
-            self._escape()
-
-    def _escape(self) -> None:
-        if self.i >= self.n:
-            self._fail("EOF while parsing a string")
-        self.i += 1
-        c = self.data[self.i - 1]
-        if c == ord("u"):
-            self._unicode_escape()
-        elif c not in b'"\\/bfnrt':
-            self._fail("invalid escape")
-
-    def _hex4(self) -> int:
-        if self.n - self.i < 4:
-            self.i = self.n
-            self._fail("EOF while parsing a string")
-        chunk = self.data[self.i : self.i + 4]
-        self.i += 4
-        if _HEX4_RE.fullmatch(chunk) is None:
-            self._fail("invalid escape")
-        return int(chunk, 16)
-
-    def _unicode_escape(self) -> None:
-        first = self._hex4()
-        if 0xDC00 <= first <= 0xDFFF:
-            self._fail("lone leading surrogate in hex escape")
-        if not 0xD800 <= first <= 0xDBFF:
-            return
-        for expected in b"\\u":  # a leading surrogate must be followed by `\u` + trailing surrogate
-            if self.i >= self.n:
-                self._fail("EOF while parsing a string")
-            self.i += 1
-            if self.data[self.i - 1] != expected:
-                self._fail("unexpected end of hex escape")
-        if not 0xDC00 <= self._hex4() <= 0xDFFF:
-            self._fail("lone leading surrogate in hex escape")
-
-    def _digit(self) -> int | None:
-        b = self._peek()
-        return b - 48 if b is not None and 48 <= b <= 57 else None
-
-    def _number(self) -> None:
-        if self.i >= self.n:
-            self._fail("EOF while parsing a value")
-        self.i += 1
-        first = self.data[self.i - 1] - 48
-        significand, exponent = 0, 0
-        if first == 0:
-            if self._digit() is not None:
-                self._peek_fail("invalid number")
-        elif 1 <= first <= 9:
-            significand = first
-            while (d := self._digit()) is not None:
-                self.i += 1
-                if exponent or significand * 10 + d > U64_MAX:
-                    exponent += 1  # serde keeps the first 19-20 digits and counts the rest
-                else:
-                    significand = significand * 10 + d
-        else:
-            self._fail("invalid number")
-        b = self._peek()
-        if b == ord("."):
-            self.i += 1
-            seen, overflow = False, False
-            while (d := self._digit()) is not None:
-                self.i += 1
-                seen = True
-                if overflow or significand * 10 + d > U64_MAX:
-                    overflow = True
-                else:
-                    significand = significand * 10 + d
-                    exponent -= 1
-            if not seen:
-                self._peek_fail("invalid number" if self.i < self.n else "EOF while parsing a value")
-            b = self._peek()
-        if b is not None and b in b"eE":
-            self.i += 1
-            positive = True
-            if self._peek() in (ord("+"), ord("-")):
-                positive = self._peek() == ord("+")
-                self.i += 1
-            if self.i >= self.n:
-                self._fail("EOF while parsing a value")
-            self.i += 1
-            exp = self.data[self.i - 1] - 48
-            if not 0 <= exp <= 9:
-                self._fail("invalid number")
-            while (d := self._digit()) is not None:
-                self.i += 1
-                if exp * 10 + d > _I32_MAX:
-                    if significand != 0 and positive:
-                        self._fail("number out of range")
-                    while self._digit() is not None:
-                        self.i += 1
-                    return
-                exp = exp * 10 + d
-            exponent = exponent + exp if positive else exponent - exp
-        self._check_range(significand, max(-_I32_MAX - 1, min(_I32_MAX, exponent)))
-
-    def _check_range(self, significand: int, exponent: int) -> None:
-        """serde_json's `f64_from_parts` without `float_roundtrip`: overflow is an error."""
-        f = float(significand)
-        while True:
-            if abs(exponent) < len(_POW10):
-                if exponent >= 0 and math.isinf(f * _POW10[exponent]):
-                    self._fail("number out of range")
-                return
-            if f == 0.0:
-                return
-            if exponent >= 0:
-                self._fail("number out of range")
-            f /= 1e308
-            exponent += 308
 
 
 # --------------------------------------------------------------------------------------------------
@@ -539,56 +242,6 @@ def _kinds_text(kinds: Iterable[int]) -> str:
     return ", ".join(parts[:-1]) + ", or " + parts[-1]
 
 
-def _fmt_f64(f: float) -> str:
-    """Format a float like Rust's `ryu` (what serde_json prints): `1e16`, `0.0001`, `1.5e-7`, `100.0`."""
-    if f == 0.0:
-        return "-0.0" if math.copysign(1.0, f) < 0 else "0.0"
-    text = repr(f)
-    sign = "-" if text.startswith("-") else ""
-    mantissa, _, exp_text = text.lstrip("-").partition("e")
-    whole, _, frac = mantissa.partition(".")
-    digits = (whole + frac).lstrip("0")
-    exponent = int(exp_text or 0) - len(frac)
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits, length = stripped, len(stripped)
-    kk = length + exponent  # 10^(kk-1) <= |f| < 10^kk
-    if 0 <= exponent and kk <= 16:
-        body = digits + "0" * exponent + ".0"
-    elif 0 < kk <= 16:
-        body = f"{digits[:kk]}.{digits[kk:]}"
-    elif -5 < kk <= 0:
-        body = "0." + "0" * -kk + digits
-    elif length == 1:
-        body = f"{digits}e{kk - 1}"
-    else:
-        body = f"{digits[0]}.{digits[1:]}e{kk - 1}"
-    return sign + body
-
-
-def to_json(value: Any) -> str:
-    """Compact JSON exactly as `serde_json::to_string` renders a `Value` (key order preserved)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value) if I64_MIN <= value <= U64_MAX else _fmt_f64(float(value))
-    if isinstance(value, float):
-        return _fmt_f64(value) if math.isfinite(value) else "null"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Mapping):
-        return (
-            "{"
-            + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{to_json(v)}" for k, v in value.items())
-            + "}"
-        )
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(to_json(v) for v in value) + "]"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
 def found_description(value: Any) -> str:
     """deserr's "found ..." part: `null`, or "a string: `\"x\"`"."""
     kind = _kind(value)
@@ -611,36 +264,6 @@ def serde_unexpected(value: Any, *, null: str = "null") -> str:
     return "sequence" if isinstance(value, list) else "map"
 
 
-def _damerau_levenshtein(a: str, b: str) -> int:
-    """Unrestricted Damerau-Levenshtein distance (strsim's `damerau_levenshtein`)."""
-    if not a or not b:
-        return len(a) or len(b)
-    width, big = len(a) + 2, len(a) + len(b)
-    dist = [0] * (width * (len(b) + 2))
-    dist[0] = big
-    for i in range(len(a) + 1):
-        dist[(i + 1) + 0 * width], dist[(i + 1) + 1 * width] = big, i
-    for j in range(len(b) + 1):
-        dist[0 + (j + 1) * width], dist[1 + (j + 1) * width] = big, j
-    last_row: dict[str, int] = {}
-    for i in range(1, len(a) + 1):
-        db = 0
-        for j in range(1, len(b) + 1):
-            k = last_row.get(b[j - 1], 0)
-            same = a[i - 1] == b[j - 1]
-            substitution = dist[i + j * width] + (0 if same else 1)
-            db_next = j if same else db
-            dist[(i + 1) + (j + 1) * width] = min(
-                substitution,
-                dist[i + (j + 1) * width] + 1,
-                dist[(i + 1) + j * width] + 1,
-                dist[k + db * width] + (i - k - 1) + 1 + (j - db - 1),
-            )
-            db = db_next
-        last_row[a[i - 1]] = i
-    return dist[(len(a) + 1) + (len(b) + 1) * width]
-
-
 def did_you_mean(received: str, accepted: Sequence[str]) -> str:
     """deserr's suggestion: "did you mean `x`? " when a name is within the typo budget, else ""."""
     size = len(received.encode())
@@ -649,7 +272,7 @@ def did_you_mean(received: str, accepted: Sequence[str]) -> str:
     budget = 1 if size <= 7 else 2 if size <= 12 else 3 if size <= 17 else 4 if size <= 24 else 5
     best: tuple[int, str] | None = None
     for name in accepted:
-        distance = _damerau_levenshtein(received, name)
+        distance = damerau_levenshtein(received, name)
         if distance <= budget and (best is None or distance < best[0]):
             best = (distance, name)
     return "" if best is None else f"did you mean `{best[1]}`? "

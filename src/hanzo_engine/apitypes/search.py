@@ -22,13 +22,13 @@ one of" list of `hybrid`'s fields included), is unchanged; it is validated once 
 from __future__ import annotations
 
 import math
-import re
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from hanzo_engine.filter_parser.errors import rust_f64_display
+from hanzo_engine.rustcompat.floats import f64_display as rust_f64_display
+from hanzo_engine.rustcompat.floats import parse_f64
 
 from .deserr import (
     Field,
@@ -336,25 +336,15 @@ def parse_search_body(value: Any) -> SearchQuery:
 # GET query string
 # --------------------------------------------------------------------------------------------------
 
-# Rust's `str::parse::<f64>`: no surrounding whitespace, no `_`, `inf`/`infinity`/`nan` in any case.
-_RUST_FLOAT_RE: Final = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|(?i:inf|infinity|nan))")
-
-
-def _rust_float(text: str) -> float | None:
-    if _RUST_FLOAT_RE.fullmatch(text) is None:
-        return None
-    return float(text)
-
-
 def _get_threshold(text: str) -> float:
-    number = _rust_float(text)
+    number = parse_f64(text)
     if number is None:
         raise InvalidValue(_THRESHOLD_MESSAGE)
     return _threshold(number)
 
 
 def _get_semantic_ratio(text: str) -> float:
-    number = _rust_float(text)
+    number = parse_f64(text)
     if number is None:
         raise InvalidValue(_RATIO_MESSAGE)
     return _semantic_ratio(number)
@@ -384,7 +374,7 @@ def _get_locales(text: str) -> list[str]:
 def _get_vector(text: str) -> list[float]:
     out = []
     for item in split_comma_list(text):
-        number = _rust_float(item)
+        number = parse_f64(item)
         if number is None:
             raise InvalidValue("invalid float literal")
         out.append(_as_f32(number))
@@ -557,7 +547,7 @@ def _member(text: str, ascending: bool) -> SortCriterion:
     if text.startswith("_geoPoint(") and text.endswith(")"):
         point = text[len("_geoPoint(") : -1]
         lat_text, sep, lng_text = point.partition(",")
-        lat, lng = _rust_float(lat_text.strip()), _rust_float(lng_text.strip())
+        lat, lng = parse_f64(lat_text.strip()), parse_f64(lng_text.strip())
         if not sep or lat is None or lng is None:
             raise _reserved(text)
         if not -90.0 <= lat <= 90.0:

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from hanzo_engine.apitypes.deserr import InvalidValue
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.rustcompat.strings import debug_list
 
 from .keys import Key, decode_hex_token, generate_key_value, key_digest, parse_uuid, patterns_authorize
 from .store import KeyExists, KeyStore
@@ -39,7 +40,6 @@ from .tenant import (
     decode_error,
     decode_token,
     fuse_filters,
-    rust_debug_list,
 )
 
 # actions whose routes accept tenant tokens
@@ -236,7 +236,7 @@ class AuthController:
             if search_rules is not None and not search_rules.is_index_authorized(index_uid):
                 raise invalid_api_key(
                     f"The provided tenant token cannot acces the index `{index_uid}`, allowed indexes are "
-                    f"{rust_debug_list(search_rules.allowed())}."
+                    f"{debug_list(search_rules.allowed())}."
                 )
             if not key.authorizes_index(index_uid):
                 if search_rules is not None:
@@ -246,7 +246,7 @@ class AuthController:
                     )
                 raise invalid_api_key(
                     f"The API key cannot acces the index `{index_uid}`, authorized indexes are "
-                    f"{rust_debug_list(sorted(set(key.indexes)))}."
+                    f"{debug_list(sorted(set(key.indexes)))}."
                 )
         if not key.grants(action, index_uid, now):
             raise invalid_api_key()

@@ -29,7 +29,6 @@ import binascii
 import hashlib
 import hmac
 import json
-import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +37,7 @@ from typing import Any, Final
 
 from hanzo_engine.apitypes.deserr import InvalidValue, serde_unexpected
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.rustcompat.strings import debug_list
 
 from .keys import parse_uuid, pattern_matches
 
@@ -361,16 +361,5 @@ def decode_token(token: str, parent_secret: Callable[[uuid.UUID], str], now: int
 def decode_error(exc: TokenError) -> MeiliError:
     return MeiliError("invalid_api_key", f"Could not decode tenant token, {exc}.")
 
-
-def rust_debug_list(items: Sequence[str]) -> str:
-    """A list of strings as Rust's `{:?}` prints a `Vec<String>`: `["a", "b"]`."""
-    return "[" + ", ".join(_rust_debug_str(s) for s in items) + "]"
-
-
-_ESCAPES: Final = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
-_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _rust_debug_str(text: str) -> str:
-    out = "".join(_ESCAPES.get(c, c) for c in text)
-    return '"' + _CONTROL_RE.sub(lambda m: f"\\u{{{ord(m.group()):x}}}", out) + '"'
+# for the route modules that still import it from here
+rust_debug_list = debug_list

@@ -21,7 +21,8 @@ a number (`finite_float`).
 from __future__ import annotations
 
 import math
-import re
+
+from hanzo_engine.rustcompat.floats import parse_f64 as rust_parse_f64
 
 from .ast import GeoBoundingBox, GeoPolygon, GeoRadius, Token
 from .errors import rust_f64_display
@@ -38,16 +39,6 @@ __all__ = [
 
 DEFAULT_RESOLUTION = 125
 _USIZE_MAX = 2**64 - 1
-_F64_RE = re.compile(r"[+-]?(?:(?i:inf|infinity|nan)|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
-
-
-def rust_parse_f64(text: str) -> float | None:
-    """``text.parse::<f64>().ok()``."""
-    if _F64_RE.fullmatch(text) is None:
-        return None
-    return float(text)
-
-
 def finite_float(text: str) -> float | None:
     """The number a filter literal stands for, if it parses as a finite f64 (else None)."""
     value = rust_parse_f64(text)

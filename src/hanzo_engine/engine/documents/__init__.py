@@ -7,7 +7,6 @@ from hanzo_engine.engine.documents.payload import (
     check_csv_delimiter,
     convert_to_ndjson,
     payload_format,
-    rust_debug,
 )
 from hanzo_engine.engine.documents.primary_key import (
     document_id_json,
@@ -30,6 +29,5 @@ __all__ = [
     "invalid_document_id_error",
     "normalize_document_id",
     "payload_format",
-    "rust_debug",
     "select_fields",
 ]

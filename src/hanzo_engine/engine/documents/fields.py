@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from hanzo_engine.rustcompat.attribute_patterns import contained_in
+
 __all__ = ["field_names", "flatten", "select_fields"]
 
 VECTORS_FIELD: Final = "_vectors"
@@ -90,13 +92,6 @@ def select_fields(document: dict[str, Any], fields: Sequence[str] | None) -> dic
     return _select_in_object(document, set(fields))
 
 
-def _contained_in(selector: str, key: str) -> bool:
-    """True when `selector` is `key` itself or a path below it (`key.` and at least one more char)."""
-    if selector == key:
-        return True
-    return selector.startswith(key) and len(selector) > len(key) + 1 and selector[len(key)] == "."
-
-
 def _trim_start_matches(text: str, prefix: str) -> str:
     # Rust's `str::trim_start_matches`: strips `prefix` repeatedly; kept for exact parity.
     if not prefix:
@@ -119,7 +114,7 @@ def _select_in_object(obj: dict[str, Any], selectors: set[str]) -> dict[str, Any
         sub_selectors = {
             rest[1:]
             for selector in selectors
-            if _contained_in(selector, key)
+            if contained_in(selector, key)
             for rest in (_trim_start_matches(selector, key),)
             if rest and rest[0].isascii()
         }

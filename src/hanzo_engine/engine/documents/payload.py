@@ -35,7 +35,6 @@ import io
 import re
 import sys
 import typing
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, Final
@@ -43,15 +42,10 @@ from typing import Any, Final
 import msgspec
 
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.engine.documents.json_scan import (
-    INVALID_UNICODE,
-    JsonSyntaxError,
-    NotAnObject,
-    scan_json,
-    scan_ndjson,
-    scan_value_strict,
-    syntax_error_at,
-)
+from hanzo_engine.engine.documents.json_scan import NotAnObject, scan_json, scan_ndjson, scan_value_strict
+from hanzo_engine.rustcompat.floats import parse_f64
+from hanzo_engine.rustcompat.serde_json import INVALID_UNICODE, JsonSyntaxError, syntax_error_at
+from hanzo_engine.rustcompat.strings import debug_str, trim
 
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",
@@ -59,7 +53,6 @@ __all__ = [
     "check_csv_delimiter",
     "convert_to_ndjson",
     "payload_format",
-    "rust_debug",
 ]
 
 
@@ -437,13 +430,7 @@ def _slow_documents(body: bytes, fmt: PayloadFormat) -> Iterator[dict[str, Any]]
 
 # -- CSV -------------------------------------------------------------------------------------
 
-# `str::trim` trims Unicode White_Space; Python's `str.strip` also trims \x1c-\x1f, which Rust keeps.
-_RUST_WHITESPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _I64_RE: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
-# Rust's f64 grammar: no underscores, no surrounding spaces, `inf`/`infinity`/`nan` any case.
-_F64_RE: Final = re.compile(
-    r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)", re.ASCII | re.I
-)
 _I64_MIN: Final = -(2**63)
 _I64_MAX: Final = 2**63 - 1
 _SURROGATE_RE: Final = re.compile("[\udc80-\udcff]")
@@ -452,55 +439,27 @@ _SURROGATE_RE: Final = re.compile("[\udc80-\udcff]")
 csv.field_size_limit(sys.maxsize)
 
 
-# Rust's Debug escapes non-printable characters (and combining marks) as `\u{...}`.
-_RUST_ESCAPED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs", "Mn", "Me"})
-
-
-def rust_debug(text: str) -> str:
-    """`format!("{:?}", text)`: Rust's Debug quoting of a string."""
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\0":
-            out.append("\\0")
-        elif ch != " " and unicodedata.category(ch) in _RUST_ESCAPED_CATEGORIES:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def _parse_number(value: str, line: int) -> Any:
     if value.isascii() and value.isdigit():  # the common case: a plain non-negative integer
         integer = int(value)
         if integer <= _I64_MAX:
             return integer
-    trimmed = value.strip(_RUST_WHITESPACE)
+    trimmed = trim(value)
     if not trimmed:
         return None
     if _I64_RE.fullmatch(trimmed):
         integer = int(trimmed)
         if _I64_MIN <= integer <= _I64_MAX:
             return integer
-    if _F64_RE.fullmatch(trimmed):
-        number = float(trimmed)
+    number = parse_f64(trimmed)
+    if number is not None:
         # serde_json turns a non-finite f64 into null.
         return number if number - number == 0.0 else None
-    raise _csv_malformed(f"Error parsing number {rust_debug(value)} at line {line}: invalid float literal")
+    raise _csv_malformed(f"Error parsing number {debug_str(value)} at line {line}: invalid float literal")
 
 
 def _parse_boolean(value: str, line: int) -> Any:
-    trimmed = value.strip(_RUST_WHITESPACE)
+    trimmed = trim(value)
     if not trimmed:
         return None
     if trimmed == "true":
@@ -508,7 +467,7 @@ def _parse_boolean(value: str, line: int) -> Any:
     if trimmed == "false":
         return False
     raise _csv_malformed(
-        f"Error parsing boolean {rust_debug(value)} at line {line}: provided string was not `true` or `false`"
+        f"Error parsing boolean {debug_str(value)} at line {line}: provided string was not `true` or `false`"
     )
 
 
@@ -636,3 +595,7 @@ def _check_record_utf8(row: list[str], record: int, text: str, sep: str) -> None
                 f"CSV parse error: record {record} (line {line}, field: {field}, byte: {byte}): "
                 f"invalid utf-8: invalid UTF-8 in field {field} near byte index {valid_up_to}"
             )
+
+
+# for the route modules that still import it from here
+rust_debug = debug_str

@@ -37,10 +37,10 @@ from typing import Any
 from pyroaring import BitMap
 
 from hanzo_engine.engine.index import IndexReader
-from hanzo_engine.engine.vector.json_template import osa_distance
 from hanzo_engine.engine.vector.status import read_status, tracked_embedders
 from hanzo_engine.engine.vector.store import VectorStore
 from hanzo_engine.filter_parser import FilterError, Token, VectorExists
+from hanzo_engine.rustcompat.distance import osa_distance
 
 __all__ = ["did_you_mean", "evaluate_vector_filter"]
 

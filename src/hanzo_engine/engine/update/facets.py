@@ -52,7 +52,10 @@ from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD, GeoJsonError, GeoShape, parse_geojson
-from hanzo_engine.filter_parser import rust_parse_f64
+from hanzo_engine.rustcompat.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
+from hanzo_engine.rustcompat.attribute_patterns import match_field_legacy as match_legacy
+from hanzo_engine.rustcompat.floats import parse_f64
+from hanzo_engine.rustcompat.strings import trim
 
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import IndexReader, IndexWriter
@@ -78,7 +81,6 @@ VECTORS_FIELD: Final = "_vectors"
 # Accumulated (key, docid) changes are merged into the databases past this many.
 MAX_PENDING_CHANGES: Final = 4_000_000
 
-MATCH, PARENT, NO_MATCH = 2, 1, 0
 ON_BASE, IN_ARRAY = 0, 1
 
 _U32 = struct.Struct(">I")
@@ -89,17 +91,12 @@ _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 _json = msgspec.json.Encoder()
 
-# Rust's `char::is_whitespace` (Unicode White_Space), which `str::trim` strips.
-_WHITE_SPACE: Final = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-
-
 # -- values -----------------------------------------------------------------------------------------
 
 
 def normalize_facet(value: str) -> str:
     """milli's `normalize_facet`: NFKD of the trimmed string, lowercased."""
-    return unicodedata.normalize("NFKD", value.strip(_WHITE_SPACE)).lower()
+    return unicodedata.normalize("NFKD", trim(value)).lower()
 
 
 def truncate_facet(value: str) -> str:
@@ -154,36 +151,6 @@ def docid_key(docid: int) -> bytes:
 
 
 # -- which fields are faceted -------------------------------------------------------------------------
-
-
-def is_faceted_by(name: str, attribute: str) -> bool:
-    """`name` is `attribute` or nested under it (milli's `is_faceted_by`)."""
-    return name == attribute or (name.startswith(attribute) and name[len(attribute)] == ".")
-
-
-def match_pattern(pattern: str, name: str) -> int:
-    """milli's `match_pattern` for granular rules: `*` globs at either end; MATCH, PARENT or NO_MATCH."""
-    if pattern == "*":
-        return MATCH
-    if len(pattern) > 1 and pattern.startswith("*") and pattern.endswith("*"):
-        if pattern[1:-1] in name:
-            return MATCH
-    elif pattern.startswith("*"):
-        if name.endswith(pattern[1:]):
-            return MATCH
-    elif pattern.endswith("*"):
-        if name.startswith(pattern[:-1]):
-            return MATCH
-    elif pattern == name:
-        return MATCH
-    return PARENT if is_faceted_by(pattern, name) else NO_MATCH
-
-
-def match_legacy(attribute: str, name: str) -> int:
-    """milli's `match_field_legacy`: MATCH for the attribute and its children, PARENT for its parents."""
-    if is_faceted_by(name, attribute):
-        return MATCH
-    return PARENT if is_faceted_by(attribute, name) else NO_MATCH
 
 
 @dataclass(frozen=True)
@@ -460,7 +427,7 @@ def _finite(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         number = float(value)
     elif isinstance(value, str):
-        parsed = rust_parse_f64(value)
+        parsed = parse_f64(value)
         if parsed is None:
             return None
         number = parsed

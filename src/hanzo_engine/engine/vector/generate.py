@@ -39,11 +39,11 @@ from hanzo_engine.engine.vector.embedders import (
     is_generating,
     reindex_action,
 )
-from hanzo_engine.engine.vector.json_template import osa_distance
 from hanzo_engine.engine.vector.prompt import RenderError
 from hanzo_engine.engine.vector.rest import EmbedderError
 from hanzo_engine.engine.vector.status import FREEZE, GENERATED, StatusAction, provided
 from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore
+from hanzo_engine.rustcompat.distance import osa_distance
 
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import IndexReader, IndexWriter

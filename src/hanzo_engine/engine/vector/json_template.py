@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from hanzo_engine.apitypes.deserr import serde_unexpected
+from hanzo_engine.rustcompat.distance import osa_distance
 
 PathItem: TypeAlias = "str | int"
 Path: TypeAlias = "tuple[PathItem, ...]"
@@ -98,22 +99,6 @@ def as_embedding(value: Any) -> list[float]:
             raise ValueError(f"invalid type: {serde_unexpected(item, null='unit value')}, expected f32")
         out.append(float(item))
     return out
-
-
-def osa_distance(a: str, b: str, limit: int = 2) -> int:
-    """Levenshtein distance counting an adjacent transposition as one edit (`limit + 1` when larger)."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        prev2, prev = prev, cur
-    return min(prev[-1], limit + 1)
 
 
 def _last_named_object(root: str, path: Path) -> str:

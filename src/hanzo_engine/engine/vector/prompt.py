@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
+from hanzo_engine.rustcompat.floats import f64_display as format_float
+
 DEFAULT_TEMPLATE: Final = ("{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
                            "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}")
 DEFAULT_MAX_BYTES: Final = 400
@@ -69,16 +71,6 @@ class _Empty:
 EMPTY, BLANK = _Empty(False), _Empty(True)
 
 # -- values -------------------------------------------------------------------------------------------
-
-
-def format_float(x: float) -> str:
-    """Rust's `Display` for f64: integral values without a fraction, never an exponent."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    text = format(Decimal(repr(x)), "f")  # the shortest round-trip digits, padded with zeros
-    return text[:-2] if text.endswith(".0") else text
 
 
 def to_text(value: Any) -> str:
