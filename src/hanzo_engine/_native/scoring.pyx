@@ -1,9 +1,10 @@
 # cython: language_level=3
 """Native helpers for search: typo matching over the sorted word dictionary, walked as a trie.
 
-`SortedWords.matches` returns exactly what `typo.WordTable.matches` returns (same bounded
-optimal-string-alignment distance, first-letter rule, prefix mode, per-cost limit, dictionary order),
-but does not run one dynamic-programming table per dictionary word:
+`SortedWords.matches` returns exactly what a full scan with one dynamic-programming table per dictionary
+word returns (same bounded optimal-string-alignment distance, first-letter rule, prefix mode, per-cost
+limit, dictionary order; the scan is `full_scan_matches` in tests/property/test_typo_matcher_props.py,
+which holds the two equal), but does not run one table per word:
 
 - Consecutive sorted words share prefixes, and DP row j (the first j characters of the word against
   the whole query) depends only on those j characters. Rows of the shared prefix (`lcp[k]`, the common
@@ -13,9 +14,8 @@ but does not run one dynamic-programming table per dictionary word:
   word that shares those j characters. That run of words is skipped with a binary search instead of
   being scanned (in prefix mode its accepted words are listed without computing anything).
 
-With a 2M-word dictionary a 2-typo query went from a full scan (~100-250 ms) to the trie nodes within
-the budget (well under a millisecond to a few ms). Invariant: words must be sorted by code point
-(LMDB key order of UTF-8 is code-point order), as `WordTable` expects too.
+So a query visits only the trie nodes within its budget, not the whole dictionary. Invariant: words must
+be sorted by code point (LMDB key order of UTF-8 is code-point order).
 """
 
 from libc.stdint cimport uint8_t, uint32_t
