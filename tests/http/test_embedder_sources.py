@@ -303,3 +303,39 @@ def test_composite_display_defaults(http: httpx.Client, service: Service, index_
                                                     "documentTemplateMaxBytes": 400}}}
     finally:
         features(http, compositeEmbedders=False)
+
+
+# -- `media` in a search ----------------------------------------------------------------------------------
+
+
+def test_media_needs_multimodal_and_search_fragments(http: httpx.Client, service: Service, index_uid: str) -> None:
+    task = task_of(http, http.patch(f"/indexes/{index_uid}/settings", json={"embedders": {
+        "rest": rest(service, "/single", dimensions=DIM, documentTemplate="{{doc.title}}"),
+        "manual": {"source": "userProvided", "dimensions": DIM}}}))
+    assert task["status"] == "succeeded", task
+    add(http, index_uid, [{**doc, "_vectors": {"manual": None}} for doc in DOCS])
+    media = {"image": "https://example.com/cat.png"}
+    res = http.post(f"/indexes/{index_uid}/search", json={"media": media, "hybrid": {"embedder": "rest"}})
+    assert res.status_code == 400
+    assert res.json() == error("feature_not_enabled", "passing `media` in a search query requires enabling the "
+                               "`multimodal` experimental feature. See https://github.com/orgs/meilisearch/discussions/846")
+    features(http, multimodal=True)
+    try:
+        # no embedder has `searchFragments` (this build refuses them), so `media` cannot be embedded
+        res = http.post(f"/indexes/{index_uid}/search", json={"media": media, "hybrid": {"embedder": "rest"}})
+        assert res.status_code == 400
+        assert res.json() == error("vector_embedding_error", "Error while generating embeddings: user error: `media` "
+                                   "requested, and the configuration has source `rest`, but the configuration doesn't "
+                                   "have `searchFragments`.")
+        res = http.post(f"/indexes/{index_uid}/search", json={"media": media, "hybrid": {"embedder": "manual"}})
+        assert res.status_code == 400
+        assert res.json() == error("vector_embedding_error", "Error while generating embeddings: user error: `media` "
+                                   "requested but the configuration doesn't have source `rest`")
+        # a hybrid search whose query cannot be embedded answers with its keyword results, as Meilisearch
+        service.reset()
+        body = search(http, index_uid, {"q": "blue car", "media": media,
+                                        "hybrid": {"embedder": "rest", "semanticRatio": 0.5}})
+        assert body["semanticHitCount"] == 0 and [h["id"] for h in body["hits"]][:1] == [3]
+        assert service.requests == []
+    finally:
+        features(http, multimodal=False)

@@ -476,7 +476,8 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
         request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
     hybrid = query.hybrid
     ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
-                   hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
+                   hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None,
+                   media=query.media, multimodal=features is not None and features.multimodal)
     result = ai.result if ai is not None else run_engine_search(reader, request, settings)
     if pins:
         result = apply_pins(result, pins, offset, limit)

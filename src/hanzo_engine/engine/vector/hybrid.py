@@ -70,12 +70,12 @@ class AiOutcome:
     query_vector: list[float] | None  # None: the query could not be embedded (keyword results)
 
 
-def search_kind(q: str | None, vector: Sequence[float] | None, ratio: float | None) -> str:
+def search_kind(q: str | None, vector: Sequence[float] | None, ratio: float | None, media: Any = None) -> str:
     """`keyword`, `semantic` or `hybrid` for a query with a `hybrid` parameter (ratio None: no hybrid)."""
     if ratio is None or ratio == 0.0:
         return "keyword"
     placeholder = q is None or not q.strip()
-    if placeholder and vector is None:
+    if placeholder and vector is None and media is None:
         return "keyword"
     if ratio == 1.0 or placeholder:
         return "semantic"
@@ -130,13 +130,19 @@ def semantic(reader: IndexReader, settings: dict[str, Any], embedder: str, vecto
 
 
 def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q: str | None,
-                 vector: Sequence[float] | None, deadline: float | None = None) -> list[float]:
+                 vector: Sequence[float] | None, deadline: float | None = None, media: Any = None) -> list[float]:
     """The query vector: `vector` checked against the embedder, or `q` embedded by it before
-    `deadline` (a `time.monotonic()` value). Meilisearch's 400 errors."""
+    `deadline` (a `time.monotonic()` value). Meilisearch's 400 errors. `media` needs an embedder with
+    `searchFragments`, which this build does not run (they are refused in the settings)."""
     conf = (settings.get("embedders") or {}).get(embedder)
     if conf is None:
         raise MeiliError("invalid_search_embedder", f"Cannot find embedder with name `{embedder}`.")
     config = VectorStore.of(reader.index).config(reader, embedder)
+    if vector is None and media is not None:
+        problem = ("`media` requested, and the configuration has source `rest`, but the configuration doesn't have "
+                   "`searchFragments`." if conf.get("source") == "rest"
+                   else "`media` requested but the configuration doesn't have source `rest`")
+        raise MeiliError("vector_embedding_error", f"Error while generating embeddings: user error: {problem}")
     if vector is None:
         if conf.get("source") == "userProvided":
             raise MeiliError("vector_embedding_error", "Error while generating embeddings: user error: attempt to "
@@ -161,12 +167,17 @@ def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q
 
 
 def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any], embedder: str | None,
-              ratio: float | None, vector: Sequence[float] | None, fusion: str | None = None) -> AiOutcome | None:
+              ratio: float | None, vector: Sequence[float] | None, fusion: str | None = None, *,
+              media: Any = None, multimodal: bool = False) -> AiOutcome | None:
     """A semantic or hybrid search; None when the query is a keyword search. `fusion` (None, `convex`
-    or `rrf`) chooses how a hybrid search combines its two lists (see the module docstring)."""
+    or `rrf`) chooses how a hybrid search combines its two lists (see the module docstring). `media`
+    (a search parameter of the `multimodal` feature) is embedded instead of `q`."""
+    if media is not None and not multimodal:
+        raise MeiliError("feature_not_enabled", "passing `media` in a search query requires enabling the `multimodal` "
+                         "experimental feature. See https://github.com/orgs/meilisearch/discussions/846")
     if embedder is None:
         return None
-    kind = search_kind(request.q, vector, ratio)
+    kind = search_kind(request.q, vector, ratio, media)
     if kind == "keyword":
         return None
     assert ratio is not None
@@ -175,7 +186,7 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
     if kind == "hybrid":
         try:
             query_vector = check_vector(reader, settings, embedder, request.q, vector,
-                                        time.monotonic() + HYBRID_EMBED_SECONDS)
+                                        time.monotonic() + HYBRID_EMBED_SECONDS, media)
         except MeiliError as err:
             if err.code != "vector_embedding_error":
                 raise
@@ -183,7 +194,8 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
             return AiOutcome(search(reader, request, settings), 0, None)
     else:
         cutoff = settings.get("searchCutoffMs") or DEFAULT_SEARCH_CUTOFF_MS
-        query_vector = check_vector(reader, settings, embedder, request.q, vector, time.monotonic() + cutoff / 1000)
+        query_vector = check_vector(reader, settings, embedder, request.q, vector, time.monotonic() + cutoff / 1000,
+                                    media)
     threshold = request.ranking_score_threshold
     want = request.offset + request.limit
     if kind == "hybrid" and fusion is not None:

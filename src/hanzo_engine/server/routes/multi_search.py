@@ -505,7 +505,8 @@ class Federated:
         request = self._request(query, limit + len(pins), prepared)
         hybrid = query.hybrid
         ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
-                       hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
+                       hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None,
+                       media=query.media, multimodal=filters.multimodal)
         result = ai.result if ai is not None else run_engine_search(reader, request, settings)
         if pins:
             result = apply_pins(result, pins, 0, limit)
