@@ -159,8 +159,8 @@ def build(db: Path, source: Path, n_docs: int) -> int:
     per CHUNK documents, as a server leaves it (VERSION, default keys). Returns the corpus's size as
     compact NDJSON (what the update files and the dump hold)."""
     from hanzo_engine.auth import KeyStore
+    from hanzo_engine.engine.storage.datadir import write_version
     from hanzo_engine.scheduler.scheduler import Scheduler
-    from hanzo_engine.server.startup import write_version
 
     decode, encode = msgspec.json.Decoder().decode, msgspec.json.Encoder().encode
     corpus_bytes = 0

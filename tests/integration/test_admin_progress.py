@@ -20,8 +20,8 @@ from click.testing import CliRunner, Result
 
 from hanzo_engine.auth import KeyStore
 from hanzo_engine.cli import main
+from hanzo_engine.engine.storage.datadir import write_version
 from hanzo_engine.scheduler.scheduler import Scheduler
-from hanzo_engine.server.startup import write_version
 from tests.conftest import ServerProcess
 
 COUNT = 5000

@@ -21,8 +21,8 @@ from hanzo_engine.dump.compaction import compact_env_file
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search.engine import search
 from hanzo_engine.engine.search.types import SearchRequest
+from hanzo_engine.engine.storage.datadir import DataDirLock, write_version
 from hanzo_engine.scheduler.scheduler import Scheduler
-from hanzo_engine.server.startup import DataDirLock, write_version
 
 
 def add_docs(s: Scheduler, uid: str, docs: list[dict[str, Any]]) -> int:

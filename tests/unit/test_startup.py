@@ -6,17 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from hanzo_engine.server import startup
-from hanzo_engine.server.options import load_options
-from hanzo_engine.server.startup import (
+from hanzo_engine.engine.storage import datadir
+from hanzo_engine.engine.storage.datadir import (
     FORMAT_VERSION,
+    DataDirError,
     DataDirLock,
     DataDirLocked,
-    StartupError,
     check_version,
-    prepare,
     read_version,
 )
+from hanzo_engine.server import startup
+from hanzo_engine.server.options import load_options
+from hanzo_engine.server.startup import StartupError, prepare
 
 
 def options(tmp_path: Path, *flags: str) -> startup.Options:
@@ -55,14 +56,14 @@ def test_other_formats_are_refused_and_upgrades_run_only_when_asked(tmp_path: Pa
     db = tmp_path / "data.ms"
     db.mkdir()
     (db / "VERSION").write_text("garbage")
-    with pytest.raises(StartupError, match="Version file is corrupted"):
+    with pytest.raises(DataDirError, match="Version file is corrupted"):
         check_version(db)
     (db / "VERSION").write_text(f"hanzo-engine-db {FORMAT_VERSION - 1}")
-    with pytest.raises(StartupError, match="No in-place upgrade exists from this format"):
+    with pytest.raises(DataDirError, match="No in-place upgrade exists from this format"):
         check_version(db, upgrade=True)
     ran: list[Path] = []
-    monkeypatch.setitem(startup.UPGRADES, FORMAT_VERSION - 1, ran.append)
-    with pytest.raises(StartupError, match="Start with `--upgrade-db`"):
+    monkeypatch.setitem(datadir.UPGRADES, FORMAT_VERSION - 1, ran.append)
+    with pytest.raises(DataDirError, match="Start with `--upgrade-db`"):
         check_version(db)
     assert ran == []
     assert check_version(db, upgrade=True) == FORMAT_VERSION

@@ -1,6 +1,6 @@
 """`hanzo-engine admin --db-path DIR <command>`: offline maintenance of a data directory (meilitool's role).
 
-Every command first takes the data directory's lock (`server.startup.DataDirLock`): when a server (or
+Every command first takes the data directory's lock (`engine.storage.datadir.DataDirLock`): when a server (or
 another admin command) holds the directory, the command refuses with the holder's pid and touches
 nothing. It then checks the format VERSION, as meilitool reads the VERSION file first.
 
@@ -51,19 +51,19 @@ def _db_path(ctx: click.Context) -> Path:
 @contextlib.contextmanager
 def _locked(ctx: click.Context, command: str) -> Iterator[Path]:
     """The data directory, locked and version-checked for the duration of the command."""
-    from hanzo_engine.server.startup import DataDirLock, StartupError, check_version
+    from hanzo_engine.engine.storage.datadir import DataDirError, DataDirLock, check_version
 
     db_path = _db_path(ctx)
     if not (db_path / "tasks" / "data.mdb").exists():
         raise click.ClickException(f"no hanzo-engine database at {db_path}")
     try:
         lock = DataDirLock(db_path, f"`hanzo-engine admin {command}`").acquire()
-    except StartupError as exc:
+    except DataDirError as exc:
         raise click.ClickException(str(exc)) from None
     try:
         try:
             check_version(db_path)
-        except StartupError as exc:
+        except DataDirError as exc:
             raise click.ClickException(str(exc)) from None
         yield db_path
     finally:
@@ -465,10 +465,10 @@ def _run_tasks(sched: Any, task_uids: list[int], total: int, index_name: str) ->
 @click.pass_context
 def upgrade(ctx: click.Context) -> None:
     """Upgrade the database's on-disk format in place, when upgrade steps exist for it."""
-    from hanzo_engine.server.startup import (
+    from hanzo_engine.engine.storage.datadir import (
         FORMAT_VERSION,
+        DataDirError,
         DataDirLock,
-        StartupError,
         check_version,
         read_version,
     )
@@ -476,12 +476,12 @@ def upgrade(ctx: click.Context) -> None:
     db_path = _db_path(ctx)
     try:
         lock = DataDirLock(db_path, "`hanzo-engine admin upgrade`").acquire()
-    except StartupError as exc:
+    except DataDirError as exc:
         raise click.ClickException(str(exc)) from None
     try:
         before = read_version(db_path)
         check_version(db_path, upgrade=True)
-    except StartupError as exc:
+    except DataDirError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         lock.release()

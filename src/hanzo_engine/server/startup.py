@@ -2,20 +2,15 @@
 
 `prepare(options)` runs first in `create_app`, before any environment is opened:
 
-1. **Lock.** `<db>/hanzo-engine.lock` is `flock`ed exclusively for the life of the process and holds the
-   holder's pid. A second server, or an admin command (`hanzo-engine admin ...`, which takes the same
-   lock), refuses to touch a directory someone holds. The kernel drops the lock when its process dies,
-   so a `kill -9` never leaves a stale lock behind.
+1. **Lock.** The data directory's lock (`engine/storage/datadir.py`) is taken for the life of the
+   process: a second server, or an admin command, refuses to touch a directory someone holds.
 2. **Snapshot or dump**, with Meilisearch's rules (the database is "empty" when the directory is
    missing or has no entry): `--import-snapshot` unpacks the snapshot as the database;
    `--import-dump` is loaded once the scheduler and the keys store are open (`Startup.attach`). Either
    fails when a database exists, unless `--ignore-*-if-db-exists`, and when the file is missing, unless
    `--ignore-missing-*`. A failed import removes the half-built database, as Meilisearch does.
-3. **Format version.** `<db>/VERSION` holds `hanzo-engine-db <n>`, written when the database is created.
-   A different format refuses to start with a clear error (a Meilisearch data directory, which holds
-   `X.Y.Z`, is recognized and pointed to dumps); an older format is upgraded only by the registered
-   upgrade steps with `--upgrade-db` (there are none yet: format 1 is the first). A directory written
-   by hanzo-engine before VERSION files existed (a `tasks` env but no VERSION) is adopted as format 1.
+3. **Format version.** `<db>/VERSION` is checked (`engine/storage/datadir.py`): another format refuses
+   to start with a clear error; an older one is upgraded in place only with `--upgrade-db`.
 4. **Instance uid.** `<db>/instance-uid`, a UUID, created once; dumps carry it.
 
 `Startup.start`/`stop` run in the app's lifespan: the `--schedule-snapshot` timer (a thread that
@@ -24,17 +19,15 @@ registers a `snapshotCreation` task every interval) and the release of the lock.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import re
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
+
+from hanzo_engine.engine.storage.datadir import LOCK_FILE, DataDirError, DataDirLock, check_version
 
 from .options import ConfigError, Options
 
@@ -44,66 +37,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hanzo_engine.startup")
 
-FORMAT_NAME: Final = "hanzo-engine-db"
-FORMAT_VERSION: Final = 1
-VERSION_FILE: Final = "VERSION"
-LOCK_FILE: Final = "hanzo-engine.lock"
 INSTANCE_UID_FILE: Final = "instance-uid"
-# format n -> the step upgrading a database from format n to n + 1, in place
-UPGRADES: Final[dict[int, Callable[[Path], None]]] = {}
-
-_HANZO_VERSION = re.compile(rf"{FORMAT_NAME} (\d+)")
-_MEILI_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
 class StartupError(ConfigError):
     """The data directory cannot be used as asked (exits like a configuration error)."""
 
 
-class DataDirLocked(StartupError):
-    """Another process holds the data directory."""
-
-
-# -- lock ---------------------------------------------------------------------------------------------
-
-
-class DataDirLock:
-    """An exclusive `flock` on `<db>/hanzo-engine.lock`, whose content names the holder."""
-
-    def __init__(self, db_path: Path, owner: str) -> None:
-        self.path = db_path / LOCK_FILE
-        self.owner = owner
-        self._fd: int | None = None
-
-    def acquire(self) -> DataDirLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
-            os.close(fd)
-            raise DataDirLocked(
-                f"the data directory {self.path.parent} is in use by {holder}; stop it before using the "
-                "directory (or choose another --db-path)"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{self.owner} (pid {os.getpid()})\n".encode())
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-
-# -- format version -------------------------------------------------------------------------------------
+# -- data directory ---------------------------------------------------------------------------------------
 
 
 def is_empty_db(db_path: Path) -> bool:
@@ -114,68 +55,6 @@ def is_empty_db(db_path: Path) -> bool:
         return not any(db_path.iterdir())
     except NotADirectoryError:
         return False
-
-
-def write_version(db_path: Path, version: int = FORMAT_VERSION) -> None:
-    tmp = db_path / f".{VERSION_FILE}.tmp"
-    tmp.write_text(f"{FORMAT_NAME} {version}\n")
-    os.replace(tmp, db_path / VERSION_FILE)
-
-
-def read_version(db_path: Path) -> int | None:
-    """The format version of `db_path`, None when it has no VERSION file; StartupError when the file
-    is not hanzo-engine's."""
-    try:
-        text = (db_path / VERSION_FILE).read_text(errors="replace").strip()
-    except FileNotFoundError:
-        return None
-    match = _HANZO_VERSION.fullmatch(text)
-    if match is not None:
-        return int(match.group(1))
-    if _MEILI_VERSION.fullmatch(text):
-        raise StartupError(
-            f"The database at {db_path} was created by Meilisearch v{text}: hanzo-engine cannot open "
-            "Meilisearch's on-disk format. Create a dump with Meilisearch (`POST /dumps`) and start "
-            "hanzo-engine with `--import-dump <file>` on an empty --db-path."
-        )
-    raise StartupError(
-        f"Version file is corrupted and thus hanzo-engine is unable to determine the version of the "
-        f"database at {db_path}. Expected `{FORMAT_NAME} <n>`, found `{text}`."
-    )
-
-
-def check_version(db_path: Path, *, upgrade: bool = False) -> int:
-    """Refuse a database of another format (see the module docstring); returns the format version.
-
-    A database without VERSION file is given one: it is new, or it predates VERSION files (format 1).
-    """
-    version = read_version(db_path)
-    if version is None:
-        if (db_path / "tasks" / "data.mdb").exists():
-            log.info("the database at %s has no VERSION file: adopting it as format %d", db_path, FORMAT_VERSION)
-        write_version(db_path)
-        return FORMAT_VERSION
-    if version > FORMAT_VERSION:
-        raise StartupError(
-            f"Database format version {version} is higher than the format of this hanzo-engine "
-            f"({FORMAT_VERSION}). Downgrade is not supported: use the hanzo-engine that wrote the database, "
-            "or create a dump with it and import the dump here with `--import-dump`."
-        )
-    if version < FORMAT_VERSION:
-        missing = [v for v in range(version, FORMAT_VERSION) if v not in UPGRADES]
-        if not upgrade or missing:
-            how = ("Start with `--upgrade-db` to upgrade it in place (make a snapshot first)." if not missing else
-                   "No in-place upgrade exists from this format: create a dump with the hanzo-engine that wrote "
-                   "the database and import it here with `--import-dump`.")
-            raise StartupError(
-                f"Your database format version ({version}) is incompatible with this hanzo-engine "
-                f"(format {FORMAT_VERSION}). {how}"
-            )
-        for step in range(version, FORMAT_VERSION):
-            log.info("upgrading the database at %s from format %d to %d", db_path, step, step + 1)
-            UPGRADES[step](db_path)
-            write_version(db_path, step + 1)
-    return FORMAT_VERSION
 
 
 def ensure_instance_uid(db_path: Path) -> str:
@@ -260,7 +139,10 @@ def prepare(options: Options) -> Startup:
     db_path = options.db_path
     existed = db_path.exists()
     empty = is_empty_db(db_path)
-    lock = DataDirLock(db_path, "a hanzo-engine server").acquire()
+    try:
+        lock = DataDirLock(db_path, "a hanzo-engine server").acquire()
+    except DataDirError as exc:
+        raise StartupError(str(exc)) from None
     startup = Startup(options, lock)
     try:
         if options.import_snapshot is not None:
@@ -273,7 +155,10 @@ def prepare(options: Options) -> Startup:
                 raise _db_exists_error(db_path)
             elif not path.exists() and not options.ignore_missing_dump:
                 raise StartupError(f'dump doesn\'t exist at "{path}"')
-        check_version(db_path, upgrade=options.upgrade_db)
+        try:
+            check_version(db_path, upgrade=options.upgrade_db)
+        except DataDirError as exc:
+            raise StartupError(str(exc)) from None
         ensure_instance_uid(db_path)
     except BaseException:
         lock.release()
