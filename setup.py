@@ -44,6 +44,7 @@ def native_extension(pyx: Path) -> Extension:
         f"hanzo_engine._native.{pyx.stem}",
         sources=[str(pyx.relative_to(ROOT)), *csources],
         include_dirs=["csrc", numpy.get_include()],
+        depends=sorted(str(h.relative_to(ROOT)) for h in (ROOT / "csrc").glob("*.h")),
         extra_compile_args=compile_args,
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],

@@ -7,9 +7,10 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tools import gentables
 
 from hanzo_engine._native import tokenizer as native
-from hanzo_engine.engine.tokenizer import Tokenizer, gentables
+from hanzo_engine.engine.tokenizer import Tokenizer
 
 # Characters the tokenizer treats specially, so random text hits every branch often.
 SPECIAL = (

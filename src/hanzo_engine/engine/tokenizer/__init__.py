@@ -5,7 +5,7 @@
 for the same settings is a dictionary lookup. The same object must serve indexing and search: the
 words a query produces are only found when the documents were cut and normalized alike.
 
-Behaviour (details and the exact tables: csrc/tokenizer.c and `gentables`):
+Behaviour (details and the exact tables: csrc/tokenizer.c and tools/gentables.py, which generates them):
 - Separators are charabia's default list (punctuation, spaces, `+`, math operators, ...), plus
   `separatorTokens`, minus `nonSeparatorTokens`; dictionary words are matched with them, longest
   first, case-sensitively on the original text, and are never split (`"J. R. R."`).
