@@ -17,6 +17,7 @@ from hanzo_engine.apitypes.search import (
 )
 
 from ..app_state import route, state
+from ..federation.perform import network_search
 from ..foreign_keys import ForeignIndexes
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..search import (
@@ -34,8 +35,6 @@ from ..search_queue import run_queued
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     request_uid = uuid7()
     if query.use_network is not None:
-        from .multi_search import network_search  # multi_search imports the search module
-
         networked = await network_search(request, uid, query, request_uid)
         if networked is not None:
             return JSONResponse(networked)
