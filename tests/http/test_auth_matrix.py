@@ -5,7 +5,7 @@ key uid) sent to the shared secured server with, in turn: no header, a wrong key
 holding exactly the route's action, a key holding another action, the action's family wildcard
 (`documents.*`), `*`, `*.get`, a key whose index pattern matches the request's index and one whose
 patterns do not, an expired key, and a tenant token. The expected outcome comes from the contract
-(§0.1, §0.2): 401 `missing_authorization_header`, 403 `invalid_api_key` with Meilisearch's exact
+(docs/api-contract.md §0.1, §0.2): 401 `missing_authorization_header`, 403 `invalid_api_key` with Meilisearch's exact
 message, or an answer that is no auth error at all (whatever the route then says, never a 5xx).
 
 The route list is read from `ROUTES` at collection time, so a new route is walked without editing this
@@ -58,7 +58,7 @@ def invalid_key(message: str = INVALID_KEY_MESSAGE) -> dict[str, str]:
 
 
 # -------------------------------------------------------------------------------------------------
-# The contract's route -> action table (§1)
+# The route -> action table of docs/api-contract.md §1
 # -------------------------------------------------------------------------------------------------
 
 _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
@@ -120,7 +120,7 @@ _SECOND_ACTIONS: Final[dict[tuple[str, str], str]] = {("POST", "/render-template
 
 
 def contract_action(method: str, path: str) -> str | None:
-    """The action §1 gives `method path` (settings routes by rule); KeyError when §1 has no such route."""
+    """The action docs/api-contract.md §1 gives `method path` (settings routes by rule); KeyError when §1 has no such route."""
     if path.startswith("/indexes/{index_uid}/settings"):
         return "settings.get" if method == "GET" else "settings.update"
     return _CONTRACT_ACTIONS[(method, path)]
@@ -401,7 +401,7 @@ def _task_status(admin: httpx.Client, response: httpx.Response) -> str:
 def test_writes_create_an_index_only_for_keys_that_may_create_indexes(
     creds: Credentials, write: Callable[[httpx.Client, str], httpx.Response], suffix: str
 ) -> None:
-    # §1.4: a write to a missing index creates it only when the caller holds `indexes.create`
+    # docs/api-contract.md §1.4: a write to a missing index creates it only when the caller holds `indexes.create`
     actions = ("documents.add", "settings.update")
     without = create_key(creds.admin, actions, (f"{BASE}cr_*",))["key"]
     with_create = create_key(creds.admin, (*actions, "indexes.create"), (f"{BASE}cr_*",))["key"]

@@ -1,4 +1,4 @@
-"""Chat workspaces and the index `chat` setting (contract §13, Meilisearch's `routes/chats/settings.rs`,
+"""Chat workspaces and the index `chat` setting (docs/api-contract.md §13, Meilisearch's `routes/chats/settings.rs`,
 `tests/settings/chat.rs`, meilisearch-js `chat-settings` / `chat-workspaces` tests).
 
 Covered: the `chatCompletions` gate on every route and on the index setting, workspace settings (defaults,

@@ -1,7 +1,7 @@
 """POST /indexes/{uid}/documents/edit (experimental `editDocumentsByFunction`), against Meilisearch's
 route (`routes/indexes/documents.rs` `edit_documents_by_function`), its task processing
 (`process_index_operation.rs`, `update_by_function.rs`) and the SDK suites' cases (python
-`test_client_update_document_by_functions.py`, js `updateDocumentsByFunction`), api-contract §18.
+`test_client_update_document_by_functions.py`, js `updateDocumentsByFunction`), docs/api-contract.md §18.
 
 Bodies are compared whole: the 202 summary, the finished task (dates and duration aside), errors with
 Meilisearch's messages, and the documents after the task.

@@ -1,5 +1,5 @@
 """`POST /indexes/{uid}/facet-search` against a real server, with the expectations of Meilisearch's
-`tests/search/facet_search.rs` and the contract §3.11."""
+`tests/search/facet_search.rs` and docs/api-contract.md §3.11."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Two kinds of expectations: Meilisearch's own (its `tests/search/{filters,geo}.rs` snapshots), and,
 on the datasets of `tests/assets/datasets/meilisearch/` (movies, meteorites for geo, products for nested
-fields), values computed here from the raw files with the contract's rules (§3.8, §5.3, §7.4):
+fields), values computed here from the raw files with the rules of docs/api-contract.md (§3.8, §5.3, §7.4):
 facet values grouped on their normalized form (NFKD, trimmed, lowercased) and shown with the first
 document's spelling, numbers printed as Rust prints an `f64`, at most 3000 candidates ordered
 alphabetically by printed value (numbers first), more candidates in numeric order; geo distances by

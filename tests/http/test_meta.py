@@ -55,7 +55,7 @@ def test_version(http: httpx.Client) -> None:
     body = r.json()
     assert list(body) == ["commitSha", "commitDate", "pkgVersion"]
     assert all(isinstance(v, str) and v for v in body.values())
-    # the Meilisearch version whose API is implemented (api-contract §20)
+    # the Meilisearch version whose API is implemented (docs/api-contract.md §20)
     assert body["pkgVersion"] == "1.50.0"
 
 

@@ -1,7 +1,7 @@
 """`POST /multi-search` against a real server, compared field by field with Meilisearch's
 `tests/search/multi/mod.rs` snapshots: non-federated results, federated merges with weights across
 indexes, pagination, `queryPosition`, facets by index, the metadata header, per-query authorization and
-every error of contract §3.10.
+every error of docs/api-contract.md §3.10.
 """
 
 from __future__ import annotations

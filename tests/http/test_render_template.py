@@ -1,4 +1,4 @@
-"""`POST /render-template` (contract §17, Meilisearch's `routes/render.rs` and `tests/documents/render_documents.rs`):
+"""`POST /render-template` (docs/api-contract.md §17, Meilisearch's `routes/render.rs` and `tests/documents/render_documents.rs`):
 the `renderRoute` gate, each template and input kind this engine supports, their errors, and the two
 actions a key needs."""
 

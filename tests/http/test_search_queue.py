@@ -1,4 +1,4 @@
-"""The bounded search queue (contract §3.14): its scheduling rules driven step by step on an event loop,
+"""The bounded search queue (docs/api-contract.md §3.14): its scheduling rules driven step by step on an event loop,
 then a real server refusing a burst past its queue with `503 too_many_search_requests` and `Retry-After`.
 """
 

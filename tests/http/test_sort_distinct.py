@@ -1,6 +1,6 @@
 """`sort` and `distinct` against a real server: Meilisearch's `tests/search/distinct.rs` and geo sort
 snapshots, and sorts of the movies dataset compared with a plain Python sort under the contract's
-rules (§3.6: numbers before strings, strings on their normalized form, missing values last, ties by
+rules (docs/api-contract.md §3.6: numbers before strings, strings on their normalized form, missing values last, ties by
 internal id; the `sort` rule applies where it sits in `rankingRules`)."""
 
 from __future__ import annotations

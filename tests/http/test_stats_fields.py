@@ -1,4 +1,4 @@
-"""Index and global stats fields (api-contract §20, Meilisearch's `IndexStats`): embeddings counted
+"""Index and global stats fields (docs/api-contract.md §20, Meilisearch's `IndexStats`): embeddings counted
 from the vector store, every internal database size, `sizeFormat=human`; and the optional stats of a
 batch (`progressTrace`, `writeChannelCongestion`, `internalDatabaseSizes`)."""
 

@@ -1,6 +1,6 @@
 """GET /tasks/{uid}/documents (experimental `getTaskDocumentsRoute`): the payload of an enqueued or
 processing `documentAdditionOrUpdate` task (Meilisearch's `routes/tasks.rs` `get_task_documents_file`,
-api-contract §19).
+docs/api-contract.md §19).
 
 To hold tasks enqueued deterministically, an index has a `rest` embedder pointed at a loopback service
 that, once closed, answers only when the test opens it again: a document addition to that index keeps

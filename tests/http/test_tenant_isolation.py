@@ -1,5 +1,5 @@
 """Tenant isolation: two tenants' documents in one index, each tenant holding a tenant token whose
-`searchRules` filter selects its own documents (contract §0.2, issue 5).
+`searchRules` filter selects its own documents (docs/api-contract.md §0.2, issue 5).
 
 A tenant must never see the other's documents, nor learn anything about them, through any route a
 tenant token opens: search (POST and GET), its facet distribution and stats, the page-mode totals,

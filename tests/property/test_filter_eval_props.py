@@ -1,6 +1,6 @@
 """Random filters over random documents select exactly what a plain Python predicate selects.
 
-The predicate below is written from the contract (§5.3), independently of the engine: strings are
+The predicate below is written from docs/api-contract.md (§5.3), independently of the engine: strings are
 compared on their normalized form (NFKD of the trimmed value, lowercased), a literal that parses as
 a finite number also compares with numbers, comparisons cover numbers numerically and strings in
 byte order, booleans are the strings `true`/`false`, `!=` and `NOT` are complements over every

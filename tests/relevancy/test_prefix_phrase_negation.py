@@ -1,4 +1,4 @@
-"""Prefix search on the last word, `"phrases"` and the `-` negative operator (contract §3.4; milli
+"""Prefix search on the last word, `"phrases"` and the `-` negative operator (docs/api-contract.md §3.4; milli
 `tests/search/phrase_search.rs`, `search/new/tests/words_tms.rs`, `query_term/parse_query.rs`).
 """
 

@@ -26,7 +26,7 @@ from hanzo_engine.apitypes.settings import (
     what_changed,
 )
 
-# §4 of the contract, verbatim (key order included)
+# docs/api-contract.md §4, verbatim (key order included)
 CONTRACT_DEFAULTS: dict[str, Any] = {
     "displayedAttributes": ["*"],
     "searchableAttributes": ["*"],
@@ -52,7 +52,7 @@ CONTRACT_DEFAULTS: dict[str, Any] = {
 }
 # what the index stores: the contract's defaults plus `foreignKeys` (after `sortableAttributes`, as
 # Meilisearch serializes it) and `chat`, which GET /settings shows only while the `foreignKeys` and
-# `chatCompletions` features are on (contract §4, §13)
+# `chatCompletions` features are on (docs/api-contract.md §4, §13)
 _CHAT_DEFAULT: dict[str, Any] = {
     "description": "",
     "documentTemplate": "{% for field in fields %}{% if field.is_searchable and field.value != nil %}"

@@ -35,7 +35,7 @@ UPDATE_FILES_DIR: Final = "tasks/update_files"
 BATCHES_QUEUE: Final = "batches/queue.jsonl"
 INDEXES_DIR: Final = "indexes"
 
-# `/experimental-features` defaults (contract §9.1): what a dump holds when nothing was toggled.
+# `/experimental-features` defaults (docs/api-contract.md §9.1): what a dump holds when nothing was toggled.
 DEFAULT_FEATURES: Final[dict[str, bool]] = {
     "metrics": False, "logsRoute": False, "editDocumentsByFunction": False, "containsFilter": False,
     "dynamicSearchRules": False, "network": False, "getTaskDocumentsRoute": False,

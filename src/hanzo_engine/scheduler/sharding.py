@@ -1,5 +1,5 @@
-"""Sharding (Meilisearch Enterprise Edition's `milli::sharding`, contract §14): which documents a node keeps,
-the `_shard` filter, the `network` details of tasks and the `networkTopologyChange` task.
+"""Sharding (Meilisearch Enterprise Edition's `milli::sharding`, docs/api-contract.md §14): which documents
+a node keeps, the `_shard` filter, the `network` details of tasks and the `networkTopologyChange` task.
 
 A network is sharded when it has a `leader`. Every node then receives every write (the leader forwards
 it, `server.sharding`) and keeps only the documents of the shards it owns. The shard of a document is

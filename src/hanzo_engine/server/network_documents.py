@@ -1,6 +1,6 @@
 """Document reads and facet search over the network (`useNetwork` on `GET /documents`, `POST
 /documents/fetch`, `GET /documents/{id}` and `POST /facet-search`; Meilisearch's
-`retrieve_documents_federated` and facet search's `search_federated`, contract §14).
+`retrieve_documents_federated` and facet search's `search_federated`, docs/api-contract.md §14).
 
 - Browse: the request goes to every remote of the network (the one named like `self` is read here) as
   `POST /indexes/{uid}/documents/fetch` with `offset: 0, limit: offset + limit` and

@@ -16,7 +16,7 @@ document (`engine/search/facet_distribution.py`). With a `_geoPoint` sort, hits 
 vector store (`engine/vector/hybrid.py`, with the opt-in `hybrid.fusion`); as Meilisearch since v1.8,
 their hits carry no `_semanticScore` (the similarity is `_rankingScore`).
 
-Pagination (contract §3.2): `maxTotalHits` bounds the reachable window (offset capped at it, limit at
+Pagination (docs/api-contract.md §3.2): `maxTotalHits` bounds the reachable window (offset capped at it, limit at
 what remains); page mode asks the engine for an exhaustive count. Totals are capped at `maxTotalHits`.
 """
 
@@ -541,6 +541,6 @@ def search_rules(request: Request) -> list[dict[str, Any]] | None:
 
 
 def fused_query(request: Request, uid: str, query: SearchQuery) -> SearchQuery:
-    """`query` with the tenant token's search-rule filter for `uid` AND-ed to its own (contract §0.2)."""
+    """`query` with the tenant token's search-rule filter for `uid` AND-ed to its own (docs/api-contract.md §0.2)."""
     fused = auth_filter(request).fuse_filter(uid, query.filter)
     return query if fused is query.filter else dataclasses.replace(query, filter=fused)

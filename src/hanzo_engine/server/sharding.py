@@ -1,4 +1,4 @@
-"""Sharded writes and searches (Meilisearch Enterprise Edition's `proxy` module, contract §14).
+"""Sharded writes and searches (Meilisearch Enterprise Edition's `proxy` module, docs/api-contract.md §14).
 
 A network is sharded when it has a `leader`. Then:
 

@@ -1,4 +1,4 @@
-"""Facets of a federated search: `federation.facetsByIndex` and `federation.mergeFacets` (contract
+"""Facets of a federated search: `federation.facetsByIndex` and `federation.mergeFacets` (docs/api-contract.md
 §3.10; Meilisearch's `FederatedFacets`, `FacetOrder::ByFacet` and `ComputedFacets`).
 
 What the caller (`federation/perform.py`) computes per index, as Meilisearch does:

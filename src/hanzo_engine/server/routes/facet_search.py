@@ -1,5 +1,5 @@
 """`POST /indexes/{index_uid}/facet-search` (action `search`): the values of one facet matching a
-prefix (typo-tolerant), counted among the documents a search selects (contract §3.11).
+prefix (typo-tolerant), counted among the documents a search selects (docs/api-contract.md §3.11).
 
 As Meilisearch's `perform_facet_search`: the body is validated (unknown keys are ignored, the struct
 does not deny them), the tenant token's filter is AND-ed to the request's, then in the read

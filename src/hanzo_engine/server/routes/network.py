@@ -1,4 +1,4 @@
-"""`GET/PATCH /network` and `POST /network/control` (contract §14; Meilisearch's `routes/network`).
+"""`GET/PATCH /network` and `POST /network/control` (docs/api-contract.md §14; Meilisearch's `routes/network`).
 
 The network names this instance (`self`), the other instances it may query (`remotes`, each with its
 URL and its search and write API keys) and the `shards` they own. Community Edition semantics, as

@@ -1,5 +1,5 @@
 """`GET/POST /indexes/{index_uid}/similar` (action `search`): the documents whose vectors are nearest
-to a given document's, for one embedder (contract §3.13).
+to a given document's, for one embedder (docs/api-contract.md §3.13).
 
 The target document's first embedding is the query; the document itself is excluded; `filter` is
 evaluated as the search route's (errors re-coded `invalid_similar_filter`) and applied during the
