@@ -1,4 +1,4 @@
-"""The repository is self-contained: no tracked source, test, benchmark or build file refers to a path
+"""The repository is self-contained: no tracked source, test, benchmark, document or build file refers to a path
 outside it (a sibling folder of the datasets and tools, an absolute path into the machine's work root, `__file__`
 climbed above the root).
 
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = ["src", "tests", "benchmarks", "workloads", "csrc", "dev", ".ci", "Dockerfile", "setup.py",
-           "pyproject.toml"]
+CHECKED = ["src", "tests", "benchmarks", "workloads", "csrc", "tools", "docs", "README.md", "dev", ".ci",
+           "Dockerfile", "setup.py", "pyproject.toml"]
 SKIPPED_PREFIXES = ("benchmarks/results/",)
 THIS = Path(__file__).resolve().relative_to(ROOT).as_posix()
 
