@@ -283,7 +283,7 @@ def _run_server(cli_values: dict[str, Any]) -> None:
         **ssl,
     )
     # The modules and the app live as long as the server: out of the cyclic GC's reach, a full
-    # collection walks only what the server creates afterwards (~5 ms less per full collection).
+    # collection walks only what the server creates afterwards.
     # Here, not in the app, so that tests and embedders creating apps keep their collections.
     gc.freeze()
     try:

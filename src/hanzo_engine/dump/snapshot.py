@@ -10,10 +10,8 @@ while it runs. Environments are copied one after the other: the caller (the sche
 guarantees no index changes in between, so the set is consistent too.
 
 Why the rebuild rather than LMDB's faster `mdb_env_copy2(MDB_CP_COMPACT)`: the copy is a small part of
-a snapshot, compression is most of it, and a denser file compresses sooner and smaller. Measured on a
-100k-document index (186 MB), copy + tar.gz: 8.0-8.3 s and 46 MB with the rebuild vs 8.7-8.8 s and
-52 MB with LMDB's copy (its copy step alone: 0.2 s vs 0.7-0.9 s); after 90% of the documents were
-deleted: 0.67 s and 5.2 MB vs 1.2-1.4 s and 10.5 MB. A restored snapshot is compact too.
+a snapshot, compression is most of it, and a denser file compresses sooner and smaller, so the whole
+snapshot is faster and smaller. A restored snapshot is compact too.
 
 The archive is staged under `<snapshot_dir>/.tmp-*`, compressed to `<name>.snapshot.tmp`, made
 read-only (0o444, as Meilisearch) and renamed into place, so a reader never sees a partial snapshot.

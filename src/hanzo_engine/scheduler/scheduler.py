@@ -51,9 +51,8 @@ AUTOBATCH_WINDOW = 10_000
 @contextlib.contextmanager
 def _full_collections_deferred() -> Any:
     """No full (generation 2) garbage collection while a batch is applied: the batch's documents are
-    hundreds of thousands of live containers, each full collection walked all of them (78 pauses of
-    120-200 ms while loading 1M documents over HTTP, ~13% of the load) and could free none. Young
-    collections go on; the deferred full collection runs in due course after the batch."""
+    hundreds of thousands of live containers, each full collection would walk all of them and could free
+    none. Young collections go on; the deferred full collection runs in due course after the batch."""
     thresholds = gc.get_threshold()
     gc.set_threshold(thresholds[0], thresholds[1], 1 << 30)
     try:
