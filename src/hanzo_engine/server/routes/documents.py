@@ -58,6 +58,7 @@ from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..network_documents import weighted_score_values
 from ..search import NETWORK_DISCUSSION, filter_features, parse_search_filter
+from ..search_queue import run_queued
 
 
 def _csv_delimiter(text: str) -> str:
@@ -293,6 +294,14 @@ def _browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = Fa
     return read_index(state(request).scheduler, uid, run)
 
 
+async def _queued_browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = False) -> dict[str, Any]:
+    """A documents fetch holds a search-queue permit, as in Meilisearch, unless the
+    `disableDocumentsFetchQueue` experimental feature is on."""
+    if runtime_features(request).enabled("disableDocumentsFetchQueue"):
+        return await run_in_threadpool(_browse, request, uid, params, proxy)
+    return await run_queued(request, _browse, request, uid, params, proxy)
+
+
 @route("GET", "/indexes/{index_uid}/documents", action="documents.get")
 async def browse_documents(request: Request) -> Response:
     params = parse_query(query_pairs(request), BROWSE_QUERY)
@@ -305,7 +314,7 @@ async def browse_documents(request: Request) -> Response:
     networked = await _network_browse(request, uid, params)
     if networked is not None:
         return JSONResponse(networked)
-    return JSONResponse(await run_in_threadpool(_browse, request, uid, params))
+    return JSONResponse(await _queued_browse(request, uid, params))
 
 
 @route("POST", "/indexes/{index_uid}/documents/fetch", action="documents.get")
@@ -318,7 +327,7 @@ async def fetch_documents(request: Request) -> Response:
     if networked is not None:
         return JSONResponse(networked)
     proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
-    return JSONResponse(await run_in_threadpool(_browse, request, uid, params, proxy))
+    return JSONResponse(await _queued_browse(request, uid, params, proxy))
 
 
 async def _network_browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any] | None:

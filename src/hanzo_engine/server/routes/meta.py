@@ -24,6 +24,8 @@ from ..http import JSONResponse
 
 
 async def health(request: Request) -> Response:
+    if getattr(request.app.state, "must_restart", False):  # the task queue was compacted (`POST /tasks/compact`)
+        return JSONResponse({"status": "mustRestart"}, status_code=500)
     return JSONResponse({"status": "available"})
 
 
