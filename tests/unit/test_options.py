@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -305,15 +306,39 @@ def test_dump_and_snapshot_argument_relations(tmp_path: Path) -> None:
 
 
 def test_ignored_options_are_accepted_and_reported(tmp_path: Path) -> None:
-    write_config(tmp_path / "config.toml", 's3_bucket_url = "https://s3.example"\nssl_tickets = false\n')
+    write_config(tmp_path / "config.toml", 'ssl_resumption = true\nssl_tickets = false\n')
     opts = load(tmp_path, {"experimental_reduce_indexing_memory_usage": True})
-    # A flag set to false in the file is not "used"; the S3 URL and the CLI flag are.
-    assert set(opts.ignored_options) == {"--s3-bucket-url", "--experimental-reduce-indexing-memory-usage"}
+    # A flag set to false in the file is not "used"; the other flag in the file and the CLI flag are.
+    assert set(opts.ignored_options) == {"--ssl-resumption", "--experimental-reduce-indexing-memory-usage"}
     warnings = check_startup(dataclasses.replace(opts, master_key="a" * 16))
     assert warnings == [
         f"The `{flag}` option is not supported by hanzo-engine and is ignored."
         for flag in opts.ignored_options
     ]
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"s3_bucket_url": "https://s3.example"}, "The `--s3-bucket-url` option is not supported by hanzo-engine: "
+     "snapshots are written to `--snapshot-dir` only, never uploaded to S3. Remove it to start the server."),
+    ({"experimental_personalization_api_key": "co-key"}, "The `--experimental-personalization-api-key` option is "
+     "not supported by hanzo-engine: there is no personalization (reranking) service; a search with `personalize` "
+     "answers `feature_not_enabled`. Remove it to start the server."),
+    ({"ssl_ocsp_path": "ocsp.der"}, "The `--ssl-ocsp-path` option is not supported by hanzo-engine: OCSP stapling "
+     "is not available. Remove it to start the server."),
+    ({"experimental_replication_parameters": True}, "The `--experimental-replication-parameters` option is not "
+     "supported by hanzo-engine: the task queue has no replication mode. Remove it to start the server."),
+])
+def test_options_that_would_change_answers_are_refused(tmp_path: Path, values: dict[str, Any], message: str) -> None:
+    opts = load(tmp_path, {**values, "master_key": "a" * 16})
+    with pytest.raises(ConfigError) as err:
+        check_startup(opts)
+    assert str(err.value) == message
+
+
+def test_dumpless_upgrade_is_upgrade_db(tmp_path: Path) -> None:
+    opts = load(tmp_path, {"experimental_dumpless_upgrade": True})
+    assert opts.upgrade_db is True and opts.ignored_options == ()
+    assert load(tmp_path).upgrade_db is False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,13 +19,15 @@ Invariants:
 - Relative paths (`db_path`, dump and snapshot locations, TLS files) are resolved against `cwd`,
   so an `Options` value never depends on the process's working directory later on.
 
-Meilisearch options that hanzo-engine accepts but ignores (a warning is returned by
-`check_startup` when one is set, from any source): `ssl_ocsp_path`, `ssl_resumption`,
-`ssl_tickets` (uvicorn exposes no OCSP stapling, resumption or ticket knobs), every `s3_*` and
-`experimental_s3_*` option (snapshots are written to `snapshot_dir` only),
-`experimental_dumpless_upgrade` (the pre-1.13 name of `upgrade_db`),
-`experimental_replication_parameters`, `experimental_reduce_indexing_memory_usage`,
-`experimental_no_snapshot_compaction` and `experimental_personalization_api_key`.
+Meilisearch options that hanzo-engine does not implement. Those whose absence only changes how the
+server works, never what it answers or stores, are accepted with a warning from `check_startup`:
+`ssl_resumption`, `ssl_tickets` (TLS session reuse), `experimental_reduce_indexing_memory_usage`
+and `experimental_no_snapshot_compaction`. The others are refused at startup (`ConfigError` from
+`check_startup`, with the reason), since ignoring them would change what the user gets:
+`ssl_ocsp_path` (no OCSP stapling), every `s3_*` and `experimental_s3_*` option (snapshots are
+written to `snapshot_dir` only), `experimental_replication_parameters` and
+`experimental_personalization_api_key` (no reranking service). `experimental_dumpless_upgrade`, the
+pre-1.13 name of `upgrade_db`, sets it.
 
 Deliberate differences: `max_indexing_threads = "unlimited"` means every available CPU (Meilisearch
 falls back to its default pool size), `0` threads is rejected, and `MEILI_SCHEDULE_SNAPSHOT` also
@@ -324,6 +326,7 @@ class OptionSpec:
     default_help: str | None = None
     metavar: str | None = None
     ignored: bool = False
+    refused: str | None = None  # why an ignored option stops the server when set (None: a warning)
 
     @property
     def value_name(self) -> str:
@@ -362,11 +365,17 @@ def _bool_opt(name: str, help: str, **kw: Any) -> OptionSpec:
     return _opt(name, False, _flag, help, is_flag=True, **kw)
 
 
-def _ignored(name: str, *, is_flag: bool = False) -> OptionSpec:
-    help = "Accepted for compatibility with Meilisearch; has no effect in hanzo-engine."
+def _ignored(name: str, *, is_flag: bool = False, refused: str | None = None) -> OptionSpec:
+    help = ("Not supported by hanzo-engine: refused at startup." if refused is not None
+            else "Accepted for compatibility with Meilisearch; has no effect in hanzo-engine.")
     if is_flag:
-        return _bool_opt(name, help, ignored=True)
-    return _opt(name, None, _identity, help, ignored=True)
+        return _bool_opt(name, help, ignored=True, refused=refused)
+    return _opt(name, None, _identity, help, ignored=True, refused=refused)
+
+
+_NO_S3: Final = "snapshots are written to `--snapshot-dir` only, never uploaded to S3"
+# an old option name that sets the current one
+_ALIASES: Final = {"experimental_dumpless_upgrade": "upgrade_db"}
 
 
 OPTIONS: Final[tuple[OptionSpec, ...]] = (
@@ -395,7 +404,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _opt("ssl_key_path", None, _path, "Server TLS private key (PEM)."),
     _opt("ssl_auth_path", None, _path, "CA certificates used to verify client certificates."),
     _bool_opt("ssl_require_auth", "Makes client certificate authentication mandatory."),
-    _ignored("ssl_ocsp_path"),
+    _ignored("ssl_ocsp_path", refused="OCSP stapling is not available"),
     _ignored("ssl_resumption", is_flag=True),
     _ignored("ssl_tickets", is_flag=True),
     _opt("import_snapshot", None, _path, "Imports the snapshot at this path before starting."),
@@ -450,7 +459,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_help="one per CPU",
     ),
     _bool_opt("upgrade_db", "Upgrades a database written by an older version at start."),
-    _ignored("experimental_dumpless_upgrade", is_flag=True),
+    _bool_opt("experimental_dumpless_upgrade", "Former name of `--upgrade-db`: sets it.", ignored=True),
     _bool_opt("experimental_contains_filter", "Enables the CONTAINS filter operator."),
     _bool_opt("experimental_enable_metrics", "Enables Prometheus metrics on `GET /metrics`."),
     _bool_opt("experimental_enable_logs_route", "Enables the `/logs/stream` and `/logs/stderr` routes."),
@@ -479,7 +488,8 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "Number of searches that may run concurrently on each core.",
     ),
     _ignored("experimental_reduce_indexing_memory_usage", is_flag=True),
-    _ignored("experimental_replication_parameters", is_flag=True),
+    _ignored("experimental_replication_parameters", is_flag=True,
+             refused="the task queue has no replication mode"),
     _opt(
         "experimental_max_number_of_batched_tasks",
         None,
@@ -505,7 +515,9 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "Keeps the pre-2024 indexing edition for settings changes.",
     ),
     _ignored("experimental_no_snapshot_compaction", is_flag=True),
-    _ignored("experimental_personalization_api_key"),
+    _ignored("experimental_personalization_api_key",
+             refused="there is no personalization (reranking) service; a search with `personalize` answers "
+                     "`feature_not_enabled`"),
     _opt(
         "experimental_allowed_ip_networks",
         None,
@@ -514,7 +526,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_help="internal networks blocked",
     ),
     *(
-        _ignored(name)
+        _ignored(name, refused=_NO_S3)
         for name in (
             "s3_bucket_url",
             "s3_bucket_region",
@@ -684,6 +696,7 @@ def load_options(cli_values: Mapping[str, Any], environ: Mapping[str, str], *, c
     values: dict[str, Any] = {}
     explicit: set[str] = set()
     ignored: list[str] = []
+    aliased: set[str] = set()
     for spec in OPTIONS:
         if spec.name == "config_file_path":
             continue
@@ -698,6 +711,10 @@ def load_options(cli_values: Mapping[str, Any], environ: Mapping[str, str], *, c
             values[spec.name] = spec.default_value()
             continue
         explicit.add(spec.name)
+        if spec.name in _ALIASES:
+            if value:
+                aliased.add(_ALIASES[spec.name])
+            continue
         if spec.ignored:
             if value not in (None, False):
                 ignored.append(spec.flag)
@@ -731,6 +748,8 @@ def load_options(cli_values: Mapping[str, Any], environ: Mapping[str, str], *, c
         half = BATCHED_TASKS_SIZE_CAP if memory is None else memory // 2
         values["experimental_limit_batched_tasks_total_size"] = min(half, BATCHED_TASKS_SIZE_CAP)
 
+    for name in aliased:
+        values[name] = True
     for spec in OPTIONS:
         if spec.ignored:
             values.pop(spec.name, None)
@@ -791,6 +810,11 @@ def check_startup(opts: Options) -> list[str]:
             f"A master key of at least {MASTER_KEY_MIN_SIZE} bytes will be required when switching to a "
             f"production environment.\n\n{_generated_master_key_message()}\n\n{_restart_hint()}"
         )
+    by_flag = {spec.flag: spec for spec in OPTIONS}
     for flag in opts.ignored_options:
+        reason = by_flag[flag].refused
+        if reason is not None:
+            raise ConfigError(f"The `{flag}` option is not supported by {PRODUCT_NAME}: {reason}. Remove it to start "
+                              "the server.")
         warnings.append(f"The `{flag}` option is not supported by {PRODUCT_NAME} and is ignored.")
     return warnings
