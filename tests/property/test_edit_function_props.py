@@ -1,5 +1,5 @@
 """Properties of the Rhai-subset interpreter of editing documents by function
-(`engine/documents/edit_function.py`) and of the `documentEdition` task that runs it.
+(`engine/documents/edit_function/`) and of the `documentEdition` task that runs it.
 
 - Any text compiles or fails with a `CompileError`; any program runs or fails with a `ScriptError`:
   nothing else escapes (no Python exception, no recursion error, no hang).
