@@ -38,6 +38,10 @@ Before any of this, `parse_expression` tries the native whole-filter scanner
 try the regex fast paths of `_fast` (whole filter, parenthesised group, single clause); they only
 accept inputs on which they agree with the general parser, spans included (`fast=False` turns them
 all off: the tests compare both).
+
+The grammar is kept whole in this one module (over 800 lines, most of it the `_Parser` class): its
+alternatives, their order and their error semantics are read together, as nom's grammar files are; the
+lexer, fast paths, AST, geo rules and messages are modules of their own.
 """
 
 from __future__ import annotations
