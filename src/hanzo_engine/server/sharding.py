@@ -391,14 +391,14 @@ def proxied_use_network(network: Network) -> bool | None:
     return False if network["leader"] is not None else None
 
 
-def network_targets(network: Network, db_path: Path | None = None) -> list[tuple[str, str | None]]:
+def network_targets(network: Network, db_path: Path | None = None) -> list[tuple[str | None, str | None]]:
     """Where a networked query goes: `(remote, shard)` pairs. Without a leader every remote searches
     everything (shard None); with one, each shard goes to this node when it owns it, else to a random
     available owner."""
     if network["leader"] is None:
         return [(name, None) for name in network["remotes"]]
     unavailable = remotes.unavailable_remotes(db_path, network) if db_path is not None else frozenset()
-    targets: list[tuple[str, str | None]] = []
+    targets: list[tuple[str | None, str | None]] = []
     for shard, value in network["shards"].items():
         owners = value["remotes"]
         if network["self"] in owners:

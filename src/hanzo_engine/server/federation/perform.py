@@ -53,7 +53,7 @@ from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.scheduler.network import Network, default_network, read_network
 
-from .. import remotes
+from .. import remotes, sharding
 from ..app_state import state
 from ..features import ExperimentalFeatures, feature_not_enabled, runtime_features
 from ..foreign_keys import ForeignIndexes, hydrate_hits
@@ -208,13 +208,14 @@ class Federated:
                 check_use_network(query, self.features)
             except MeiliError as err:
                 raise inside(err, query_where(i)) from None
-            # Community Edition: `useNetwork` defaults to false, and a networked query becomes one
-            # query per remote of the network (the one named like `self` runs here)
-            targets: list[str | None] = [options.remote]
-            if query.use_network and options.remote is None:
-                targets = list(self.network["remotes"])
-            query = dataclasses.replace(query, use_network=None)
-            for target in targets:
+            # a networked query becomes one query per remote of the network (the one named like `self`
+            # runs here), or in a sharded network one per shard (`sharding.network_targets`)
+            targets: list[tuple[str | None, str | None]] = [(options.remote, None)]
+            if network and options.remote is None and sharding.uses_network(query.use_network, self.network):
+                targets = sharding.network_targets(self.network)
+            base = dataclasses.replace(query, use_network=sharding.proxied_use_network(self.network))
+            for target, shard in targets:
+                query = dataclasses.replace(base, filter=sharding.shard_filter(base.filter, shard))
                 if target is not None:
                     self.has_remote = True
                     if not network:
@@ -527,7 +528,8 @@ async def network_search(request: Request, uid: str, query: SearchQuery, request
     features = runtime_features(request)
     if query.use_network is not None and not features.enabled("network"):
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
-    if not query.use_network:
+    network = await read_network_of(request, features)
+    if not features.enabled("network") or not sharding.uses_network(query.use_network, network):
         return None
     async with search_queue(request).permit():
         return await search_over_network(request, uid, fused_query(request, uid, query), request_uid, features)
@@ -543,8 +545,11 @@ async def search_over_network(request: Request, uid: str, query: SearchQuery, re
         "distinct": query.distinct, "showPerformanceDetails": query.show_performance_details, "personalize": None,
     }
     local = dataclasses.replace(query, offset=0, limit=DEFAULT_LIMIT, page=None, hits_per_page=None, facets=None,
-                                distinct=None, show_performance_details=False, use_network=None)
-    queries = [MultiQuery(uid, local, FederationOptions(1.0, name, None), None, None) for name in network["remotes"]]
+                                distinct=None, show_performance_details=False,
+                                use_network=sharding.proxied_use_network(network))
+    queries = [MultiQuery(uid, dataclasses.replace(local, filter=sharding.shard_filter(local.filter, shard)),
+                          FederationOptions(1.0, name, None), None, None)
+               for name, shard in sharding.network_targets(network, state(request).options.db_path)]
     with_metadata = include_metadata(request)
     searcher = Federated(state(request).indexes, federation, features, network)
     try:

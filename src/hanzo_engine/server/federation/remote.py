@@ -45,6 +45,8 @@ def query_json(uid: str, query: SearchQuery, weight: float, position: int) -> di
                highlightPreTag=query.highlight_pre_tag, highlightPostTag=query.highlight_post_tag,
                showMatchesPosition=query.show_matches_position, matchingStrategy=query.matching_strategy,
                showRankingScore=query.show_ranking_score, showRankingScoreDetails=query.show_ranking_score_details)
+    if query.use_network is not None:  # explicitly false in a sharded network: the remote must not fan out again
+        out["useNetwork"] = query.use_network
     out["federationOptions"] = {"weight": weight, "queryPosition": position}
     return out
 

@@ -32,7 +32,7 @@ from hanzo_engine.apitypes.search import (
 )
 from hanzo_engine.filter_parser import FilterFeatures
 
-from .. import remotes
+from .. import remotes, sharding
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..features import ExperimentalFeatures, feature_not_enabled, runtime_features
@@ -208,8 +208,9 @@ async def _multi_networked(request: Request, queries: list[MultiQuery], features
     network as the search route would (`search_over_network`), the others as usual, in order."""
     results: list[dict[str, Any]] = []
     indexes = state(request).indexes
+    network = await read_network_of(request, features)
     for i, q in enumerate(queries):
-        if q.options is None and q.query.use_network:
+        if q.options is None and sharding.uses_network(q.query.use_network, network):
             try:
                 body = await search_over_network(request, q.index_uid, q.query, request_uid, features)
             except MeiliError as err:
@@ -241,7 +242,9 @@ async def multi_search(request: Request) -> Response:
                 raise MeiliError("invalid_api_key", f"Inside `.queries[{i}]`: The provided API key is invalid.")
             q.query = fused_query(request, q.index_uid, q.query)
         if federation is None:
-            if features.enabled("network") and any(q.query.use_network for q in queries):
+            network = await read_network_of(request, features)
+            if features.enabled("network") and any(sharding.uses_network(q.query.use_network, network)
+                                                   for q in queries):
                 return JSONResponse({"results": await _multi_networked(request, queries, features, request_uid,
                                                                         with_metadata)})
             results = await run_in_threadpool(multi, indexes, queries, features, request_uid, with_metadata,

@@ -17,6 +17,7 @@ from hanzo_engine.apitypes.search import (
 )
 
 from ..app_state import route, state
+from ..features import runtime_features
 from ..federation.perform import network_search
 from ..foreign_keys import ForeignIndexes
 from ..http import JSONResponse, query_pairs, read_body, read_index
@@ -34,7 +35,7 @@ from ..search_queue import run_queued
 
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     request_uid = uuid7()
-    if query.use_network is not None:
+    if query.use_network is not None or runtime_features(request).enabled("network"):  # a leader: true by default
         networked = await network_search(request, uid, query, request_uid)
         if networked is not None:
             return JSONResponse(networked)
