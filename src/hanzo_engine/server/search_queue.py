@@ -1,5 +1,5 @@
-"""The search queue (= Meilisearch's `SearchQueue`, docs/api-contract.md §3.14): it bounds the work the server accepts.
-
+"""The search queue (= Meilisearch's `SearchQueue`, docs/api-contract.md §3.14): it bounds the work
+the server accepts:
 
 - at most `parallelism` searches run at once (`cores × --experimental-nb-searches-per-core`); each
   runs in the thread pool, where the native core releases the GIL;
