@@ -85,3 +85,52 @@ def test_first_facet_search_loads_nothing() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# -- semantic and hybrid facet searches ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def movies_with_vectors(http: httpx.Client, index_uid: str) -> str:
+    settings = {"filterableAttributes": ["genres", "title"],
+                "embedders": {"manual": {"source": "userProvided", "dimensions": 2}}}
+    res = http.patch(f"/indexes/{index_uid}/settings", json=settings)
+    assert wait_task(http, res.json()["taskUid"])["status"] == "succeeded"
+    docs = [{**doc, "_vectors": {"manual": [float(i), 1.0]}} for i, doc in enumerate(DATASET)]
+    res = http.post(f"/indexes/{index_uid}/documents", json=docs)
+    assert wait_task(http, res.json()["taskUid"])["status"] == "succeeded"
+    return index_uid
+
+
+def _facet_hits(http: httpx.Client, uid: str, body: dict[str, Any]) -> Any:
+    res = http.post(f"/indexes/{uid}/facet-search", json={"facetName": "genres", **body})
+    assert res.status_code == 200, res.text
+    return res.json()["facetHits"]
+
+
+def test_hybrid_facet_search_counts_every_filtered_document(http: httpx.Client, movies_with_vectors: str) -> None:
+    """milli's `execute_for_candidates`: a hybrid or semantic search's candidates are all the documents its
+    filter allows, not only those matching `q`."""
+    uid = movies_with_vectors
+    everything = [{"value": "action", "count": 1}, {"value": "adventure", "count": 2},
+                  {"value": "comedy", "count": 1}, {"value": "romance", "count": 2}]
+    # keyword only (no hybrid, or a ratio of 0): the documents matching `q`
+    assert _facet_hits(http, uid, {"q": "Alice"}) == [{"value": "adventure", "count": 1}]
+    keyword = {"q": "Alice", "vector": [1.0, 1.0], "hybrid": {"embedder": "manual", "semanticRatio": 0.0}}
+    assert _facet_hits(http, uid, keyword) == [{"value": "adventure", "count": 1}]
+    hybrid = {"q": "Alice", "vector": [1.0, 1.0], "hybrid": {"embedder": "manual", "semanticRatio": 0.5}}
+    assert _facet_hits(http, uid, hybrid) == everything
+    semantic = {"vector": [1.0, 1.0], "hybrid": {"embedder": "manual"}, "filter": "genres = romance"}
+    assert _facet_hits(http, uid, semantic) == [{"value": "action", "count": 1}, {"value": "romance", "count": 2}]
+    # the search's own errors: a vector of the wrong dimensions, a query a userProvided embedder cannot embed
+    res = http.post(f"/indexes/{uid}/facet-search",
+                    json={"facetName": "genres", "vector": [1.0], "hybrid": {"embedder": "manual"}})
+    assert res.status_code == 400 and res.json()["code"] == "invalid_vector_dimensions"
+    res = http.post(f"/indexes/{uid}/facet-search",
+                    json={"facetName": "genres", "q": "Alice", "hybrid": {"embedder": "manual", "semanticRatio": 1.0}})
+    assert res.status_code == 400 and res.json()["code"] == "vector_embedding_error"
+    res = http.post(f"/indexes/{uid}/facet-search",
+                    json={"facetName": "genres", "media": {"a": 1}, "hybrid": {"embedder": "manual"}})
+    assert res.status_code == 400
+    assert res.json()["message"] == ("passing `media` in a search query requires enabling the `multimodal` "
+                                     "experimental feature. See https://github.com/orgs/meilisearch/discussions/846")

@@ -7,7 +7,9 @@ transaction: `facetSearch: false` -> `facet_search_disabled`; the search's check
 search kind...); the facet name must be facet-searchable (first matching `filterableAttributes` rule
 enabling `facetSearch`); the candidates are those of the search (`q`, `filter`, matching strategy,
 the distinct attribute applied to the first page only unless `exhaustiveFacetCount`, which counts
-exhaustively as a page-mode search does). Errors carry no "Index `uid`: " prefix, as in Meilisearch.
+exhaustively as a page-mode search does). A semantic or hybrid search (`hybrid`, `vector`, `media`)
+counts every document the filter allows, as milli's `execute_for_candidates`; a semantic one without
+`vector` still embeds the query first. Errors carry no "Index `uid`: " prefix, as in Meilisearch.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.facet_distribution import facet_search
 from hanzo_engine.engine.update.facets import FacetRules
+from hanzo_engine.engine.vector.hybrid import check_vector, search_kind
 from hanzo_engine.filter_parser import FilterFeatures
 from hanzo_engine.scheduler.network import read_network
 
@@ -129,11 +132,26 @@ def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], qu
     except MeiliError as err:
         # the search route names the index in engine errors; Meilisearch's facet search does not
         raise MeiliError(err.code, err.message.removeprefix(f"Index `{uid}`: ")) from None
-    exhaustive = bool(body["exhaustiveFacetCount"])
-    request = engine_request(prepared, query, offset=0, limit=0 if exhaustive else DEFAULT_LIMIT,
-                             exhaustive=exhaustive)
-    result = _run(reader, request, settings)
-    candidates = result.all_candidates if result.all_candidates is not None else BitMap()
+    if query.media is not None and not features.multimodal:
+        raise MeiliError("feature_not_enabled", "passing `media` in a search query requires enabling the "
+                         "`multimodal` experimental feature. See https://github.com/orgs/meilisearch/discussions/846")
+    hybrid = query.hybrid
+    kind = search_kind(query.q, query.vector, None if hybrid is None else hybrid.semantic_ratio, query.media)
+    if kind != "keyword":
+        assert hybrid is not None
+        if query.vector is not None or kind == "semantic":
+            # the vector's dimensions are checked; a semantic search without one embeds the query first
+            # (Meilisearch runs it), and its failure is the answer
+            check_vector(reader, settings, hybrid.embedder, query.q, query.vector, media=query.media)
+        # a semantic or hybrid search matches every document its filter allows (milli's
+        # `execute_for_candidates`)
+        candidates = prepared.universe if prepared.universe is not None else reader.documents_ids()
+    else:
+        exhaustive = bool(body["exhaustiveFacetCount"])
+        request = engine_request(prepared, query, offset=0, limit=0 if exhaustive else DEFAULT_LIMIT,
+                                 exhaustive=exhaustive)
+        result = _run(reader, request, settings)
+        candidates = result.all_candidates if result.all_candidates is not None else BitMap()
     facet_query: str | None = body["facetQuery"]
     hits = facet_search(reader, settings, name, facet_query, candidates)
     return {"facetHits": hits, "facetQuery": facet_query,
