@@ -2,7 +2,8 @@
 the bodies field by field, `processingTimeMs` an integer number of milliseconds rounded down (Rust's
 `as_millis`), which Meilisearch's snapshot shows as 0. The first facet search of a server must not pay
 for loading the search engine: the route loads it, so that a fresh server answers it in well under a
-millisecond too."""
+millisecond too. A semantic or hybrid facet search counts the documents as milli's `execute_for_candidates`
+does: every one its filter allows."""
 
 from __future__ import annotations
 
