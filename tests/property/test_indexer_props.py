@@ -32,6 +32,7 @@ from hanzo_engine._native.indexing import (
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.storage.codecs import word_fid_key
 from hanzo_engine.engine.update.indexer import (
     DB_DOCID_WORDS,
     DB_WORD_DOCIDS,
@@ -45,7 +46,6 @@ from hanzo_engine.engine.update.indexer import (
     field_text,
     search_fields,
     tokenizer_for,
-    word_fid_key,
 )
 
 _U32 = struct.Struct(">I")

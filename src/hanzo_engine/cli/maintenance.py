@@ -184,7 +184,7 @@ def _find_index(sched: Any, name: str) -> Any:
 @click.pass_context
 def clear_task_queue(ctx: click.Context) -> None:
     """Empty the task queue: tasks, batches and the payloads of pending tasks."""
-    from hanzo_engine.engine.index import KEY_APPLIED_BATCH
+    from hanzo_engine.engine.storage.keys import KEY_APPLIED_BATCH
 
     with _locked(ctx, "clear-task-queue") as db_path, _scheduler(db_path) as sched:
         store = sched.store

@@ -1,6 +1,7 @@
 """One index = one LMDB environment (as milli's `Index`).
 
-Layout of the environment (every database name and main-db key is a constant below):
+Layout of the environment (every database name and main-db key is a constant of
+`engine/storage/keys.py`, every byte form one of `engine/storage/codecs.py`):
 
 - `main`        small metadata: primary key, dates, the fields-ids map (field names in first-seen order),
                 the field distribution, the free docids and the marker of the last applied batch.
@@ -16,60 +17,50 @@ Invariants:
   holds the gaps below the largest docid; the ids above it are implied.
 - `applied-batch` in `main` is written in the same transaction as the batch's changes; it lets the
   scheduler tell, after a crash, whether a batch's changes already reached disk (exactly-once apply).
+
+This module is the storage layer: it imports nothing from the layers above. `IndexWriter` stores
+documents and metadata only; the writer every `Index.write()` hands out is `Index.writer_type`, which
+the update layer sets to its subclass keeping the search, facet and vector structures in step
+(`engine/update/writer.py`, installed by `hanzo_engine.engine`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, ClassVar, Final
 
 import lmdb
 import msgspec
 from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
-
-if TYPE_CHECKING:
-    from hanzo_engine.engine.update.facets import FacetIndexer
-    from hanzo_engine.engine.update.indexer import SearchIndexer
-    from hanzo_engine.engine.vector.status import StatusWriter
-    from hanzo_engine.engine.vector.store import VectorStore
-
-DB_MAIN: Final = b"main"
-DB_DOCUMENTS: Final = b"documents"
-DB_EXTERNAL: Final = b"external"
-
-KEY_PRIMARY_KEY: Final = b"primary-key"
-KEY_CREATED_AT: Final = b"created-at"
-KEY_UPDATED_AT: Final = b"updated-at"
-KEY_FIELDS_IDS_MAP: Final = b"fields-ids-map"
-KEY_FIELD_DISTRIBUTION: Final = b"field-distribution"
-KEY_FREE_DOCIDS: Final = b"free-docids"
-KEY_APPLIED_BATCH: Final = b"applied-batch"
-# Roaring bitmap of every docid in use: the universe of placeholder search and filters.
-KEY_DOCUMENTS_IDS: Final = b"documents-ids"
-# The index settings as one JSON object (`apitypes.settings` shape); absent = every setting at its default.
-KEY_SETTINGS: Final = b"settings"
-
-# Databases of the search structures (engine/update/indexer.py documents them) and of the vector
-# store (engine/vector/store.py).
-EXTRA_DBS: Final = (b"word-docids", b"word-fid-docids", b"docid-words", b"vectors",
-                    # filter / sort / distinct structures (engine/update/facets.py documents them)
-                    b"facet-strings", b"facet-numbers", b"facet-flags", b"facet-docs")
+from hanzo_engine.engine.storage.codecs import U32, U64
+from hanzo_engine.engine.storage.keys import (
+    DB_DOCUMENTS,
+    DB_EXTERNAL,
+    DB_MAIN,
+    EXTRA_DBS,
+    KEY_APPLIED_BATCH,
+    KEY_CREATED_AT,
+    KEY_DOCUMENTS_IDS,
+    KEY_FIELD_DISTRIBUTION,
+    KEY_FIELDS_IDS_MAP,
+    KEY_FREE_DOCIDS,
+    KEY_PRIMARY_KEY,
+    KEY_SETTINGS,
+    KEY_UPDATED_AT,
+)
 
 # Virtual address space reserved per index (LMDB files grow only as data is written). 256 GiB each,
 # with at most `IndexMapper.MAX_OPEN` environments open, stays far inside the 128 TiB user address space.
 DEFAULT_MAP_SIZE: Final = 256 << 30
 MAX_FIELDS: Final = 65_535
 
-_U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
 
@@ -98,6 +89,8 @@ class Index:
 
     # `--max-indexing-memory` (bytes), set by the scheduler's IndexMapper; None: the indexer's default.
     max_indexing_memory: int | None = None
+    # What `write()` hands out: the update layer's writer once `hanzo_engine.engine` is imported.
+    writer_type: ClassVar[type[IndexWriter]]
 
     def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE, readonly: bool = False) -> None:
         """Open (or create) the environment at `path`.
@@ -134,8 +127,8 @@ class Index:
         index = cls(path)
         with index.env.begin(write=True) as txn:
             if txn.get(KEY_CREATED_AT, db=index.db_main) is None:
-                txn.put(KEY_CREATED_AT, _U64.pack(created_at), db=index.db_main)
-                txn.put(KEY_UPDATED_AT, _U64.pack(created_at), db=index.db_main)
+                txn.put(KEY_CREATED_AT, U64.pack(created_at), db=index.db_main)
+                txn.put(KEY_UPDATED_AT, U64.pack(created_at), db=index.db_main)
                 if primary_key is not None:
                     txn.put(KEY_PRIMARY_KEY, primary_key.encode(), db=index.db_main)
         return index
@@ -164,7 +157,7 @@ class Index:
         """One write transaction; commits on normal exit, aborts on exception."""
         txn = self.env.begin(write=True)
         try:
-            writer = IndexWriter(self, txn)
+            writer = self.writer_type(self, txn)
             yield writer
             writer.flush_metadata()
             txn.commit()
@@ -203,12 +196,12 @@ class IndexReader:
     @property
     def created_at(self) -> int:
         raw = self._main(KEY_CREATED_AT)
-        return _U64.unpack(raw)[0] if raw else 0
+        return U64.unpack(raw)[0] if raw else 0
 
     @property
     def updated_at(self) -> int:
         raw = self._main(KEY_UPDATED_AT)
-        return _U64.unpack(raw)[0] if raw else 0
+        return U64.unpack(raw)[0] if raw else 0
 
     def fields_ids_map(self) -> list[str]:
         raw = self._main(KEY_FIELDS_IDS_MAP)
@@ -241,10 +234,10 @@ class IndexReader:
 
     def internal_id(self, external_id: str) -> int | None:
         raw = self.txn.get(external_id.encode(), db=self.index.db_external)
-        return _U32.unpack(raw)[0] if raw is not None else None
+        return U32.unpack(raw)[0] if raw is not None else None
 
     def document_by_internal_id(self, docid: int) -> dict[str, Any] | None:
-        raw = self.txn.get(_U32.pack(docid), db=self.index.db_documents)
+        raw = self.txn.get(U32.pack(docid), db=self.index.db_documents)
         return _decode(raw) if raw is not None else None
 
     def get_document(self, external_id: str) -> dict[str, Any] | None:
@@ -263,11 +256,16 @@ class IndexReader:
     def iter_raw_documents(self) -> Iterator[tuple[int, bytes]]:
         with self.txn.cursor(db=self.index.db_documents) as cursor:
             for key, value in cursor:
-                yield _U32.unpack(key)[0], bytes(value)
+                yield U32.unpack(key)[0], bytes(value)
 
 
 class IndexWriter(IndexReader):
-    """Mutations inside one write transaction. Metadata is cached and flushed once at the end."""
+    """Mutations inside one write transaction. Metadata is cached and flushed once at the end.
+
+    This class stores documents and metadata only. The structures derived from the documents follow
+    them through the hooks below, which a subclass of the update layer implements; each is called at
+    a point where the stored documents are consistent with what it is told.
+    """
 
     def __init__(self, index: Index, txn: lmdb.Transaction) -> None:
         super().__init__(index, txn)
@@ -286,10 +284,7 @@ class IndexWriter(IndexReader):
         self._freed = BitMap()  # reusable once this transaction is committed
         self._dirty = False
         self.interrupted: Callable[[], bool] = lambda: False
-        self._search: SearchIndexer | None = None
-        self._facets: FacetIndexer | None = None
         self._docids: BitMap | None = None
-        self._embedding_status: StatusWriter | None = None
 
     @property
     def docids(self) -> BitMap:
@@ -298,47 +293,28 @@ class IndexWriter(IndexReader):
             self._docids = self.documents_ids()
         return self._docids
 
-    @property
-    def search(self) -> SearchIndexer:
-        """The full-text indexer of this transaction, created on first use."""
-        if self._search is None:
-            from hanzo_engine.engine.update.indexer import SearchIndexer
+    # -- hooks of the derived structures ------------------------------------------------------------
 
-            self._search = SearchIndexer(self, self.settings())
-            if self.index.max_indexing_memory is not None:
-                self._search.max_memory = indexer_budget(self.index.max_indexing_memory)
-        return self._search
+    def _document_stored(self, docid: int, document: dict[str, Any], external_id: str) -> None:
+        """`document` (keys in fields-ids-map order) was stored under `docid`."""
 
-    @property
-    def facets(self) -> FacetIndexer:
-        """The facet indexer of this transaction, created on first use."""
-        if self._facets is None:
-            from hanzo_engine.engine.update.facets import FacetIndexer
+    def _document_replaced(self, docid: int) -> None:
+        """The document of `docid` is about to be replaced (`_document_stored` follows)."""
 
-            self._facets = FacetIndexer(self, self.settings())
-        return self._facets
+    def _document_deleted(self, docid: int) -> None:
+        """The document of `docid` was deleted."""
 
-    @property
-    def embedding_status(self) -> StatusWriter:
-        """The embedding statuses of this transaction (engine/vector/status.py), loaded on first use;
-        an index written before they existed gets them rebuilt from its documents then."""
-        if self._embedding_status is None:
-            from hanzo_engine.engine.vector.status import StatusWriter
+    def _documents_cleared(self) -> None:
+        """Every document was deleted."""
 
-            self._embedding_status = StatusWriter(self)
-        return self._embedding_status
-
-    def _vectors(self) -> VectorStore:
-        """The index's vector store (engine/vector/store.py): documents' vectors go with them."""
-        from hanzo_engine.engine.vector.store import VectorStore
-
-        return VectorStore.of(self.index)
+    def _flush_structures(self) -> None:
+        """The transaction is about to commit: write what was accumulated."""
 
     def _last_docid(self) -> int | None:
         with self.txn.cursor(db=self.index.db_documents) as cursor:
             if not cursor.last():
                 return None
-            last: int = _U32.unpack(cursor.key())[0]
+            last: int = U32.unpack(cursor.key())[0]
             return last
 
     def _allocate_docid(self) -> bytes:
@@ -348,7 +324,7 @@ class IndexWriter(IndexReader):
         else:
             docid = self._next_docid
             self._next_docid += 1
-        return _U32.pack(docid)
+        return U32.pack(docid)
 
     # -- metadata ---------------------------------------------------------------------------------
 
@@ -363,15 +339,10 @@ class IndexWriter(IndexReader):
         self.txn.put(KEY_APPLIED_BATCH, _encode(marker), db=self.index.db_main)
 
     def touch(self, at: int | None = None) -> None:
-        self.txn.put(KEY_UPDATED_AT, _U64.pack(at or now_ns()), db=self.index.db_main)
+        self.txn.put(KEY_UPDATED_AT, U64.pack(at or now_ns()), db=self.index.db_main)
 
     def flush_metadata(self) -> None:
-        if self._search is not None:
-            self._search.flush()
-        if self._facets is not None:
-            self._facets.flush()
-        if self._embedding_status is not None:
-            self._embedding_status.flush()
+        self._flush_structures()
         if self._docids is not None:
             self.txn.put(KEY_DOCUMENTS_IDS, self._docids.serialize(), db=self.index.db_main)
         if not self._dirty:
@@ -429,8 +400,7 @@ class IndexWriter(IndexReader):
             old_raw = self.txn.get(raw_docid, db=self.index.db_documents)
             old = _decode(old_raw) if old_raw is not None else {}
             self._count_fields(old, -1)
-            self.search.remove(_U32.unpack(raw_docid)[0])
-            self.facets.remove(_U32.unpack(raw_docid)[0])
+            self._document_replaced(U32.unpack(raw_docid)[0])
             if merge:
                 merged = dict(old)
                 merged.update(document)
@@ -441,10 +411,9 @@ class IndexWriter(IndexReader):
         document = self._ordered(document)
         self._count_fields(document, +1)
         self.txn.put(raw_docid, _encode(document), db=self.index.db_documents)
-        docid = _U32.unpack(raw_docid)[0]
+        docid = U32.unpack(raw_docid)[0]
         self.docids.add(docid)
-        self.search.add(docid, document)
-        self.facets.add(docid, document, external_id)
+        self._document_stored(docid, document, external_id)
 
     def delete_document(self, external_id: str) -> bool:
         ext = external_id.encode()
@@ -452,17 +421,15 @@ class IndexWriter(IndexReader):
         if raw_docid is None:
             return False
         self._dirty = True
-        self.embedding_status.remove_document(_U32.unpack(raw_docid)[0])
+        docid = U32.unpack(raw_docid)[0]
         old_raw = self.txn.get(raw_docid, db=self.index.db_documents)
         if old_raw is not None:
             self._count_fields(_decode(old_raw), -1)
         self.txn.delete(raw_docid, db=self.index.db_documents)
         self.txn.delete(ext, db=self.index.db_external)
-        self.search.remove(_U32.unpack(raw_docid)[0])
-        self.facets.remove(_U32.unpack(raw_docid)[0])
-        self._vectors().remove_document(self, _U32.unpack(raw_docid)[0])
-        self.docids.discard(_U32.unpack(raw_docid)[0])
-        self._freed.add(_U32.unpack(raw_docid)[0])
+        self._document_deleted(docid)
+        self.docids.discard(docid)
+        self._freed.add(docid)
         return True
 
     def delete_documents(self, external_ids: Iterable[str]) -> int:
@@ -472,14 +439,7 @@ class IndexWriter(IndexReader):
         count = self.number_of_documents()
         self.txn.drop(self.index.db_documents, delete=False)
         self.txn.drop(self.index.db_external, delete=False)
-        self.search.clear()
-        self.facets.clear()
-        self._vectors().clear(self)
-        if self._embedding_status is None:
-            from hanzo_engine.engine.vector.status import StatusWriter
-
-            self._embedding_status = StatusWriter(self, rebuild=False)
-        self._embedding_status.clear()
+        self._documents_cleared()
         self._docids = BitMap()
         self._distribution = {}
         # an empty index allocates from 0 again, as milli after a clear
@@ -488,3 +448,6 @@ class IndexWriter(IndexReader):
         self._next_docid = 0
         self._dirty = True
         return count
+
+
+Index.writer_type = IndexWriter

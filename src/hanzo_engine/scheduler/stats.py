@@ -9,7 +9,8 @@ import re
 from datetime import timedelta
 from typing import Any, Final
 
-from hanzo_engine.engine.index import DB_DOCUMENTS, DB_EXTERNAL, DB_MAIN, EXTRA_DBS, Index, IndexReader
+from hanzo_engine.engine.index import Index, IndexReader
+from hanzo_engine.engine.storage.keys import DB_DOCUMENTS, DB_EXTERNAL, DB_MAIN, EXTRA_DBS
 
 _DB_NAMES: Final = (DB_MAIN, DB_DOCUMENTS, DB_EXTERNAL, *EXTRA_DBS)
 _BINARY_UNITS: Final = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")

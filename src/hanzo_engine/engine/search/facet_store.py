@@ -27,7 +27,7 @@ from typing import Any, Final
 import numpy as np
 from pyroaring import BitMap
 
-from hanzo_engine.engine.index import IndexReader, IndexWriter
+from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.update.facets import (
     CBO_THRESHOLD,
     DB_FACET_FLAGS,
@@ -42,6 +42,7 @@ from hanzo_engine.engine.update.facets import (
     fid_key,
     read_doc_entry,
 )
+from hanzo_engine.engine.update.writer import DocumentWriter as IndexWriter
 
 GROUP_SIZE: Final = 4
 CACHED_ENTRY_SIZE: Final = 64

@@ -24,9 +24,7 @@ list of the main db, stable for the life of the index):
                    documents and the original spelling of facet values (`_geojson`: a fourth
                    element, the shape `[points, lines, polygons]`).
 
-Bitmaps are stored as milli's `CboRoaringBitmapCodec` does: up to 7 docids as plain little-endian
-u32s (a unique value, the common case of a high-cardinality field, costs 4 bytes and no roaring
-decoding), larger sets in the portable roaring format (never 28 bytes or less for 8 docids or more).
+Bitmaps are stored as milli's `CboRoaringBitmapCodec` does (`engine/storage/codecs.py`).
 
 Extraction follows milli's `extract_document_facets` walk: every faceted path is "seen" (exists);
 numbers, non-empty strings and booleans give values wherever they are; `null` and empty values
@@ -39,10 +37,7 @@ add-then-remove sequences within one transaction come out right.
 
 from __future__ import annotations
 
-import struct
-import sys
 import unicodedata
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -52,6 +47,26 @@ from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD, GeoJsonError, GeoShape, parse_geojson
+
+# (the `x as x` imports re-export what the search modules import from here)
+from hanzo_engine.engine.storage.codecs import CBO_THRESHOLD as CBO_THRESHOLD
+from hanzo_engine.engine.storage.codecs import FID, U32, decode_facet_entry, encode_bitmap, encode_facet_entry
+from hanzo_engine.engine.storage.codecs import decode_bitmap as decode_bitmap
+from hanzo_engine.engine.storage.codecs import decode_f64 as decode_f64
+from hanzo_engine.engine.storage.codecs import encode_f64 as encode_f64
+from hanzo_engine.engine.storage.codecs import fid_key as fid_key
+from hanzo_engine.engine.storage.keys import (
+    DB_FACET_DOCS,
+    FACET_DBS,
+    FLAG_EMPTY,
+    FLAG_EXISTS,
+    FLAG_KINDS,
+    FLAG_NULL,
+    KEY_FACET_FIELDS,
+)
+from hanzo_engine.engine.storage.keys import DB_FACET_FLAGS as DB_FACET_FLAGS
+from hanzo_engine.engine.storage.keys import DB_FACET_NUMBERS as DB_FACET_NUMBERS
+from hanzo_engine.engine.storage.keys import DB_FACET_STRINGS as DB_FACET_STRINGS
 from hanzo_engine.rustcompat.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
 from hanzo_engine.rustcompat.attribute_patterns import match_field_legacy as match_legacy
 from hanzo_engine.rustcompat.floats import parse_f64
@@ -60,20 +75,7 @@ from hanzo_engine.rustcompat.strings import trim
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import IndexReader, IndexWriter
 
-DB_FACET_STRINGS: Final = b"facet-strings"
-DB_FACET_NUMBERS: Final = b"facet-numbers"
-DB_FACET_FLAGS: Final = b"facet-flags"
-DB_FACET_DOCS: Final = b"facet-docs"
-FACET_DBS: Final = (DB_FACET_STRINGS, DB_FACET_NUMBERS, DB_FACET_FLAGS, DB_FACET_DOCS)
-KEY_FACET_FIELDS: Final = b"facet-fields"
-
-FLAG_EXISTS: Final = 1
-FLAG_NULL: Final = 2
-FLAG_EMPTY: Final = 4
-FLAG_KINDS: Final = ((FLAG_EXISTS, b"e"), (FLAG_NULL, b"n"), (FLAG_EMPTY, b"m"))
-
 MAX_FACET_VALUE_LENGTH: Final = 468
-CBO_THRESHOLD: Final = 7  # at most this many docids are stored as plain u32s
 GEO_FIELD: Final = "_geo"
 GEO_LAT: Final = "_geo.lat"
 GEO_LNG: Final = "_geo.lng"
@@ -83,12 +85,6 @@ MAX_PENDING_CHANGES: Final = 4_000_000
 
 ON_BASE, IN_ARRAY = 0, 1
 
-_U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
-_F64 = struct.Struct(">d")
-_FID = struct.Struct(">H")
-_pack = msgspec.msgpack.Encoder().encode
-_unpack = msgspec.msgpack.Decoder().decode
 _json = msgspec.json.Encoder()
 
 # -- values -----------------------------------------------------------------------------------------
@@ -105,49 +101,6 @@ def truncate_facet(value: str) -> str:
     if len(raw) <= MAX_FACET_VALUE_LENGTH:
         return value
     return raw[:MAX_FACET_VALUE_LENGTH].decode(errors="ignore")
-
-
-def encode_f64(value: float) -> bytes:
-    """8 bytes whose byte order is the numeric order (sign bit flipped, negatives inverted)."""
-    bits: int = _U64.unpack(_F64.pack(value + 0.0))[0]  # + 0.0 folds -0.0 into 0.0
-    bits = bits ^ 0xFFFF_FFFF_FFFF_FFFF if bits >> 63 else bits | 1 << 63
-    return _U64.pack(bits)
-
-
-def decode_f64(raw: bytes) -> float:
-    bits: int = _U64.unpack(raw)[0]
-    bits = bits ^ 1 << 63 if bits >> 63 else bits ^ 0xFFFF_FFFF_FFFF_FFFF
-    value: float = _F64.unpack(_U64.pack(bits))[0]
-    return value
-
-
-def encode_bitmap(bitmap: BitMap) -> bytes:
-    """milli's `CboRoaringBitmapCodec`: a few docids as plain u32s, else the roaring format."""
-    if len(bitmap) <= CBO_THRESHOLD:
-        return array("I", bitmap).tobytes()
-    serialized: bytes = bitmap.serialize()
-    if len(serialized) <= CBO_THRESHOLD * 4:
-        # only run containers are that small: rebuild without them (`add` never makes one; bulk
-        # constructors do), array and bitmap containers of 8 docids or more take over 28 bytes
-        plain = BitMap()
-        for docid in bitmap:
-            plain.add(docid)
-        serialized = plain.serialize()
-    return serialized
-
-
-def decode_bitmap(raw: bytes | memoryview) -> BitMap:
-    if len(raw) <= CBO_THRESHOLD * 4:
-        return BitMap(array("I", bytes(raw)))
-    return BitMap.deserialize(bytes(raw))
-
-
-def fid_key(fid: int) -> bytes:
-    return _FID.pack(fid)
-
-
-def docid_key(docid: int) -> bytes:
-    return _U32.pack(docid)
 
 
 # -- which fields are faceted -------------------------------------------------------------------------
@@ -518,10 +471,10 @@ def facet_fields(reader: IndexReader) -> list[str]:
 
 
 def read_doc_entry(reader: IndexReader, docid: int) -> dict[int, list[Any]] | None:
-    raw = reader.txn.get(_U32.pack(docid), db=reader.index.db(DB_FACET_DOCS))
+    raw = reader.txn.get(U32.pack(docid), db=reader.index.db(DB_FACET_DOCS))
     if raw is None:
         return None
-    entry: dict[int, list[Any]] = _unpack(raw)
+    entry: dict[int, list[Any]] = decode_facet_entry(raw)
     return entry
 
 
@@ -556,7 +509,7 @@ class FacetIndexer:
         pending = self.pending
         for fid, entry in forward.items():
             flags, numbers, strings = entry[0], entry[1], entry[2]
-            prefix = _FID.pack(fid)
+            prefix = FID.pack(fid)
             keys: list[tuple[bytes, bytes]] = [(DB_FACET_FLAGS, kind + prefix) for bit, kind in FLAG_KINDS if flags & bit]
             keys.extend((DB_FACET_NUMBERS, prefix + encode_f64(n)) for n in numbers)
             keys.extend((DB_FACET_STRINGS, prefix + norm.encode()) for norm, _ in strings)
@@ -579,15 +532,15 @@ class FacetIndexer:
 
     def _write(self, docid: int, forward: dict[int, list[Any]]) -> None:
         self._log(docid, forward, True)
-        self.txn.put(_U32.pack(docid), _pack(forward), db=self.dbs[DB_FACET_DOCS])
+        self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.dbs[DB_FACET_DOCS])
         if self.changes > MAX_PENDING_CHANGES:
             self.flush()
 
     def remove(self, docid: int) -> None:
-        raw = self.txn.pop(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+        raw = self.txn.pop(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
         if raw is None:
             return
-        self._log(docid, _unpack(raw), False)
+        self._log(docid, decode_facet_entry(raw), False)
 
     def clear(self) -> None:
         for db in self.dbs.values():
@@ -637,8 +590,8 @@ class FacetIndexer:
                     if GEOJSON_FIELD in document:
                         geojson_shape(document[GEOJSON_FIELD])
         for docid, external_id, document in documents:
-            raw = self.txn.get(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
-            forward: dict[int, list[Any]] = _unpack(raw) if raw is not None else {}
+            raw = self.txn.get(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+            forward: dict[int, list[Any]] = decode_facet_entry(raw) if raw is not None else {}
             kept = {fid: e for fid, e in forward.items() if self.rules.keeps(self.fields[fid])}
             self._log(docid, {fid: e for fid, e in forward.items() if fid not in kept}, False)
             added: dict[int, list[Any]] = {}
@@ -650,9 +603,9 @@ class FacetIndexer:
             merged = {**kept, **added}
             if merged != forward:
                 if merged:
-                    self.txn.put(_U32.pack(docid), _pack(merged), db=self.dbs[DB_FACET_DOCS])
+                    self.txn.put(U32.pack(docid), encode_facet_entry(merged), db=self.dbs[DB_FACET_DOCS])
                 else:
-                    self.txn.delete(_U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+                    self.txn.delete(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
             if self.changes > MAX_PENDING_CHANGES:
                 self.flush()
 
@@ -660,6 +613,3 @@ class FacetIndexer:
 def facets_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return FacetRules(old).signature() != FacetRules(new).signature()
 
-
-# The plain-u32 form is little-endian, as milli's (and `array("I")` on every platform this runs on).
-assert sys.byteorder == "little" and array("I").itemsize == 4

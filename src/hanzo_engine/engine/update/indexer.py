@@ -42,7 +42,6 @@ indexing memory of a large transaction (a flush may happen at any time: the merg
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from functools import partial
 from itertools import repeat
@@ -55,45 +54,39 @@ from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine._native.tokenizer import config as tokenizer_config
 from hanzo_engine.engine.documents.fields import flatten
 
+# (the `x as x` imports re-export what the search modules import from here)
+from hanzo_engine.engine.storage.codecs import U32, U64, Forward, decode_forward
+from hanzo_engine.engine.storage.keys import (
+    DB_DOCID_WORDS,
+    FIRST_WORDS_LEVEL,
+    KEY_DICTIONARY_DELTA,
+    KEY_DICTIONARY_VERSION,
+    KEY_FIELD_STATS,
+    KEY_FIRST_WORDS,
+    KEY_SEARCH_FIELDS,
+)
+from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS as DB_WORD_DOCIDS
+from hanzo_engine.engine.storage.keys import DB_WORD_FID_DOCIDS as DB_WORD_FID_DOCIDS
+from hanzo_engine.engine.storage.keys import FIRST_WORD_FID as FIRST_WORD_FID
+from hanzo_engine.engine.storage.keys import NEXT_WORD_FID as NEXT_WORD_FID
+from hanzo_engine.engine.storage.keys import NEXT_WORD_MAX_LEN as NEXT_WORD_MAX_LEN
+from hanzo_engine.engine.storage.keys import PSEUDO_FID_LIMIT as PSEUDO_FID_LIMIT
+from hanzo_engine.engine.storage.keys import SECOND_WORD_FID as SECOND_WORD_FID
+from hanzo_engine.engine.storage.keys import SOLE_WORD_FID as SOLE_WORD_FID
+
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import IndexReader, IndexWriter
 
-DB_WORD_DOCIDS: Final = b"word-docids"
-DB_WORD_FID_DOCIDS: Final = b"word-fid-docids"
-DB_DOCID_WORDS: Final = b"docid-words"
-KEY_SEARCH_FIELDS: Final = b"search-fields"
-KEY_FIELD_STATS: Final = b"field-stats"
-# Set once every document's first words are under FIRST_WORD_FID keys: indexes made before those keys
-# existed lack them until they are reindexed, and search must not trust a partial set. The value is
-# the level of completeness: b"1" first words, b"2" also sole and second words, fields below
-# PSEUDO_FID_LIMIT only, b"3" also next words.
-KEY_FIRST_WORDS: Final = b"first-words"
-FIRST_WORDS_LEVEL: Final = 4  # what this version writes
-FIRST_WORD_FID: Final = 0x8000  # csrc/postings.h HZ_FIRST_WORD_FID
-SOLE_WORD_FID: Final = 0x4000  # with FIRST_WORD_FID: the field holds that word alone (HZ_SOLE_WORD_FID)
-SECOND_WORD_FID: Final = 0x2000  # with FIRST_WORD_FID: the word at position 1 (HZ_SECOND_WORD_FID)
-PSEUDO_FID_LIMIT: Final = 0x2000  # fields from this one on have no pseudo keys (HZ_PSEUDO_FID_LIMIT)
-NEXT_WORD_FID: Final = 0xE000  # | the next word's `next_word_bits` (HZ_NEXT_WORD_FID)
-NEXT_WORD_MAX_LEN: Final = 4  # bytes: longer words have no next-word keys (HZ_NEXT_WORD_MAX_LEN)
-# The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
-KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
-KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
 DICTIONARY_DELTAS: Final = 64
 DICTIONARY_DELTA_MAX: Final = 100_000  # words; a bigger change is read again whole
 
 MAX_POSITION: Final = 0xFFFF
 # Accumulated bitmap changes (about 12 bytes per word and field of each document) are flushed past this.
 MAX_PENDING_BYTES: Final = 256 << 20
-_U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
-_FID = struct.Struct(">H")
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.Encoder().encode
-
-Forward = tuple[dict[int, int], dict[str, list[int]]]
-
 
 def tokenizer_for(settings: dict[str, Any]) -> TokenizerConfig:
     return tokenizer_config(
@@ -102,10 +95,6 @@ def tokenizer_for(settings: dict[str, Any]) -> TokenizerConfig:
         dictionary=settings.get("dictionary") or (),
         stop_words=settings.get("stopWords") or (),
     )
-
-
-def word_fid_key(word: str, fid: int) -> bytes:
-    return word.encode() + b"\x00" + _FID.pack(fid)
 
 
 def field_text(value: Any) -> str | None:
@@ -125,26 +114,23 @@ def forward_entries(reader: IndexReader, docids: Iterable[int]) -> list[bytes | 
     and `_native.bm25`."""
     # map with positional arguments: ~0.1 µs a document less than a comprehension passing `db=`
     db = reader.index.db(DB_DOCID_WORDS)
-    return cast(list[bytes | None], list(map(reader.txn.get, map(_U32.pack, docids), repeat(None), repeat(db))))
+    return cast(list[bytes | None], list(map(reader.txn.get, map(U32.pack, docids), repeat(None), repeat(db))))
 
 
 def read_forward(reader: IndexReader, docid: int) -> Forward | None:
-    raw = reader.txn.get(_U32.pack(docid), db=reader.index.db(DB_DOCID_WORDS))
-    if raw is None:
-        return None
-    lengths, postings = _unpack(raw)
-    return lengths, postings
+    raw = reader.txn.get(U32.pack(docid), db=reader.index.db(DB_DOCID_WORDS))
+    return None if raw is None else decode_forward(raw)
 
 
 def dictionary_version(reader: IndexReader) -> int:
     """Bumped by every write that adds words to or removes words from `word-docids` (0: never)."""
     raw = reader._main(KEY_DICTIONARY_VERSION)
-    return 0 if raw is None else int(_U64.unpack(raw)[0])
+    return 0 if raw is None else int(U64.unpack(raw)[0])
 
 
 def dictionary_delta(reader: IndexReader, version: int) -> tuple[list[bytes], list[bytes]] | None:
     """(words added, words removed) by the write that made `version`, when it was recorded."""
-    raw = reader._main(KEY_DICTIONARY_DELTA + _U64.pack(version))
+    raw = reader._main(KEY_DICTIONARY_DELTA + U64.pack(version))
     if raw is None:
         return None
     added, removed = _unpack(raw)
@@ -157,12 +143,12 @@ def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None
     dictionary instead of reading every word again) unless it is None (everything dropped) or too
     large to be worth it. Only the last DICTIONARY_DELTAS deltas are kept."""
     raw = txn.get(KEY_DICTIONARY_VERSION, db=db_main)
-    version = (0 if raw is None else int(_U64.unpack(bytes(raw))[0])) + 1
-    txn.put(KEY_DICTIONARY_VERSION, _U64.pack(version), db=db_main)
+    version = (0 if raw is None else int(U64.unpack(bytes(raw))[0])) + 1
+    txn.put(KEY_DICTIONARY_VERSION, U64.pack(version), db=db_main)
     if created is not None and deleted is not None and len(created) + len(deleted) <= DICTIONARY_DELTA_MAX:
-        txn.put(KEY_DICTIONARY_DELTA + _U64.pack(version), _pack([created, deleted]), db=db_main)
+        txn.put(KEY_DICTIONARY_DELTA + U64.pack(version), _pack([created, deleted]), db=db_main)
     if version > DICTIONARY_DELTAS:
-        txn.delete(KEY_DICTIONARY_DELTA + _U64.pack(version - DICTIONARY_DELTAS), db=db_main)
+        txn.delete(KEY_DICTIONARY_DELTA + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
 
 
 def first_words_level(reader: IndexReader) -> int:
@@ -225,7 +211,7 @@ class SearchIndexer:
     def add(self, docid: int, document: dict[str, Any]) -> None:
         fields = document_fields(flatten(document), self.fid_of, self.fields)
         forward = self.changes.add(self.tokenizer, docid, fields)
-        self.txn.put(_U32.pack(docid), forward, db=self.db_forward)
+        self.txn.put(U32.pack(docid), forward, db=self.db_forward)
         self.pending.add(docid)
         self.dirty = True
         if self.changes.memory_usage > self.max_memory:
@@ -236,7 +222,7 @@ class SearchIndexer:
             # Added earlier in this transaction: apply that first, so "(stored - removed) | added"
             # at flush time stays right for add-then-remove sequences.
             self.flush()
-        raw = self.txn.pop(_U32.pack(docid), db=self.db_forward)
+        raw = self.txn.pop(U32.pack(docid), db=self.db_forward)
         if raw is None:
             return
         self.changes.remove(docid, bytes(raw))

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from hanzo_engine.engine.index import IndexWriter
+from hanzo_engine.engine.update import facets
+from hanzo_engine.engine.update.writer import document_writer
 
 TOKENIZATION_SETTINGS = ("stopWords", "separatorTokens", "nonSeparatorTokens", "dictionary")
 
@@ -31,8 +33,6 @@ def needs_reindex(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> None:
     """Rebuild the search structures when the tokenization settings differ between `old` and `new`,
     and the facet structures of the fields whose faceted status changed."""
-    from hanzo_engine.engine.update import facets
-
     rebuild_facets = facets.facets_changed(old, new)
     if facets.needs_geo_check(old, new):
         facets.check_geo(new, ((ext, doc) for _, ext, doc in _stored_with_ids(writer)), uid)
@@ -46,20 +46,11 @@ def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str
     if embedders_changed:
         vectors.configure_embedders(writer, old, new, plan)
     if rebuild_facets:
-        if writer._facets is not None:
-            writer._facets.flush()
-        indexer = facets.FacetIndexer(writer, new)
-        writer._facets = indexer
-        indexer.rebuild(_stored_with_ids(writer))
+        document_writer(writer).fresh_facets(new).rebuild(_stored_with_ids(writer))
 
 
 def _reindex_search(writer: IndexWriter, new: dict[str, Any]) -> None:
-    from hanzo_engine.engine.update.indexer import SearchIndexer
-
-    if writer._search is not None:
-        writer._search.flush()
-    indexer = SearchIndexer(writer, new)
-    writer._search = indexer
+    indexer = document_writer(writer).fresh_search(new)
     documents = [(docid, doc) for docid, doc in _stored(writer)]
     indexer.reindex_all(documents)
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.index import IndexWriter
+from hanzo_engine.engine.update.writer import document_writer
 from hanzo_engine.engine.vector import embedders as embedder_rules
 from hanzo_engine.engine.vector.generate import (
     MISSING,
@@ -167,7 +168,7 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
     the index), and computes the embeddings of generating embedders (`generate.decide`), before
     anything is written. With `merge`, entries the update does not name are kept."""
     settings = complete(settings)
-    _ = w.embedding_status  # loaded (or rebuilt, for an older index) before the first write
+    _ = document_writer(w).embedding_status  # loaded (or rebuilt, for an older index) before the first write
     embedders = user_provided(settings)
     gens = generators(w, settings, uid) if any(embedder_rules.is_generating(c)
                                                for c in settings["embedders"].values()) else {}
@@ -295,7 +296,7 @@ def write_vectors(w: IndexWriter, ext_id: str, vectors: DocumentVectors) -> None
         if unconfigured and name in unconfigured:
             store.configure(w, name, unconfigured.pop(name))
         store.add(w, name, docid, embeddings)
-    status = w.embedding_status
+    status = document_writer(w).embedding_status
     for name, action in vectors.status.items():
         status.apply(name, docid, action)
 
@@ -327,7 +328,7 @@ def import_vectors(w: IndexWriter, ext_id: str, document: dict[str, Any], settin
                 store.add(w, name, docid, fitting)
             except ValueError:  # a non-finite value
                 pass
-        w.embedding_status.apply(name, docid, _sent_action(embeddings, regenerate))
+        document_writer(w).embedding_status.apply(name, docid, _sent_action(embeddings, regenerate))
 
 
 def embedders_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -342,7 +343,7 @@ def embedders_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def plan_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> SettingsPlan:
     """The generating embedders' part of a settings change, computed before any write (it may embed
     documents over the network and fail the task); `configure_embedders` applies it."""
-    _ = w.embedding_status  # loaded (or rebuilt, for an older index) before the first write
+    _ = document_writer(w).embedding_status  # loaded (or rebuilt, for an older index) before the first write
     return plan_for_settings(w, uid, complete(old), complete(new), parse_entry)
 
 
@@ -353,7 +354,7 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
     `userProvided` embedders are dropped, new ones (or ones whose dimensions changed) are created
     and filled from the stored documents' `_vectors`, others are reconfigured (binary quantization).
     The embedding statuses follow: those of removed embedders are dropped, the filled ones rebuilt."""
-    status = w.embedding_status
+    status = document_writer(w).embedding_status
     if plan is not None:
         plan.apply(w)
     before, after = user_provided(old), user_provided(new)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine.update.writer import document_writer
 from hanzo_engine.engine.vector.embedders import (
     Runtime,
     build,
@@ -253,7 +254,7 @@ class SettingsPlan:
         for name, items in self.vectors.items():
             if items:
                 store.add_many(w, name, items)
-        status = w.embedding_status
+        status = document_writer(w).embedding_status
         for name in self.removed:
             status.drop(name)
         for name, actions in self.status.items():

@@ -51,13 +51,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import msgspec
 from pyroaring import BitMap
 
-from hanzo_engine.engine.vector.store import DB_VECTORS
+from hanzo_engine.engine.storage.keys import DB_VECTORS, KEY_STATUS_MARKER, STATUS_PREFIX
 
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import IndexReader, IndexWriter
 
-KEY_STATUS_MARKER: Final = b"\xff\xffstatus"
-STATUS_PREFIX: Final = b"\xff\xffstatus/"
 STATUS_FORMAT: Final = b"1"
 VECTORS: Final = "_vectors"
 

@@ -1,7 +1,8 @@
 """The vector store of an index: per embedder, the documents' vectors and their HNSW graph, kept in
 the index's LMDB environment (database `vectors`) so they commit, or roll back, with the documents.
 
-Keys of the `vectors` database (`E` = embedder id, u16 big-endian, from the registry):
+Keys of the `vectors` database (`E` = embedder id, u16 big-endian, from the registry; the constants
+are in `engine/storage/keys.py`):
 
 - `ff ff "embedders"`   registry JSON `{"next": n, "ids": {name: id}}`; an id is never reused, so a
                         dropped and re-created embedder never meets the old one's cache.
@@ -55,23 +56,24 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.hnsw import HnswGraph
+from hanzo_engine.engine.storage.codecs import FID, U32
+from hanzo_engine.engine.storage.keys import (
+    DB_VECTORS,
+    KEY_REGISTRY,
+    MAX_EMBEDDER_ID,
+    TAG_DOC,
+    TAG_META,
+    TAG_NODE,
+)
 
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import Index, IndexReader, IndexWriter
-
-DB_VECTORS: Final = b"vectors"
-KEY_REGISTRY: Final = b"\xff\xffembedders"
-TAG_META: Final = b"\x00"
-TAG_NODE: Final = b"\x01"
-TAG_DOC: Final = b"\x03"
-MAX_EMBEDDER_ID: Final = 0xFFFE  # 0xFFFF prefixes the registry
 
 DISTANCES: Final = ("cosine", "dot", "euclidean")
 
 Vectors: TypeAlias = "Sequence[float] | Sequence[Sequence[float]] | np.ndarray[Any, Any]"
 
-_EMB = struct.Struct(">H")
-_U32BE = struct.Struct(">I")
+_EMB = FID  # embedder ids are u16 big-endian, as field ids
 _U32LE = struct.Struct("<I")
 _OF_LOCK = threading.Lock()
 
@@ -245,7 +247,7 @@ class VectorStore:
                 for key, value in cursor:
                     if not key.startswith(node_prefix):
                         break
-                    graph.load_node(_U32BE.unpack_from(key, 3)[0], value)
+                    graph.load_node(U32.unpack_from(key, 3)[0], value)
             if cursor.set_range(doc_prefix):
                 for key, value in cursor:
                     if not key.startswith(doc_prefix):
@@ -302,11 +304,11 @@ class VectorStore:
         freed, dirty = graph.take_changes()
         emb = _EMB.pack(st.emb_id)
         for node in freed:
-            txn.delete(emb + TAG_NODE + _U32BE.pack(node), db=self.db)
+            txn.delete(emb + TAG_NODE + U32.pack(node), db=self.db)
         for node in dirty:
             record = graph.node_record(node)
             if record is not None:
-                txn.put(emb + TAG_NODE + _U32BE.pack(node), record, db=self.db)
+                txn.put(emb + TAG_NODE + U32.pack(node), record, db=self.db)
         st.meta.entry = graph.stats()["entry"]
         meta = _encode(st.meta)
         if meta != st.meta_written:
@@ -387,7 +389,7 @@ class VectorStore:
         self._delete_prefix(txn, _prefix(st.emb_id, TAG_NODE))
         emb = _EMB.pack(st.emb_id)
         for docid in st.cache.graph.labels():
-            key = emb + TAG_DOC + _U32BE.pack(docid)
+            key = emb + TAG_DOC + U32.pack(docid)
             raw = txn.get(key, db=self.db)
             if raw is None:
                 continue
@@ -398,7 +400,7 @@ class VectorStore:
         for node in range(graph.stats()["slots"]):
             record = graph.node_record(node)
             if record is not None:
-                txn.put(emb + TAG_NODE + _U32BE.pack(node), record, db=self.db)
+                txn.put(emb + TAG_NODE + U32.pack(node), record, db=self.db)
         st.meta.config = config
         self._replace_graph(st, graph)
         self._persist(txn, st)
@@ -420,13 +422,13 @@ class VectorStore:
         graph = st.cache.graph
         graph.delete(docid, st.version)  # an update is a delete plus an insert
         nodes = graph.add_items(np.full(arr.shape[0], docid, dtype=np.uint32), arr, st.version)
-        txn.put(_EMB.pack(st.emb_id) + TAG_DOC + _U32BE.pack(docid), _doc_record(nodes, graph.encode(arr)),
+        txn.put(_EMB.pack(st.emb_id) + TAG_DOC + U32.pack(docid), _doc_record(nodes, graph.encode(arr)),
                 db=self.db)
 
     def _remove(self, txn: Any, st: _Write, docid: int) -> bool:
         if not st.cache.graph.delete(docid, st.version):
             return False
-        txn.delete(_EMB.pack(st.emb_id) + TAG_DOC + _U32BE.pack(docid), db=self.db)
+        txn.delete(_EMB.pack(st.emb_id) + TAG_DOC + U32.pack(docid), db=self.db)
         return True
 
     def _state_for(self, writer: IndexWriter, embedder: str, dimensions: int) -> _Write:
@@ -541,7 +543,7 @@ class VectorStore:
                     if not key.startswith(prefix):
                         break
                     vectors += _U32LE.unpack_from(value)[0]
-                    documents.add(_U32BE.unpack_from(key, len(prefix))[0])
+                    documents.add(U32.unpack_from(key, len(prefix))[0])
         return vectors, len(documents)
 
     def get_vectors(self, reader: IndexReader, embedder: str, docid: int) -> np.ndarray[Any, Any] | None:
@@ -549,7 +551,7 @@ class VectorStore:
         emb_id = self._emb_id(reader.txn, embedder)
         if emb_id is None:
             return None
-        raw = reader.txn.get(_prefix(emb_id, TAG_DOC) + _U32BE.pack(docid), db=self.db)
+        raw = reader.txn.get(_prefix(emb_id, TAG_DOC) + U32.pack(docid), db=self.db)
         if raw is None:
             return None
         return decode_stored(self._meta(reader.txn, emb_id).config, _parse_doc(bytes(raw))[1])
