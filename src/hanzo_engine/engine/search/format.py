@@ -51,6 +51,8 @@ from typing import Any, Final
 from hanzo_engine.apitypes.deserr import parse_uint_param, to_json
 from hanzo_engine.engine.documents.fields import select_fields
 from hanzo_engine.engine.tokenizer import Token, Tokenizer
+from hanzo_engine.rustcompat.attribute_patterns import contained_in as _contained_in
+from hanzo_engine.rustcompat.attribute_patterns import is_faceted_by
 
 from .types import MatchingWords
 
@@ -404,17 +406,6 @@ def crop_bounds(tokens: Sequence[Token], matches: Sequence[Match], crop_size: in
 # --------------------------------------------------------------------------------------------------
 # Documents
 # --------------------------------------------------------------------------------------------------
-
-
-def is_faceted_by(field: str, facet: str) -> bool:
-    """`field` is `facet` or nested under it (milli's `is_faceted_by`)."""
-    return field == facet or (field.startswith(facet) and field[len(facet) : len(facet) + 1] == ".")
-
-
-def _contained_in(selector: str, key: str) -> bool:
-    """permissive-json-pointer's `contained_in`: `selector` is `key` or a path below it."""
-    return selector == key or (selector.startswith(key) and len(selector) > len(key) + 1
-                               and selector[len(key)] == ".")
 
 
 def formatted_options(*, attributes_to_highlight: Sequence[str] | None, attributes_to_crop: Sequence[str] | None,
