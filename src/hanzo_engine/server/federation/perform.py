@@ -1,7 +1,7 @@
 """A federated search (Meilisearch's `perform_federated_search`): the queries of a multi-search
 with `federation`, local and remote, merged into one ranked list.
 
-The steps (contract §3.10):
+The steps (docs/api-contract.md §3.10):
 1. partition: per query, refuse pagination, facets, `personalize`, `showPerformanceDetails`, `distinct`
    beside `federation.distinct`, `remote`/`queryPosition` without the `network` feature; group the
    queries by index;
@@ -20,7 +20,7 @@ Hits are compared by weighted score as `federation.merge.compare` documents (Mei
 `WeightedScoreValue`); ranking-rule compatibility is `federation.merge.RankingRules`.
 
 Remote queries (`federationOptions.remote`, or `useNetwork` fanning a query out to every remote of the
-network; contract §14): a query naming `self` runs here; the others are grouped per remote and sent as
+network; docs/api-contract.md §14): a query naming `self` runs here; the others are grouped per remote and sent as
 one federated search each (`remotes.proxy_search`) while the local queries run. Their hits carry
 `weightedScoreValues` (a remote answers in proxy mode when `Meili-Proxy-Search: true`) and merge with the
 local ones by the same comparison; every hit gets `_federation.remote`, the body `remoteErrors` (a remote
