@@ -37,7 +37,6 @@ from typing import Any, Final
 
 from hanzo_engine.apitypes.deserr import InvalidValue, serde_unexpected
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.rustcompat.strings import debug_list
 
 from .keys import parse_uuid, pattern_matches
 
@@ -360,6 +359,3 @@ def decode_token(token: str, parent_secret: Callable[[uuid.UUID], str], now: int
 
 def decode_error(exc: TokenError) -> MeiliError:
     return MeiliError("invalid_api_key", f"Could not decode tenant token, {exc}.")
-
-# for the route modules that still import it from here
-rust_debug_list = debug_list

@@ -47,10 +47,10 @@ from starlette.requests import Request
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.search import SearchQuery, parse_sort
 from hanzo_engine.apitypes.settings import complete_settings
-from hanzo_engine.auth.tenant import rust_debug_list
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.vector.hybrid import ai_search
+from hanzo_engine.rustcompat.strings import debug_list
 from hanzo_engine.scheduler.network import Network, default_network, read_network
 
 from .. import remotes, sharding
@@ -177,7 +177,7 @@ class Federated:
                     "invalid_multi_search_query_facets",
                     f"Inside `.queries[{i}]`: Using facet options is not allowed in federated queries.\n"
                     f" - Hint: remove `facets` from query #{i} or remove `federation` from the request\n"
-                    f" - Hint: pass `federation.facetsByIndex.{q.index_uid}: {rust_debug_list(query.facets)}` for "
+                    f" - Hint: pass `federation.facetsByIndex.{q.index_uid}: {debug_list(query.facets)}` for "
                     "facets in federated search", 400)
             if query.personalize is not None:
                 raise MultiSearchError(
