@@ -345,31 +345,14 @@ class Reader:
             if c < 0:
                 raise self.peek_error(EOF_VALUE)
             frame = -1
-            if c == 0x6E:  # n
-                self.i += 1
-                self.parse_ident(b"ull")
-            elif c == 0x74:  # t
-                self.i += 1
-                self.parse_ident(b"rue")
-            elif c == 0x66:  # f
-                self.i += 1
-                self.parse_ident(b"alse")
-            elif c == _MINUS:
-                self.i += 1
-                self.ignore_integer()
-            elif _is_digit(c):
-                self.ignore_integer()
-            elif c == _QUOTE:
-                self.i += 1
-                self.string(validate=False)
-            elif c in (_LBRACKET, _LBRACE):
+            if c in (_LBRACKET, _LBRACE):
                 if enclosing >= 0:
                     stack.append(enclosing)
                     enclosing = -1
                 self.i += 1
                 frame = c
             else:
-                raise self.peek_error(EXPECTED_VALUE)
+                self.scalar(c, raw=True)
 
             if frame >= 0:
                 accept_comma = False
@@ -400,22 +383,19 @@ class Reader:
                 raise self.peek_error(EOF_LIST if frame == _LBRACKET else EOF_OBJECT)
 
             if frame == _LBRACE:
-                c = self.ws()
-                if c == _QUOTE:
-                    self.i += 1
-                elif c >= 0:
-                    raise self.peek_error(KEY_MUST_BE_STRING)
-                else:
-                    raise self.peek_error(EOF_OBJECT)
+                self._expect(_QUOTE, KEY_MUST_BE_STRING)
                 self.string(validate=False)
-                c = self.ws()
-                if c == _COLON:
-                    self.i += 1
-                elif c >= 0:
-                    raise self.peek_error(EXPECTED_COLON)
-                else:
-                    raise self.peek_error(EOF_OBJECT)
+                self._expect(_COLON, EXPECTED_COLON)
             enclosing = frame
+
+    def _expect(self, byte: int, mismatch: str) -> None:
+        """Consume `byte` after whitespace, inside an object: `mismatch` on another byte, EOF_OBJECT at
+        the end (both peek errors)."""
+        c = self.ws()
+        if c == byte:
+            self.i += 1
+        else:
+            raise self.peek_error(mismatch if c >= 0 else EOF_OBJECT)
 
     def raw_value(self) -> tuple[int, int]:
         """A `&RawValue`: skip one value, then check its bytes are UTF-8 (`end_raw_buffering`)."""
@@ -455,25 +435,28 @@ class Reader:
         else:
             self.scalar(c)
 
-    def scalar(self, c: int) -> None:
-        """A non-container value starting with byte `c` (also `peek_invalid_type`'s parsing)."""
-        if c == 0x6E:
+    def scalar(self, c: int, raw: bool = False) -> None:
+        """A non-container value starting with byte `c` (also `peek_invalid_type`'s parsing); `raw`:
+        as `ignore_value` reads it (numbers and escapes checked for syntax only)."""
+        if c == 0x6E:  # n
             self.i += 1
             self.parse_ident(b"ull")
-        elif c == 0x74:
+        elif c == 0x74:  # t
             self.i += 1
             self.parse_ident(b"rue")
-        elif c == 0x66:
+        elif c == 0x66:  # f
             self.i += 1
             self.parse_ident(b"alse")
-        elif c == _MINUS:
-            self.i += 1
-            self.parse_number()
-        elif _is_digit(c):
-            self.parse_number()
+        elif c == _MINUS or _is_digit(c):
+            if c == _MINUS:
+                self.i += 1
+            if raw:
+                self.ignore_integer()
+            else:
+                self.parse_number()
         elif c == _QUOTE:
             self.i += 1
-            self.string(validate=True)
+            self.string(validate=not raw)
         else:
             raise self.peek_error(EXPECTED_VALUE)
 
@@ -526,13 +509,7 @@ class Reader:
                 raise self.peek_error(KEY_MUST_BE_STRING)
             else:
                 raise self.peek_error(EOF_VALUE)
-            c = self.ws()
-            if c == _COLON:
-                self.i += 1
-            elif c >= 0:
-                raise self.peek_error(EXPECTED_COLON)
-            else:
-                raise self.peek_error(EOF_OBJECT)
+            self._expect(_COLON, EXPECTED_COLON)
             self.value()
 
 
