@@ -245,6 +245,26 @@ def test_multi_search_over_shards(net: dict[str, Any]) -> None:
     assert [h["id"] for h in plain["results"][0]["hits"]] == [h["id"] for h in expected["hits"]]
 
 
+def test_documents_and_facet_search_over_shards(net: dict[str, Any]) -> None:
+    clients = net["clients"]
+    c = clients["ms1"]
+    body = {"filter": "color = red AND price < 200", "limit": 5000, "fields": ["id"]}
+    expected = clients["single"].post(f"/indexes/{INDEX}/documents/fetch", json=body).json()
+    got = c.post(f"/indexes/{INDEX}/documents/fetch", json=body).json()  # `useNetwork` true by default
+    assert got["total"] == expected["total"] and "remoteErrors" not in got
+    assert sorted(d["id"] for d in got["results"]) == sorted(d["id"] for d in expected["results"])
+    page = c.get(f"/indexes/{INDEX}/documents", params={"offset": 10, "limit": 7}).json()
+    assert (page["total"], page["offset"], page["limit"], len(page["results"])) == (COUNT, 10, 7, 7)
+    elsewhere = next(d["id"] for d in net["docs"] if document_shard(sorted(SHARDS), d["id"]) == "s0")
+    r = c.get(f"/indexes/{INDEX}/documents/{elsewhere}")
+    assert r.status_code == 200 and r.json()["id"] == elsewhere
+    assert c.get(f"/indexes/{INDEX}/documents/{elsewhere}", params={"useNetwork": "false"}).status_code == 404
+    facet_body = {"facetName": "color", "facetQuery": "", "filter": "price > 900"}
+    want = clients["single"].post(f"/indexes/{INDEX}/facet-search", json=facet_body).json()
+    have = c.post(f"/indexes/{INDEX}/facet-search", json=facet_body).json()
+    assert have["facetHits"] == want["facetHits"] and have["remoteErrors"] == {}
+
+
 def _without_status(network: dict[str, Any]) -> dict[str, Any]:
     """The network without the computed availability of remotes (runtime state, in no snapshot)."""
     return {**network, "remotes": {n: {k: v for k, v in r.items() if k != "status"}

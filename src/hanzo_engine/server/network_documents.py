@@ -26,7 +26,7 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.search import parse_sort
 from hanzo_engine.scheduler.network import Network
 
-from . import remotes
+from . import remotes, sharding
 from .federation.merge import Ranked, merge_ranked, sort_value_order
 
 FEDERATION = "_federation"
@@ -91,16 +91,21 @@ async def browse(network: Network, uid: str, params: dict[str, Any],
     offset, limit = params["offset"], params["limit"]
     proxied = {**params, "offset": 0, "limit": offset + limit}
     proxied.pop("useNetwork", None)
-    names = list(network["remotes"])
+    if sharding.proxied_use_network(network) is not None:
+        proxied["useNetwork"] = False
+    targets = sharding.network_targets(network)
+    names = [name or "" for name, _ in targets]
     deadline = remotes.deadline_from_env()
 
-    async def one(name: str) -> dict[str, Any]:
+    async def one(name: str | None, shard: str | None) -> dict[str, Any]:
+        body = {**proxied, "filter": sharding.shard_filter(proxied.get("filter"), shard)}
         if name == network["self"]:
-            result: dict[str, Any] = await local(dict(proxied))
+            body.pop("useNetwork", None)
+            result: dict[str, Any] = await local(body)
             return result
-        return await remotes.proxy_documents(network["remotes"][name], uid, proxied, deadline)
+        return await remotes.proxy_documents(network["remotes"][name], uid, body, deadline)
 
-    answers = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)
+    answers = await asyncio.gather(*(one(name, shard) for name, shard in targets), return_exceptions=True)
     lists: list[list[tuple[Ranked, dict[str, Any]]]] = []
     errors: dict[str, dict[str, str]] = {}
     total = 0
@@ -132,16 +137,29 @@ async def facet_search(network: Network, uid: str, body: dict[str, Any], local: 
                        by_count: Callable[[], Any]) -> dict[str, Any]:
     """The facet search of `body` over the network; `local()` runs it here (awaitable, its result),
     `by_count()` (awaitable) tells whether this instance's index sorts the facet's values by count."""
-    names = list(network["remotes"])
+    targets = sharding.network_targets(network)
+    names = [name or "" for name, _ in targets]
     deadline = remotes.deadline_from_env()
+    use_network = sharding.proxied_use_network(network)
 
-    async def one(name: str) -> dict[str, Any]:
+    local_done = False
+
+    async def one(name: str | None, shard: str | None) -> dict[str, Any]:
+        nonlocal local_done
         if name == network["self"]:
+            # this node holds only the documents of its shards: its facet values once, whatever it owns
+            if local_done:
+                return {"facetHits": [], "processingTimeMs": 0}
+            local_done = True
             result: dict[str, Any] = await local()
             return result
-        return await remotes.proxy_facet_search(network["remotes"][name], uid, body, deadline)
+        proxied = {**body, "filter": sharding.shard_filter(body.get("filter"), shard)}
+        if use_network is not None:
+            proxied["useNetwork"] = use_network
+        assert name is not None
+        return await remotes.proxy_facet_search(network["remotes"][name], uid, proxied, deadline)
 
-    answers = await asyncio.gather(*(one(name) for name in names), return_exceptions=True)
+    answers = await asyncio.gather(*(one(name, shard) for name, shard in targets), return_exceptions=True)
     counts: dict[str, int] = {}
     errors: dict[str, dict[str, str]] = {}
     local_result: dict[str, Any] | None = None

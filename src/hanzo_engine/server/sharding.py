@@ -385,6 +385,13 @@ def uses_network(use_network: bool | None, network: Network) -> bool:
     return use_network if use_network is not None else network["leader"] is not None
 
 
+async def request_uses_network(feature_enabled: bool, store: TaskStore, use_network: bool | None) -> bool:
+    """`uses_network` for a request, reading the network only when the answer depends on it."""
+    if use_network is not None or not feature_enabled:
+        return bool(use_network)
+    return uses_network(None, await asyncio.to_thread(read_network, store))
+
+
 def proxied_use_network(network: Network) -> bool | None:
     """The `useNetwork` of a query sent to a remote: explicitly false in a sharded network (the remote
     would otherwise fan it out again), absent otherwise."""

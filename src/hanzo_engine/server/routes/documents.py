@@ -51,7 +51,7 @@ from hanzo_engine.filter_parser import (
 )
 from hanzo_engine.scheduler.network import read_network
 
-from .. import network_documents, remotes
+from .. import network_documents, remotes, sharding
 from ..app_state import route, state
 from ..auth import auth_filter
 from ..features import feature_not_enabled, runtime_features
@@ -333,12 +333,11 @@ async def fetch_documents(request: Request) -> Response:
 async def _network_browse(request: Request, uid: str, params: dict[str, Any]) -> dict[str, Any] | None:
     """The browse fanned out over the network when `useNetwork` is true (`network_documents`), else None."""
     use_network = params.pop("useNetwork", None)
-    if use_network is None:
-        return None
-    if not runtime_features(request).enabled("network"):
+    enabled = runtime_features(request).enabled("network")
+    if use_network is not None and not enabled:
         raise feature_not_enabled("passing `useNetwork` in a search query", "network", NETWORK_DISCUSSION)
-    if not use_network:
-        return None
+    if not await sharding.request_uses_network(enabled, state(request).scheduler.store, use_network):
+        return None  # true by default with a leader
     network = await run_in_threadpool(read_network, state(request).scheduler.store)
     return await network_documents.browse(
         network, uid, params, lambda local: run_in_threadpool(_browse, request, uid, local, True))

@@ -38,7 +38,7 @@ from hanzo_engine.engine.vector.hybrid import check_vector, search_kind
 from hanzo_engine.filter_parser import FilterFeatures
 from hanzo_engine.scheduler.network import read_network
 
-from .. import network_documents
+from .. import network_documents, sharding
 from ..app_state import route, state
 from ..features import runtime_features
 from ..foreign_keys import ForeignIndexes
@@ -177,7 +177,8 @@ async def search_facet_values(request: Request) -> Response:
     )
     query = fused_query(request, uid, query)
     features = filter_features(request)
-    if body["useNetwork"]:
+    if await sharding.request_uses_network(runtime_features(request).enabled("network"), state(request).indexes.store,
+                                           body["useNetwork"]):  # true by default with a leader
         return JSONResponse(await _network_facet_search(request, uid, raw, body, query, features))
     indexes = state(request).indexes
     foreign = ForeignIndexes(indexes) if features.foreign_keys else None  # `_foreign(..)` filters
