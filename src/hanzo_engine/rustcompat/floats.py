@@ -31,6 +31,9 @@ def parse_f64(text: str) -> float | None:
 
 def f64_display(value: float) -> str:
     """`format!("{}", value)` for a Rust f64."""
+    text = repr(value)
+    if "e" not in text and "n" not in text:  # repr is positional already (no exponent, inf or nan)
+        return text[:-2] if text.endswith(".0") else text
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
