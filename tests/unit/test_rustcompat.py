@@ -1,4 +1,4 @@
-"""`rustcompat`: Rust's `{:?}` of a string, `escape_debug`, f64 text, attribute patterns.
+"""`rustcompat`: Rust's `{:?}` of a string, `escape_debug`, f64 text, serde_json, string distances.
 
 The expected strings are what `format!("{:?}", s)` / `s.escape_debug()` print in Rust.
 """
@@ -7,15 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from hanzo_engine.rustcompat.attribute_patterns import (
-    MATCH,
-    NO_MATCH,
-    PARENT,
-    contained_in,
-    is_faceted_by,
-    match_field_legacy,
-    match_pattern,
-)
 from hanzo_engine.rustcompat.distance import damerau_levenshtein, osa_distance
 from hanzo_engine.rustcompat.floats import f64_display, parse_f64, ryu
 from hanzo_engine.rustcompat.serde_json import to_json, value_error
@@ -93,17 +84,3 @@ def test_distances() -> None:
     assert osa_distance("_vectors", "_vetcors") == 1
     assert osa_distance("kitten", "sitting") == 3
     assert osa_distance("a", "abcdef") == 3  # capped at limit + 1
-
-
-def test_attribute_patterns() -> None:
-    assert match_pattern("*", "a.b") == MATCH
-    assert match_pattern("a.*", "a.b") == MATCH
-    assert match_pattern("*.b", "a.b") == MATCH
-    assert match_pattern("*x*", "axb") == MATCH
-    assert match_pattern("a.b", "a") == PARENT
-    assert match_pattern("a.b", "ab") == NO_MATCH
-    assert match_field_legacy("a", "a.b") == MATCH
-    assert match_field_legacy("a.b", "a") == PARENT
-    assert match_field_legacy("a", "ab") == NO_MATCH
-    assert is_faceted_by("a.b", "a") and not is_faceted_by("ab", "a")
-    assert contained_in("a.b", "a") and contained_in("a", "a") and not contained_in("a.", "a")

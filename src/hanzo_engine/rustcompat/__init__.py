@@ -7,5 +7,4 @@ something the way Rust does imports it from here, so each behaviour has one impl
 - `strings`             Rust's `char::is_whitespace` trimming, `{:?}` of a `str` and `str::escape_debug`.
 - `serde_json`          serde_json's reader (errors and positions byte for byte) and `Value` display.
 - `distance`            strsim's string distances.
-- `attribute_patterns`  milli's `attribute_patterns.rs`: `*` patterns, nested-field matching.
 """

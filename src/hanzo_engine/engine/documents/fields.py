@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from hanzo_engine.rustcompat.attribute_patterns import contained_in
+from hanzo_engine.engine.attribute_patterns import contained_in
 
 __all__ = ["field_names", "flatten", "select_fields"]
 

@@ -31,13 +31,13 @@ from typing import Any, Final
 
 from pyroaring import BitMap
 
+from hanzo_engine.engine.attribute_patterns import MATCH
+from hanzo_engine.engine.attribute_patterns import match_field_legacy as match_legacy
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.tokenizer import normalize
 from hanzo_engine.engine.update.facets import FacetRules
 from hanzo_engine.engine.update.indexer import search_fields
 from hanzo_engine.filter_parser.errors import rust_f64_display
-from hanzo_engine.rustcompat.attribute_patterns import MATCH
-from hanzo_engine.rustcompat.attribute_patterns import match_field_legacy as match_legacy
 
 from .facet_store import NUMBERS, STRINGS, Column, FacetStore
 

@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hanzo_engine.apitypes.deserr import parse_uint_param, to_json
+from hanzo_engine.engine.attribute_patterns import contained_in as _contained_in
+from hanzo_engine.engine.attribute_patterns import is_faceted_by
 from hanzo_engine.engine.documents.fields import select_fields
 from hanzo_engine.engine.tokenizer import Token, Tokenizer
-from hanzo_engine.rustcompat.attribute_patterns import contained_in as _contained_in
-from hanzo_engine.rustcompat.attribute_patterns import is_faceted_by
 
 from .types import MatchingWords
 

@@ -46,6 +46,8 @@ import msgspec
 from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.engine.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
+from hanzo_engine.engine.attribute_patterns import match_field_legacy as match_legacy
 from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD, GeoJsonError, GeoShape, parse_geojson
 
 # (the `x as x` imports re-export what the search modules import from here)
@@ -67,8 +69,6 @@ from hanzo_engine.engine.storage.keys import (
 from hanzo_engine.engine.storage.keys import DB_FACET_FLAGS as DB_FACET_FLAGS
 from hanzo_engine.engine.storage.keys import DB_FACET_NUMBERS as DB_FACET_NUMBERS
 from hanzo_engine.engine.storage.keys import DB_FACET_STRINGS as DB_FACET_STRINGS
-from hanzo_engine.rustcompat.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
-from hanzo_engine.rustcompat.attribute_patterns import match_field_legacy as match_legacy
 from hanzo_engine.rustcompat.floats import parse_f64
 from hanzo_engine.rustcompat.strings import trim
 

@@ -1,4 +1,5 @@
-"""Which field names an attribute or a pattern covers, as milli's `attribute_patterns.rs`.
+"""Which field names an attribute or a pattern covers, as milli's `attribute_patterns.rs` (the one
+implementation: facets, field selection, formatting and the fields route use it).
 
 Field names are dotted paths (`a.b.c`). A *pattern* (granular `filterableAttributes`, the fields
 route's filter) may start and/or end with `*`; a *legacy attribute* (`sortableAttributes`, plain
