@@ -595,7 +595,3 @@ def _check_record_utf8(row: list[str], record: int, text: str, sep: str) -> None
                 f"CSV parse error: record {record} (line {line}, field: {field}, byte: {byte}): "
                 f"invalid utf-8: invalid UTF-8 in field {field} near byte index {valid_up_to}"
             )
-
-
-# for the route modules that still import it from here
-rust_debug = debug_str

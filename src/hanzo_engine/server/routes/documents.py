@@ -34,7 +34,6 @@ from hanzo_engine.engine.documents.payload import (
     check_csv_delimiter,
     convert_to_ndjson,
     payload_format,
-    rust_debug,
 )
 from hanzo_engine.engine.documents.primary_key import invalid_document_id_error, normalize_document_id
 from hanzo_engine.engine.index import IndexReader
@@ -49,6 +48,7 @@ from hanzo_engine.filter_parser import (
     parse_filter_value,
     reject_foreign,
 )
+from hanzo_engine.rustcompat.strings import debug_str
 from hanzo_engine.scheduler.network import read_network
 
 from .. import network_documents, remotes, sharding
@@ -505,7 +505,7 @@ def _serde_not_a_sequence(value: Any, raw: bytes) -> str:
     else:
         at = len(raw.rstrip(b" \t\n\r"))
         if isinstance(value, str):
-            found = f"string {rust_debug(value)}"
+            found = f"string {debug_str(value)}"
         elif isinstance(value, bool):
             found = f"boolean `{'true' if value else 'false'}`"
         elif value is None:
