@@ -291,6 +291,9 @@ def test_snapshot_and_dump_keep_the_network(net: dict[str, Any]) -> None:
         with httpx.Client(base_url=imported.url, timeout=30) as i:
             # a dump is loaded elsewhere: without `self` and `leader`, as Meilisearch
             assert _without_status(i.get("/network").json()) == {**network, "self": None, "leader": None}
+            # tasks keep their `network` (here the origin of the leader's document addition)
+            added = i.get("/tasks", params={"types": "documentAdditionOrUpdate"}).json()["results"][-1]
+            assert added["network"]["origin"]["remoteName"] == "ms0"
     finally:
         restored.stop()
         imported.stop()

@@ -3,7 +3,7 @@
 A TaskDump line is Meilisearch's `dump::TaskDump`:
 
     {"uid", "batchUid", "indexUid", "status", "type": <KindDump>, "canceledBy"?, "details"?: <Details>,
-     "error"?, "enqueuedAt", "startedAt"?, "finishedAt"?, "customMetadata"?}
+     "error"?, "enqueuedAt", "startedAt"?, "finishedAt"?, "network"?, "customMetadata"?}
 
 with three serde conventions mixed, exactly as Meilisearch writes them:
 
@@ -195,6 +195,8 @@ def task_line(task: Task) -> dict[str, Any]:
         line["startedAt"] = format_timestamp(task["startedAt"])
     if task.get("finishedAt") is not None:
         line["finishedAt"] = format_timestamp(task["finishedAt"])
+    if task.get("network") is not None:
+        line["network"] = task["network"]
     if task.get("customMetadata") is not None:
         line["customMetadata"] = task["customMetadata"]
     return line
@@ -330,6 +332,8 @@ def task_record(line: dict[str, Any]) -> Task:
         }
     except (KeyError, TypeError) as exc:
         raise RecordError(f"task line is missing {exc}") from None
+    if isinstance(line.get("network"), dict):
+        task["network"] = line["network"]
     if line.get("customMetadata") is not None:
         task["customMetadata"] = line["customMetadata"]
     return task

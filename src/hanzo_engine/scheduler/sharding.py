@@ -139,5 +139,5 @@ def apply_topology_change(sched: Scheduler, task: Task) -> BatchOutcome:
     are (no resharding export), so the task only reports it."""
     from .processing import BatchOutcome, succeeded
 
-    details = dict(task.get("details") or {}, movedDocuments=0, message="Network topology change applied")
+    details = dict(task.get("details") or {}, movedDocuments=0, message="Finished")
     return BatchOutcome({task["uid"]: succeeded(details)})
