@@ -7,6 +7,8 @@ position line.
 
 from __future__ import annotations
 
+from hanzo_engine.rustcompat.distance import osa_distance
+
 from .errors import columns, escape_debug, positioned, rust_trim
 
 __all__ = ["INVALID_PRIMARY_OPERATIONS", "diagnostic", "render"]
@@ -43,24 +45,6 @@ _FIXED = {
 _VECTOR_SUFFIXES = ("fragments", "userProvided", "documentTemplate", "regenerate")
 
 
-def _osa_within_2(a: str, b: str) -> bool:
-    """Optimal-string-alignment distance <= 2 (a Levenshtein automaton with transpositions)."""
-    if abs(len(a) - len(b)) > 2:
-        return False
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            best = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                best = min(best, prev2[j - 2] + 1)
-            cur[j] = best
-        prev2, prev = prev, cur
-    return prev[len(b)] <= 2
-
-
 def _unknown_suffix(previous: str | None, value: str) -> str:
     if value == ".":
         return (
@@ -79,7 +63,7 @@ def _unknown_suffix(previous: str | None, value: str) -> str:
         f"but instead found `{value}`."
     )
     for key in _VECTOR_SUFFIXES:
-        if _osa_within_2(value, key):
+        if osa_distance(value, key) <= 2:
             return f"{base} Did you mean `{key}`?"
     return base
 
