@@ -154,6 +154,11 @@ def test_writes_go_to_the_leader(net: dict[str, Any]) -> None:
     assert "only the leader `ms0` can receive new tasks" in r.json()["message"]
     r = clients["ms2"].patch(f"/indexes/{INDEX}/settings", json={"distinctAttribute": None})
     assert r.json()["code"] == "not_leader"
+    # the API key is checked first
+    r = httpx.post(f"{net['servers']['ms1'].url}/indexes/{INDEX}/documents", json=[{"id": "x"}])
+    assert r.status_code == 401 and r.json()["code"] == "missing_authorization_header"
+    r = clients["ms1"].post(f"/indexes/{INDEX}/documents", json=[{"id": "x"}], headers={"Authorization": "Bearer no"})
+    assert r.status_code == 403 and r.json()["code"] == "invalid_api_key"
     # a forwarded write names its origin; both headers or none
     r = clients["ms1"].post("/indexes", json={"uid": "scratch"}, headers={"X-Meili-Proxy-Origin-Remote": "ms0"})
     assert r.status_code == 400 and r.json()["code"] == "inconsistent_document_change_headers"

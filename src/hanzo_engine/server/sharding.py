@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import httpx
 from pyroaring import BitMap
+from starlette.requests import Request
 
 from hanzo_engine.apitypes.errors import MeiliError, error_json
 from hanzo_engine.engine import net_guard
@@ -45,6 +46,7 @@ from hanzo_engine.scheduler.network import NIL_VERSION, Network, read_network
 from hanzo_engine.scheduler.store import TaskStore
 
 from . import remotes
+from .auth import guard
 
 log = logging.getLogger("hanzo_engine.server.sharding")
 
@@ -52,20 +54,34 @@ ORIGIN_REMOTE: Final = "X-Meili-Proxy-Origin-Remote"
 ORIGIN_TASK_UID: Final = "X-Meili-Proxy-Origin-TaskUid"
 ORIGIN_NETWORK_VERSION: Final = "X-Meili-Proxy-Origin-Network-Version"
 
+# (path, {method: the route's API key action})
 _WRITE_ROUTES: Final = (
-    (re.compile(r"^/indexes$"), {"POST"}),
-    (re.compile(r"^/indexes/[^/]+$"), {"PATCH", "DELETE"}),
-    (re.compile(r"^/indexes/[^/]+/documents$"), {"POST", "PUT", "DELETE"}),
-    (re.compile(r"^/indexes/[^/]+/documents/(delete|delete-batch|edit)$"), {"POST"}),
-    (re.compile(r"^/indexes/[^/]+/documents/[^/]+$"), {"DELETE"}),
-    (re.compile(r"^/indexes/[^/]+/settings(/[^/]+)?$"), {"PATCH", "PUT", "DELETE"}),
-    (re.compile(r"^/swap-indexes$"), {"POST"}),
-    (re.compile(r"^/dynamic-search-rules(/[^/]+)?$"), {"PATCH", "DELETE"}),
+    (re.compile(r"^/indexes$"), {"POST": "indexes.create"}),
+    (re.compile(r"^/indexes/(?P<uid>[^/]+)$"), {"PATCH": "indexes.update", "DELETE": "indexes.delete"}),
+    (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents$"),
+     {"POST": "documents.add", "PUT": "documents.add", "DELETE": "documents.delete"}),
+    (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents/(delete|delete-batch)$"), {"POST": "documents.delete"}),
+    (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents/edit$"), {"POST": "documents.*"}),
+    (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents/[^/]+$"), {"DELETE": "documents.delete"}),
+    (re.compile(r"^/indexes/(?P<uid>[^/]+)/settings(/[^/]+)?$"),
+     {"PATCH": "settings.update", "PUT": "settings.update", "DELETE": "settings.update"}),
+    (re.compile(r"^/swap-indexes$"), {"POST": "indexes.swap"}),
+    (re.compile(r"^/dynamic-search-rules(/[^/]+)?$"),
+     {"PATCH": "dynamicSearchRules.update", "DELETE": "dynamicSearchRules.delete"}),
 )
 
 
+def write_route(method: str, path: str) -> tuple[str, str | None] | None:
+    """The API key action and index uid of a write route (None: not a write route)."""
+    for pattern, methods in _WRITE_ROUTES:
+        found = pattern.match(path)
+        if found is not None and method in methods:
+            return methods[method], found.groupdict().get("uid")
+    return None
+
+
 def is_write_route(method: str, path: str) -> bool:
-    return any(method in methods and pattern.match(path) for pattern, methods in _WRITE_ROUTES)
+    return write_route(method, path) is not None
 
 
 def _env_seconds(name: str, default: float) -> float:
@@ -303,7 +319,8 @@ class ShardedWrites:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not is_write_route(scope["method"], scope["path"]):
+        write = write_route(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if write is None:
             await self.app(scope, receive, send)
             return
         store: TaskStore = scope["app"].state.hanzo.scheduler.store
@@ -311,6 +328,8 @@ class ShardedWrites:
         try:
             network = await asyncio.to_thread(read_network, store)
             origin = origin_from_headers(headers)
+            if origin is None and network["leader"] not in (None, network["self"]):
+                guard(Request(scope), *write)  # the API key is checked first, as by Meilisearch's extractors
             role = check_write(network, origin)
         except MeiliError as err:
             await _send_error(send, err)
