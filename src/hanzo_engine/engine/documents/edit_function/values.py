@@ -9,6 +9,8 @@ from typing import Any, Final, NoReturn
 
 import numpy as np
 
+from hanzo_engine.rustcompat.strings import debug_str
+
 from .common import I64_MAX, I64_MIN, Char, Pos, RuntimeScriptError
 
 
@@ -75,7 +77,7 @@ def to_debug(v: Any) -> str:
     if isinstance(v, Char):
         return repr(str(v))
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return debug_str(v)  # Rhai prints a string with Rust's `{:?}`
     if isinstance(v, list):
         return "[" + ", ".join(to_debug(x) for x in v) + "]"
     if isinstance(v, dict):
