@@ -304,6 +304,51 @@ def test_snapshot_and_dump_keep_the_network(net: dict[str, Any]) -> None:
         imported.stop()
 
 
+def _wait_idle(client: httpx.Client, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client.get("/tasks", params={"statuses": "enqueued,processing", "limit": 1}).json()["total"] == 0:
+            return
+        time.sleep(0.05)
+    raise TimeoutError("tasks still pending")
+
+
+def test_adding_a_shard_moves_documents(net: dict[str, Any]) -> None:
+    """A fourth instance owning a new shard: the others send it the documents of that shard (with the
+    index settings) and delete them; searches still equal one instance."""
+    clients, servers, docs = net["clients"], net["servers"], net["docs"]
+    ms3 = ServerProcess(net["root"] / "ms3" / "data.ms", env=ENV, extra_args=[*ALLOW, "--master-key", MASTER_KEY])
+    ms3.db_path.parent.mkdir(parents=True, exist_ok=True)
+    servers["ms3"] = ms3.start()
+    clients["ms3"] = _client(ms3)
+    assert clients["ms3"].patch("/experimental-features", json={"network": True}).status_code == 200
+    r = clients["ms0"].patch("/network", json={
+        "remotes": {"ms3": {"url": ms3.url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}},
+        "shards": {"s3": {"remotes": ["ms3"]}}})
+    assert r.status_code == 202, r.text
+    change = _wait_remote_tasks(clients["ms0"], r.json()["taskUid"], {"ms1", "ms2", "ms3"})
+    moved = 0
+    for name in ("ms0", "ms1", "ms2"):
+        uid = change["uid"] if name == "ms0" else change["network"]["remoteTasks"][name]["taskUid"]
+        done = wait_task(clients[name], uid, timeout=120)
+        assert done["status"] == "succeeded" and done["details"]["message"] == "Finished", done
+        moved += done["details"]["movedDocuments"]
+    _wait_idle(clients["ms3"])
+    shards = {**SHARDS, "s3": "ms3"}
+    owners = {d["id"]: shards[document_shard(sorted(shards), d["id"]) or ""] for d in docs}
+    assert moved == sum(1 for o in owners.values() if o == "ms3") > COUNT / 5
+    for name in ("ms0", "ms1", "ms2", "ms3"):
+        got = clients[name].post(f"/indexes/{INDEX}/documents/fetch",
+                                 json={"limit": COUNT, "fields": ["id"], "useNetwork": False}).json()
+        assert sorted(d["id"] for d in got["results"]) == sorted(i for i, o in owners.items() if o == name), name
+    assert clients["ms3"].get(f"/indexes/{INDEX}/settings").json()["sortableAttributes"] == ["price", "rank"]
+    query = QUERIES[1]
+    expected = clients["single"].post(f"/indexes/{INDEX}/search", json=query).json()
+    got = clients["ms2"].post(f"/indexes/{INDEX}/search", json=query).json()
+    assert [h["id"] for h in got["hits"]] == [h["id"] for h in expected["hits"]]
+    assert got["facetDistribution"] == expected["facetDistribution"] and got["remoteErrors"] == {}
+
+
 def test_failing_remotes(net: dict[str, Any]) -> None:
     """Last: changes the topology. A stopped remote, a slow one and one refusing the write key."""
     clients, servers = net["clients"], net["servers"]
@@ -320,12 +365,12 @@ def test_failing_remotes(net: dict[str, Any]) -> None:
         r = leader.patch("/network", json={"remotes": {
             "down": {"url": gone_url}, "slow": {"url": f"http://127.0.0.1:{slow.server_port}"},
             "badkey": {"url": servers["ms2"].url, "writeApiKey": "not-the-key", "searchApiKey": MASTER_KEY}},
-            "shards": {"s3": {"remotes": ["down"]}}})
+            "shards": {"s9": {"remotes": ["down"]}}})
         assert r.status_code == 202, r.text
-        names = {"ms1", "ms2", "down", "slow", "badkey"}
+        names = {"ms1", "ms2", "ms3", "down", "slow", "badkey"}
         change = _wait_remote_tasks(leader, r.json()["taskUid"], names)
         errors = {name: (t["error"] or {}).get("code") for name, t in change["network"]["remoteTasks"].items()}
-        assert errors == {"ms1": None, "ms2": None, "down": "remote_could_not_send_request",
+        assert errors == {"ms1": None, "ms2": None, "ms3": None, "down": "remote_could_not_send_request",
                           "slow": "remote_timeout", "badkey": "remote_invalid_api_key"}
         for name in ("ms1", "ms2"):
             uid = change["network"]["remoteTasks"][name]["taskUid"]
@@ -344,7 +389,9 @@ def test_failing_remotes(net: dict[str, Any]) -> None:
         got = clients["ms1"].post(f"/indexes/{INDEX}/search", json={"q": "", "limit": 0}).json()
         assert set(got["remoteErrors"]) == {"down"}
         assert got["remoteErrors"]["down"]["code"] == "remote_could_not_send_request"
-        assert got["estimatedTotalHits"] >= COUNT
+        # the documents of `s9` could not be sent to `down`: they stayed where they were
+        assert got["estimatedTotalHits"] == COUNT + 30 - sum(1 for i in range(30) if document_shard(
+            sorted([*SHARDS, "s3", "s9"]), f"new{i}") == "s9")
     finally:
         slow.shutdown()
         slow.server_close()

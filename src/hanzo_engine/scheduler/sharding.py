@@ -16,6 +16,8 @@ The `network` of a task (Meilisearch's `DbTaskNetwork`) is stored in the task re
 from __future__ import annotations
 
 import hashlib
+import json
+import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -133,11 +135,78 @@ def remote_task_done(store: TaskStore, uid: int, remote: str, task_uid: int | No
 
 # -- networkTopologyChange ------------------------------------------------------------------------------
 
+ORIGIN_REMOTE = "X-Meili-Proxy-Origin-Remote"
+ORIGIN_TASK_UID = "X-Meili-Proxy-Origin-TaskUid"
+ORIGIN_NETWORK_VERSION = "X-Meili-Proxy-Origin-Network-Version"
+EXPORT_BATCH = 10_000
+_SETTINGS_GATED = ("chat", "foreignKeys")  # refused by an instance whose experimental feature is off
+
 
 def apply_topology_change(sched: Scheduler, task: Task) -> BatchOutcome:
-    """The network was stored when the task was registered; documents already indexed stay where they
-    are (no resharding export), so the task only reports it."""
+    """Move the documents this node keeps but no longer owns in the new network to the owners of their
+    shard (Meilisearch's export/import, simplified): per index, its settings then its documents go to
+    each owner as writes carrying this task as their origin, and the documents are deleted here once
+    every owner took them (a failed send keeps them here, named in the task's `message`)."""
     from .processing import BatchOutcome, succeeded
 
-    details = dict(task.get("details") or {}, movedDocuments=0, message="Finished")
+    network = read_network(sched.store)
+    moved, failures = (0, []) if not is_sharded(network) else _export(sched, task, network)
+    message = "Finished" if not failures else "Finished with errors: " + "; ".join(failures)
+    details = dict(task.get("details") or {}, movedDocuments=moved, message=message)
     return BatchOutcome({task["uid"]: succeeded(details)})
+
+
+def _export(sched: Scheduler, task: Task, network: Network) -> tuple[int, list[str]]:
+    import httpx
+
+    from hanzo_engine.apitypes.settings import complete_settings
+    from hanzo_engine.engine import net_guard
+    from hanzo_engine.engine.documents.primary_key import extract_document_id
+
+    shards = sorted(network["shards"])
+    mine = own_shards(network)
+    moved, failures = 0, []
+    headers = {ORIGIN_REMOTE: network["self"] or "", ORIGIN_TASK_UID: str(task["uid"]),
+               ORIGIN_NETWORK_VERSION: network["version"], "Content-Type": "application/json"}
+
+    def send(client: httpx.Client, owner: str, method: str, path: str, body: Any) -> None:
+        remote = network["remotes"][owner]
+        url = remote["url"].rstrip("/") + path
+        net_guard.check_url(url)
+        auth = {"Authorization": f"Bearer {remote['writeApiKey']}"} if remote.get("writeApiKey") else {}
+        response = client.request(method, url, content=json.dumps(body).encode(), headers={**headers, **auth})
+        if response.status_code != 202:
+            raise OSError(f"`{owner}` answered {response.status_code}")
+
+    with httpx.Client(timeout=httpx.Timeout(30.0, connect=3.0), trust_env=False) as client:
+        for uid, index in sched.indexes():
+            with index.read() as r:
+                pk = r.primary_key
+                settings = {k: v for k, v in complete_settings(r.settings()).items() if k not in _SETTINGS_GATED}
+                leaving: dict[str, list[dict[str, Any]]] = {}
+                if pk is not None:
+                    for document in r.iter_documents():
+                        docid = extract_document_id(document, pk)
+                        shard = document_shard(shards, docid)
+                        if shard is not None and shard not in mine:
+                            leaving.setdefault(shard, []).append(document)
+            if not leaving:
+                continue
+            path = "/indexes/" + urllib.parse.quote(uid, safe="")
+            done: list[str] = []
+            for shard, documents in leaving.items():
+                try:
+                    for owner in network["shards"][shard]["remotes"]:
+                        send(client, owner, "PATCH", f"{path}/settings", settings)
+                        for start in range(0, len(documents), EXPORT_BATCH):
+                            send(client, owner, "POST", f"{path}/documents?primaryKey={urllib.parse.quote(pk or '')}",
+                                 documents[start : start + EXPORT_BATCH])
+                except (OSError, httpx.HTTPError) as err:
+                    failures.append(f"index `{uid}`, shard `{shard}`: {err}")
+                    continue
+                done.extend(extract_document_id(d, pk or "") for d in documents)
+            if done:
+                with index.write() as w:
+                    moved += w.delete_documents(done)
+                    w.touch()
+    return moved, failures
