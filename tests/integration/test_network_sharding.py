@@ -3,6 +3,7 @@ form a network with a leader and one shard each; 10k documents written to the le
 the others, each keeps the documents of its shard (rendezvous hashing), and a `useNetwork` search (the
 default with a leader) equals one instance holding every document. A fourth server is that reference.
 
+A fourth instance then joins with a new shard: the others move it the documents of that shard.
 Failures come last: a stopped remote, a slow one and one refusing the write key give the leader's task
 failed `remoteTasks` entries (the local write is kept), and a shard whose owner is down gives
 `remoteErrors` with the other shards' results.

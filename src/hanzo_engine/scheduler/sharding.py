@@ -8,6 +8,9 @@ chosen by rendezvous hashing over all the network's shards: the shard whose name
 hashes). Without the `xxhash` package a BLAKE2b-64 stands in: shards stay consistent between nodes of
 this engine but not with Meilisearch's.
 
+A `networkTopologyChange` task moves the documents a node keeps but no longer owns to the owners of
+their shard (`apply_topology_change`).
+
 The `network` of a task (Meilisearch's `DbTaskNetwork`) is stored in the task record: on the leader
 `{"remoteTasks": {name: {"taskUid", "error"}}, "networkVersion"}`, on a follower `{"origin":
 {"remoteName", "taskUid", "networkVersion"}}`.
@@ -150,7 +153,8 @@ def apply_topology_change(sched: Scheduler, task: Task) -> BatchOutcome:
     from .processing import BatchOutcome, succeeded
 
     network = read_network(sched.store)
-    moved, failures = (0, []) if not is_sharded(network) else _export(sched, task, network)
+    # a node owning every shard keeps every document
+    moved, failures = (0, []) if ownership(network) is None else _export(sched, task, network)
     message = "Finished" if not failures else "Finished with errors: " + "; ".join(failures)
     details = dict(task.get("details") or {}, movedDocuments=moved, message=message)
     return BatchOutcome({task["uid"]: succeeded(details)})
