@@ -5,8 +5,7 @@ A network is sharded when it has a `leader`. Every node then receives every writ
 it, `server.sharding`) and keeps only the documents of the shards it owns. The shard of a document is
 chosen by rendezvous hashing over all the network's shards: the shard whose name maximizes XXH3-64
 (seed 0) of `name 0xff docid 0xff` (the Rust `Hash` encoding of the pair `(name, docid)` that milli
-hashes). Without the `xxhash` package a BLAKE2b-64 stands in: shards stay consistent between nodes of
-this engine but not with Meilisearch's.
+hashes), so a node of this engine and a Meilisearch node agree on every document's shard.
 
 A `networkTopologyChange` task moves the documents a node keeps but no longer owns to the owners of
 their shard (`apply_topology_change`).
@@ -18,12 +17,12 @@ The `network` of a task (Meilisearch's `DbTaskNetwork`) is stored in the task re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import xxhash
 from pyroaring import BitMap
 
 from .network import Network, read_network
@@ -35,19 +34,8 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
     from .store import Task, TaskStore
 
-try:
-    import xxhash
-
-    def _hash64(data: bytes) -> int:
-        return int(xxhash.xxh3_64_intdigest(data))
-except ImportError:  # pragma: no cover - depends on the environment
-
-    def _hash64(data: bytes) -> int:
-        return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
 def shard_hash(shard: str, docid: str) -> int:
-    return _hash64(shard.encode() + b"\xff" + docid.encode() + b"\xff")
+    return xxhash.xxh3_64_intdigest(shard.encode() + b"\xff" + docid.encode() + b"\xff")
 
 
 def document_shard(shards: Iterable[str], docid: str) -> str | None:
