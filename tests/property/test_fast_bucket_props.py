@@ -29,13 +29,8 @@ from hanzo_engine.engine.search.plan_cache import PlanCache
 from hanzo_engine.engine.search.ranking_rules import bm25
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
-from hanzo_engine.engine.update.indexer import (
-    FIRST_WORD_FID,
-    KEY_FIRST_WORDS,
-    SECOND_WORD_FID,
-    SOLE_WORD_FID,
-    read_forward,
-)
+from hanzo_engine.engine.storage.keys import FIRST_WORD_FID, KEY_FIRST_WORDS, SECOND_WORD_FID, SOLE_WORD_FID
+from hanzo_engine.engine.update.indexer import read_forward
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
 VOCAB = ["sun", "flower", "sunflower", "flowers", "sunn", "new", "news", "york", "newyork", "s",

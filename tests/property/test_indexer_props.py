@@ -33,7 +33,7 @@ from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.storage.codecs import word_fid_key
-from hanzo_engine.engine.update.indexer import (
+from hanzo_engine.engine.storage.keys import (
     DB_DOCID_WORDS,
     DB_WORD_DOCIDS,
     DB_WORD_FID_DOCIDS,
@@ -42,11 +42,8 @@ from hanzo_engine.engine.update.indexer import (
     NEXT_WORD_MAX_LEN,
     SECOND_WORD_FID,
     SOLE_WORD_FID,
-    field_stats,
-    field_text,
-    search_fields,
-    tokenizer_for,
 )
+from hanzo_engine.engine.update.indexer import field_stats, field_text, search_fields, tokenizer_for
 
 _U32 = struct.Struct(">I")
 _pack = msgspec.msgpack.Encoder().encode

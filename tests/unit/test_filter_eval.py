@@ -18,14 +18,11 @@ from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.search import facet_store
 from hanzo_engine.engine.search.facet_store import NUMBERS, STRINGS, FacetStore
 from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
+from hanzo_engine.engine.storage.codecs import decode_bitmap, decode_f64, encode_bitmap, encode_f64
 from hanzo_engine.engine.update.facets import (
     MAX_FACET_VALUE_LENGTH,
     FacetRules,
     check_geo,
-    decode_bitmap,
-    decode_f64,
-    encode_bitmap,
-    encode_f64,
     extract_facets,
     normalize_facet,
 )

@@ -15,14 +15,9 @@ from typing import Any
 from pyroaring import BitMap
 
 from hanzo_engine.engine.index import IndexReader
+from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS, DB_WORD_FID_DOCIDS
 from hanzo_engine.engine.tokenizer import Tokenizer
-from hanzo_engine.engine.update.indexer import (
-    DB_WORD_DOCIDS,
-    DB_WORD_FID_DOCIDS,
-    field_stats,
-    read_forward,
-    search_fields,
-)
+from hanzo_engine.engine.update.indexer import field_stats, read_forward, search_fields
 
 from .query_graph import Alt
 from .types import SearchRequest

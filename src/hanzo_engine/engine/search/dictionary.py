@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 from hanzo_engine._native.scoring import SortedWords
 from hanzo_engine.engine.index import IndexReader
-from hanzo_engine.engine.update.indexer import DB_WORD_DOCIDS, dictionary_delta, dictionary_version
+from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS
+from hanzo_engine.engine.update.indexer import dictionary_delta, dictionary_version
 
 
 def word_table(reader: IndexReader) -> SortedWords:

@@ -28,20 +28,9 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine.engine.index import IndexReader
-from hanzo_engine.engine.update.facets import (
-    CBO_THRESHOLD,
-    DB_FACET_FLAGS,
-    DB_FACET_NUMBERS,
-    DB_FACET_STRINGS,
-    GEO_LAT,
-    GEO_LNG,
-    decode_bitmap,
-    decode_f64,
-    encode_f64,
-    facet_fields,
-    fid_key,
-    read_doc_entry,
-)
+from hanzo_engine.engine.storage.codecs import CBO_THRESHOLD, decode_bitmap, decode_f64, encode_f64, fid_key
+from hanzo_engine.engine.storage.keys import DB_FACET_FLAGS, DB_FACET_NUMBERS, DB_FACET_STRINGS
+from hanzo_engine.engine.update.facets import GEO_LAT, GEO_LNG, facet_fields, read_doc_entry
 from hanzo_engine.engine.update.writer import DocumentWriter as IndexWriter
 
 GROUP_SIZE: Final = 4

@@ -44,11 +44,11 @@ from pyroaring import BitMap
 
 from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD
 from hanzo_engine.engine.index import IndexReader, IndexWriter
+from hanzo_engine.engine.storage.codecs import encode_f64
 from hanzo_engine.engine.update.facets import (
     GEO_LAT,
     GEO_LNG,
     FacetRules,
-    encode_f64,
     normalize_facet,
 )
 from hanzo_engine.filter_parser import (

@@ -29,7 +29,7 @@ from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine._native.indexing import next_word_bits
-from hanzo_engine.engine.update.indexer import (
+from hanzo_engine.engine.storage.keys import (
     DB_WORD_FID_DOCIDS,
     FIRST_WORD_FID,
     NEXT_WORD_FID,
@@ -37,9 +37,8 @@ from hanzo_engine.engine.update.indexer import (
     PSEUDO_FID_LIMIT,
     SECOND_WORD_FID,
     SOLE_WORD_FID,
-    first_words_level,
-    forward_entries,
 )
+from hanzo_engine.engine.update.indexer import first_words_level, forward_entries
 
 from .context import FID, SearchContext
 from .plan_cache import BUCKET_QUERIES

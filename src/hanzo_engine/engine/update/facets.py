@@ -49,16 +49,20 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
 from hanzo_engine.engine.attribute_patterns import match_field_legacy as match_legacy
 from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD, GeoJsonError, GeoShape, parse_geojson
-
-# (the `x as x` imports re-export what the search modules import from here)
-from hanzo_engine.engine.storage.codecs import CBO_THRESHOLD as CBO_THRESHOLD
-from hanzo_engine.engine.storage.codecs import FID, U32, decode_facet_entry, encode_bitmap, encode_facet_entry
-from hanzo_engine.engine.storage.codecs import decode_bitmap as decode_bitmap
-from hanzo_engine.engine.storage.codecs import decode_f64 as decode_f64
-from hanzo_engine.engine.storage.codecs import encode_f64 as encode_f64
-from hanzo_engine.engine.storage.codecs import fid_key as fid_key
+from hanzo_engine.engine.storage.codecs import (
+    FID,
+    U32,
+    decode_bitmap,
+    decode_facet_entry,
+    encode_bitmap,
+    encode_f64,
+    encode_facet_entry,
+)
 from hanzo_engine.engine.storage.keys import (
     DB_FACET_DOCS,
+    DB_FACET_FLAGS,
+    DB_FACET_NUMBERS,
+    DB_FACET_STRINGS,
     FACET_DBS,
     FLAG_EMPTY,
     FLAG_EXISTS,
@@ -66,9 +70,6 @@ from hanzo_engine.engine.storage.keys import (
     FLAG_NULL,
     KEY_FACET_FIELDS,
 )
-from hanzo_engine.engine.storage.keys import DB_FACET_FLAGS as DB_FACET_FLAGS
-from hanzo_engine.engine.storage.keys import DB_FACET_NUMBERS as DB_FACET_NUMBERS
-from hanzo_engine.engine.storage.keys import DB_FACET_STRINGS as DB_FACET_STRINGS
 from hanzo_engine.rustcompat.floats import parse_f64
 from hanzo_engine.rustcompat.strings import trim
 

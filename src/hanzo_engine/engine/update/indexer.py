@@ -53,11 +53,11 @@ from hanzo_engine._native.indexing import PostingAccumulator, analyze, document_
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine._native.tokenizer import config as tokenizer_config
 from hanzo_engine.engine.documents.fields import flatten
-
-# (the `x as x` imports re-export what the search modules import from here)
 from hanzo_engine.engine.storage.codecs import U32, U64, Forward, decode_forward
 from hanzo_engine.engine.storage.keys import (
     DB_DOCID_WORDS,
+    DB_WORD_DOCIDS,
+    DB_WORD_FID_DOCIDS,
     FIRST_WORDS_LEVEL,
     KEY_DICTIONARY_DELTA,
     KEY_DICTIONARY_VERSION,
@@ -65,14 +65,6 @@ from hanzo_engine.engine.storage.keys import (
     KEY_FIRST_WORDS,
     KEY_SEARCH_FIELDS,
 )
-from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS as DB_WORD_DOCIDS
-from hanzo_engine.engine.storage.keys import DB_WORD_FID_DOCIDS as DB_WORD_FID_DOCIDS
-from hanzo_engine.engine.storage.keys import FIRST_WORD_FID as FIRST_WORD_FID
-from hanzo_engine.engine.storage.keys import NEXT_WORD_FID as NEXT_WORD_FID
-from hanzo_engine.engine.storage.keys import NEXT_WORD_MAX_LEN as NEXT_WORD_MAX_LEN
-from hanzo_engine.engine.storage.keys import PSEUDO_FID_LIMIT as PSEUDO_FID_LIMIT
-from hanzo_engine.engine.storage.keys import SECOND_WORD_FID as SECOND_WORD_FID
-from hanzo_engine.engine.storage.keys import SOLE_WORD_FID as SOLE_WORD_FID
 
 if TYPE_CHECKING:
     from hanzo_engine.engine.index import IndexReader, IndexWriter
