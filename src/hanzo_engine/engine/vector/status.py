@@ -185,8 +185,8 @@ def derive_from_documents(documents: Iterable[tuple[int, dict[str, Any]]], sourc
 
 
 class StatusWriter:
-    """The statuses in one write transaction (`DocumentWriter.embedding_status`, engine/update/writer.py): loaded on first use,
-    changed in memory, written by `flush` (from `IndexWriter.flush_metadata`)."""
+    """The statuses in one write transaction (`DocumentWriter.embedding_status`, engine/update/writer.py):
+    loaded on first use, changed in memory, written by `flush` (from `IndexWriter.flush_metadata`)."""
 
     def __init__(self, writer: IndexWriter, *, rebuild: bool = True) -> None:
         self.writer = writer
