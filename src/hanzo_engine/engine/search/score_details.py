@@ -8,7 +8,7 @@ native bucket keys (`native_bucket_keys.NativeBuckets.scored`, which reads them 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 
 def fold(ranks: list[tuple[int, int]]) -> float:
@@ -20,19 +20,15 @@ def fold(ranks: list[tuple[int, int]]) -> float:
     return rank / maximum if maximum else 1.0
 
 
-class RuleScore(NamedTuple):
-    """What one rule gives a document: its detail (without `order`), its (rank, max rank) pairs and
-    its part of the sort key (smaller sorts first)."""
-
-    detail: dict[str, Any]
-    ranks: tuple[tuple[int, int], ...]
-    key: tuple[Any, ...]
+# What one rule gives a document: (its detail without `order`, its (rank, max rank) pairs, its part
+# of the sort key, smaller first). A plain tuple: six are made per scored document.
+RuleScore = tuple[dict[str, Any], tuple[tuple[int, int], ...], tuple[Any, ...]]
 
 
 def cost_score(cost: int, top: int) -> RuleScore:
     """A rule scored by a cost in [0, top) (proximity, attributeRank, wordPosition)."""
     r = max(top - cost, 1)
-    return RuleScore({"score": r / top}, ((r, top),), (cost,))
+    return {"score": r / top}, ((r, top),), (cost,)
 
 
 class ScoreDetails:
@@ -47,9 +43,10 @@ class ScoreDetails:
         self.order = 0
 
     def add(self, rule: str, score: RuleScore) -> None:
-        self.details[rule] = {"order": self.order, **score.detail}
-        self.ranks.extend(score.ranks)
-        self.key.extend(score.key)
+        detail, ranks, key = score
+        self.details[rule] = {"order": self.order, **detail}
+        self.ranks.extend(ranks)
+        self.key.extend(key)
         self.order += 1
 
     def sort(self, key: Any, detail: dict[str, Any]) -> None:

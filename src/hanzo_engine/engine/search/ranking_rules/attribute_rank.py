@@ -42,5 +42,6 @@ def attribute_details(fid_cost: int, fid_top: int, pos_cost: int, pos_top: int) 
     """The pre-1.36 `attribute` rule: attribute rank then word position."""
     fr, pr = max(fid_top - fid_cost, 1), max(pos_top - pos_cost, 1)
     ranks = ((fr, fid_top), (pr, pos_top))
-    return RuleScore({"attributeRankingOrderScore": fr / fid_top, "queryWordDistanceScore": pr / pos_top,
-                      "score": fold(list(ranks))}, ranks, (fid_cost, pos_cost))
+    detail = {"attributeRankingOrderScore": fr / fid_top, "queryWordDistanceScore": pr / pos_top,
+              "score": fold(list(ranks))}
+    return detail, ranks, (fid_cost, pos_cost)

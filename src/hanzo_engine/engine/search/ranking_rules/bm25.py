@@ -65,7 +65,7 @@ def details(raw: float) -> RuleScore:
     """Raw BM25 in LEVELS levels."""
     norm = raw / (raw + HALF)
     r = 1 + round(norm * (LEVELS - 1))
-    return RuleScore({"value": raw, "score": norm}, ((r, LEVELS),), (-r,))
+    return {"value": raw, "score": norm}, ((r, LEVELS),), (-r,)
 
 
 def query_words(nodes: list[Node]) -> tuple[QueryWords, list[Node]]:

@@ -96,4 +96,4 @@ def details(attribute_rank: int, matching: int, maximum: int) -> RuleScore:
                       score=fold([(1, 3), (matching + 1, maximum + 1)]))
     else:
         detail["score"] = attribute_rank / 3
-    return RuleScore(detail, ((attribute_rank, 3), (matching + 1, maximum + 1)), (-attribute_rank, -matching))
+    return detail, ((attribute_rank, 3), (matching + 1, maximum + 1)), (-attribute_rank, -matching)

@@ -48,4 +48,4 @@ def cost(graph: QueryGraph, docid: int, combo: Combo) -> int:
 def details(typos: int, max_typos: int) -> RuleScore:
     m = max_typos + 1
     r = max(m - typos, 0)
-    return RuleScore({"typoCount": typos, "maxTypoCount": max_typos, "score": r / m}, ((r, m),), (typos,))
+    return {"typoCount": typos, "maxTypoCount": max_typos, "score": r / m}, ((r, m),), (typos,)

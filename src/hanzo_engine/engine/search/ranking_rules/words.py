@@ -58,5 +58,5 @@ def steps(graph: QueryGraph, groups: list[set[int]], universe: BitMap) -> list[S
 
 
 def details(matching: int, maximum: int) -> RuleScore:
-    return RuleScore({"matchingWords": matching, "maxMatchingWords": maximum, "score": matching / maximum},
-                     ((matching, maximum),), (-matching,))
+    detail = {"matchingWords": matching, "maxMatchingWords": maximum, "score": matching / maximum}
+    return detail, ((matching, maximum),), (-matching,)
