@@ -8,8 +8,8 @@ binary search (memcmp) in the query's sorted derivation words; a hit adds its po
 per (term, field) term frequencies of the terms the word derives from, counted only in the fields the
 term may match in (`allowed` for exact words, `allowed_tol` for typo derivations). The score is
 sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl[f])), as
-`Searcher.bm25` computes it for one-word derivations, with the same operations in the same order (terms
-in query order, fields ascending), so both give the same float and the fast bucket path can use it.
+`ranking_rules.bm25.score` computes it for one-word derivations, with the same operations in the same order (terms
+in query order, fields ascending), so both give the same float and the native bucket keys can use it.
 """
 
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -120,7 +120,7 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
             r.end = r.p + len(raw)
             n_touched = 0
             for i in range(n_fields):
-                dl[i] = 1.0  # a field with no length recorded counts as one word (`Searcher.bm25`)
+                dl[i] = 1.0  # a field with no length recorded counts as one word (`ranking_rules.bm25.score`)
             ok = 1.0
             with nogil:
                 if r.p >= r.end or r.p[0] != 0x92:
@@ -166,7 +166,7 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
                                     tf[cell] += 1
                             if not ok:
                                 break
-                # summed in (term, field) order, as `Searcher.bm25` sums: the same float, bit for bit
+                # summed in (term, field) order, as `ranking_rules.bm25.score` sums: the same float, bit for bit
                 sort_cells(touched, n_touched)
                 score = 0.0
                 for i in range(n_touched):

@@ -1,8 +1,8 @@
 # cython: language_level=3
-"""Native keys of the ranking rules for every document of one bucket (`engine/search/fast_bucket.py`).
+"""Native keys of the ranking rules for every document of one bucket (`engine/search/native_bucket_keys.py`).
 
 The bucket sort scores the documents a bucket of the words and typo rules holds on the rules after
-them, one document at a time (`ranking.Ranker`). When the bucket has a single path whose nodes'
+them, one document at a time (`bucket_sort.Ranker`). When the bucket has a single path whose nodes'
 derivations are all one word, each of those rules is a function of where the derivation words occur
 in the document, so the whole bucket can be keyed here from the raw forward entries (msgpack
 `[lengths, postings]`, csrc/postings.c) without building Python objects per word:
@@ -12,9 +12,10 @@ in the document, so the whole bucket can be keyed here from the raw forward entr
   (`allowed`, or `allowed_tol` for typo and ngram derivations); the exact word of a node is also kept
   in the searched fields (the `EXACT` pseudo-level) and in every field (exact attribute);
 - a node's level is the cheapest level with an occurrence (what `Node.level_of` reads from bitmaps);
-- each rule is then computed exactly as `Ranker.apply` does for one interpretation: proximity (pair
-  costs of consecutive nodes), attribute rank (best field weight), word position (bucketed distance
-  cost), exactness (exact attribute, then exact words; later rules see the exact word only).
+- each rule is then computed exactly as its module in `engine/search/ranking_rules/` does for one
+  interpretation: proximity (pair costs of consecutive nodes), attribute rank (best field weight),
+  word position (bucketed distance cost), exactness (exact attribute, then exact words; later rules
+  see the exact word only).
 
 Keys are int32 columns, smaller is better, in rule order (attribute: fid then position; exactness:
 -attribute match, -exact words; bm25: a zero column the caller fills). A document whose entry is
@@ -33,7 +34,7 @@ from hanzo_engine._native.mpack cimport Reader, fill_heads, find_word_in, read_h
 
 cnp.import_array()
 
-# rule codes, as `fast_bucket.RULE_CODES`
+# rule codes, as `native_bucket_keys.RULE_CODES` (each rule module's NATIVE_CODE)
 DEF R_PROXIMITY = 1
 DEF R_ATTRIBUTE_RANK = 2
 DEF R_ATTRIBUTE = 3
@@ -106,7 +107,7 @@ cdef inline bint contains(PosBuf *b, uint32_t p) noexcept nogil:
 
 
 cdef inline int bucketed(int p) noexcept nogil:
-    """milli's `bucketed_position` (engine.bucketed_position)."""
+    """milli's `bucketed_position` (ranking_rules.word_position.bucketed_position)."""
     cdef int r = 32
     if p < 16:
         return p
@@ -118,7 +119,7 @@ cdef inline int bucketed(int p) noexcept nogil:
 
 
 cdef inline int position_cost(int d) noexcept nogil:
-    """engine.position_cost."""
+    """ranking_rules.word_position.position_cost."""
     if d <= 0:
         return 0
     if d <= 1:
@@ -381,7 +382,7 @@ cdef class BucketQuery:
 
     cdef int phrases(self) noexcept nogil:
         """The phrase-like derivations present in the document, into their node's level lists
-        (`Searcher.occurrences`, `word_positions`, `proximity_ends` for a phrase)."""
+        (`features.occurrences`, `word_position.positions`, `proximity.ends` for a phrase)."""
         cdef int a, k, base
         cdef Py_ssize_t x
         cdef uint32_t p
@@ -416,7 +417,7 @@ cdef class BucketQuery:
         return 0
 
     cdef int proximity(self, int *cur) noexcept nogil:
-        """`Ranker._proximity` for the current interpretation."""
+        """`ranking_rules.proximity.cost` for the current interpretation."""
         cdef int total = 0, i, extra, cap, cost, c, d
         cdef Py_ssize_t a, z
         cdef PosBuf *left
@@ -455,7 +456,7 @@ cdef class BucketQuery:
         return total
 
     cdef int fid_cost(self, int *cur) noexcept nogil:
-        """`Ranker._fid`: per node the weight of its best field, times its length."""
+        """`ranking_rules.attribute_rank.cost`: per node the weight of its best field, times its length."""
         cdef int total = 0, i, m, w
         cdef Py_ssize_t a
         cdef uint32_t f
@@ -472,7 +473,7 @@ cdef class BucketQuery:
         return total
 
     cdef int position(self, int *cur) noexcept nogil:
-        """`Ranker._position`: per node the cheapest bucketed distance to its query position."""
+        """`ranking_rules.word_position.cost`: per node the cheapest bucketed distance to its query position."""
         cdef int total = 0, i, best, c, d, k
         cdef Py_ssize_t a
         cdef PosBuf *b
@@ -500,7 +501,7 @@ cdef class BucketQuery:
         return False
 
     cdef int exact_attribute(self, int *cur) noexcept nogil:
-        """`Ranker._exact_attribute`: 3 a field equal to the query's exact words, 2 a field starting
+        """`ranking_rules.exactness.exact_attribute`: 3 a field equal to the query's exact words, 2 a field starting
         with them, 1 neither."""
         cdef int i, prev = -1, count = 0, want, n_terms = 0
         cdef Py_ssize_t a

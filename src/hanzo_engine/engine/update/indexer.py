@@ -8,7 +8,7 @@ Structures (databases of the index env, all written in the batch's write transac
                      attribute-rank rule as bitmap operations.
                      Under fid | FIRST_WORD_FID (0x8000): the docids whose field fid starts with the
                      word (position 0), the best word-position bucket of a one-word query as a bitmap
-                     (`search/fast_bucket.py`); under fid | FIRST_WORD_FID | SOLE_WORD_FID (0xC000) the
+                     (`search/native_bucket_keys.py`); under fid | FIRST_WORD_FID | SOLE_WORD_FID (0xC000) the
                      docids whose field fid holds that word alone (a one-word query's exact attribute
                      matches); under fid | FIRST_WORD_FID | SECOND_WORD_FID (0xA000) the docids whose
                      field fid has the word at position 1 (with the first words: the fields starting
