@@ -1,4 +1,4 @@
-"""`_native.scoring.SortedWords.matches` (the typo matcher: one trie walk over the sorted dictionary) must
+"""`_native.typo_matcher.SortedWords.matches` (the typo matcher: one trie walk over the sorted dictionary) must
 return exactly `full_scan_matches` below (one whole DP table per word): same words, same typo counts, same
 order, same per-cost limit.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine._native.scoring import SortedWords
+from hanzo_engine._native.typo_matcher import SortedWords
 
 MAX_LEN = 64  # the native DP's bound
 

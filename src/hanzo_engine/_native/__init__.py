@@ -18,7 +18,7 @@ equal on random input (`./dev test` also runs tests/property against the sanitiz
 - `indexing`: document analysis, postings and bitmap merges; next-word key bits.
   Twin: `reference_analyze` (in the test) and pyroaring. Tests: test_indexer_props.py,
   test_next_word_bits_props.py (a property of the bits alone).
-- `scoring`: typo matching over the sorted word dictionary (a trie walk).
+- `typo_matcher`: typo matching over the sorted word dictionary (a trie walk).
   Twin: `full_scan_matches` (in the test). Test: test_typo_matcher_props.py.
 - `tokenizer`: the tokenizer (charabia's rules, over csrc/tokenizer.c).
   Twin: `reference_normalize` of tools/gentables.py, which also generates csrc/tokenizer_tables.h.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from hanzo_engine._native.scoring import SortedWords
+from hanzo_engine._native.typo_matcher import SortedWords
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS
 from hanzo_engine.engine.update.indexer import dictionary_delta, dictionary_version
@@ -19,7 +19,7 @@ from hanzo_engine.engine.update.indexer import dictionary_delta, dictionary_vers
 
 def word_table(reader: IndexReader) -> SortedWords:
     """The index's words, sorted by code point (as LMDB orders UTF-8 keys), for `reader`'s
-    dictionary version; the typo matcher walks it as a trie (`_native/scoring.pyx`)."""
+    dictionary version; the typo matcher walks it as a trie (`_native/typo_matcher.pyx`)."""
     index = reader.index
     version = dictionary_version(reader)
     cached = getattr(index, "_word_table", None)

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Native helpers for search: typo matching over the sorted word dictionary, walked as a trie.
+"""The typo matcher: typo matching over the sorted word dictionary, walked as a trie.
 
 `SortedWords.matches` returns exactly what a full scan with one dynamic-programming table per dictionary
 word returns (same bounded optimal-string-alignment distance, first-letter rule, prefix mode, per-cost
