@@ -99,6 +99,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         scheduler.start()
         boot.start(scheduler)
+        sharding.resume_forwards(scheduler.store)  # writes a previous run took but had not forwarded yet
         pool: WorkerPool | None = getattr(app.state, "worker_pool", None)
         if pool is not None:
             # every index opened once for writing first: a worker opens environments read-only and

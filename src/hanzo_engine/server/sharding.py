@@ -6,11 +6,13 @@ A network is sharded when it has a `leader`. Then:
   must reach the leader: another node answers 400 `not_leader`, unless the request carries the
   `X-Meili-Proxy-Origin-*` headers the leader sends (`ShardedWrites`, an ASGI middleware);
 - the leader registers its task as usual, then hands the same method, path, query and body to the
-  `Forwarder`, which sends it to every other remote with the remote's `writeApiKey` and the origin
-  headers. The HTTP answer never waits for the remotes: one sender thread per remote keeps the
-  leader's order, retries transient failures with exponential backoff (connect timeout 3 s, request
-  30 s, retries for 25 s; `MEILI_EXPERIMENTAL_PROXY_{CONNECT,REQUEST,BACKOFF}_TIMEOUT_SECONDS`) and
-  records the remote's task uid or its error in the task's `network.remoteTasks`;
+  `Forwarder`, which stores it in the outbox (`outbox`, one `fdatasync`) before the leader answers, then
+  sends it to every other remote with the remote's `writeApiKey` and the origin headers. The HTTP answer
+  never waits for the remotes: one sender thread per remote keeps the leader's task order, retries
+  transient failures with exponential backoff (connect timeout 3 s, request 30 s, error reported after
+  25 s; `MEILI_EXPERIMENTAL_PROXY_{CONNECT,REQUEST,BACKOFF}_TIMEOUT_SECONDS`) and records the remote's
+  task uid or its error in the task's `network.remoteTasks`. A write stays in the outbox until its remote
+  answered, and a restarted leader resumes the ones left;
 - a follower receiving a forwarded write records `network.origin` on its task; a request whose network
   version is older than the node's is refused (400 `network_version_too_old`);
 - every node keeps only the documents of the shards it owns (`scheduler.sharding`), and a search with
@@ -21,10 +23,12 @@ A network is sharded when it has a `leader`. Then:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import heapq
+import itertools
 import json
 import logging
 import os
-import queue
 import random
 import re
 import threading
@@ -45,7 +49,7 @@ from hanzo_engine.scheduler import sharding
 from hanzo_engine.scheduler.network import NIL_VERSION, Network, read_network
 from hanzo_engine.scheduler.store import TaskStore
 
-from . import remotes
+from . import outbox, remotes
 from .auth import guard
 
 log = logging.getLogger("hanzo_engine.server.sharding")
@@ -159,43 +163,193 @@ class Job:
     origin_name: str
 
 
+@dataclass
+class _Pending:
+    """A job waiting for one remote; its body is read back from the outbox when it is stored there."""
+
+    job: Job
+    remote: dict[str, Any]  # the remote's `url` and `writeApiKey` when the write was taken
+    entry: outbox.Entry | None  # None: kept in memory only (the outbox could not store it)
+    barrier: frozenset[int]  # writes in flight at submission: one of them may hold a smaller task uid
+    seq: int
+    deadline: float | None = None  # of the retries before the remote is reported failing
+    delay: float = 0.5
+    error_recorded: bool = False
+
+    def __lt__(self, other: _Pending) -> bool:
+        return (self.job.task_uid, self.seq) < (other.job.task_uid, other.seq)
+
+
 class Forwarder:
-    """One FIFO and one sender thread per remote (see the module doc)."""
+    """A durable queue (`outbox.Outbox`) and one sender thread per remote (see the module doc).
 
-    def __init__(self, store: TaskStore) -> None:
+    A remote receives the writes in the leader's task order: each queue is a heap on task uids, and its
+    head waits until every write that was in flight when it was submitted (and could hold a smaller task
+    uid) has been submitted or has failed (`begin_write` / `end_write`). An entry leaves the outbox only
+    once its remote answered (a task uid, or an error that retrying cannot fix). While a remote does not
+    answer, its head is retried forever; once its first retries are over, its error is recorded in the
+    `remoteTasks` of every queued write, and replaced by the remote's task uid when it answers.
+    """
+
+    def __init__(self, store: TaskStore, directory: Path | None) -> None:
         self.store = store
-        self._queues: dict[str, queue.Queue[tuple[dict[str, Any], Job]]] = {}
-        self._lock = threading.Lock()
+        self.outbox = outbox.Outbox(directory) if directory is not None else None
+        self._cond = threading.Condition()
+        self._queues: dict[str, list[_Pending]] = {}
+        self._in_flight: set[int] = set()
+        self._tickets = itertools.count()
+        self._seqs = itertools.count()
         self._pending = 0
-        self._idle = threading.Condition(self._lock)
+        self._open_lock = threading.Lock()
+        self._opened = False
 
-    def submit(self, name: str, remote: dict[str, Any], job: Job) -> None:
-        with self._lock:
+    def open(self) -> None:
+        """Load the outbox (once) and resume its pending forwards, in task order per remote."""
+        with self._open_lock:
+            if self._opened:
+                return
+            self._opened = True
+            if self.outbox is None:
+                return
+            pending = self.outbox.load()
+        if pending:
+            log.info("resuming %d pending forwards of the network outbox", len(pending))
+        for name, entry in pending:
+            job = Job(entry.task_uid, entry.method, entry.path, entry.headers, b"", entry.network_version,
+                      entry.origin_name)
+            self._enqueue(name, _Pending(job, entry.remote, entry, frozenset(), 0))
+
+    def begin_write(self) -> int:
+        with self._cond:
+            ticket = next(self._tickets)
+            self._in_flight.add(ticket)
+            return ticket
+
+    def end_write(self, ticket: int) -> None:
+        with self._cond:
+            self._in_flight.discard(ticket)
+            self._cond.notify_all()
+
+    def submit(self, job: Job, targets: dict[str, tuple[dict[str, Any], bytes]]) -> None:
+        """Store `job` for every remote of `targets` (`name: (remote, body)`), then queue it."""
+        self.open()
+        entries: dict[str, outbox.Entry] | None = None
+        if self.outbox is not None:
+            try:
+                entries = self.outbox.append(job.task_uid, job.method, job.path, job.headers, job.network_version,
+                                             job.origin_name, targets)
+            except OSError:
+                log.exception("the network outbox could not store the forward of task %d: kept in memory only",
+                              job.task_uid)
+        with self._cond:
+            barrier = frozenset(self._in_flight)
+        for name, (remote, body) in targets.items():
+            entry = entries.get(name) if entries is not None else None
+            stored = dataclasses.replace(job, body=b"" if entry is not None else body)
+            self._enqueue(name, _Pending(stored, remote, entry, barrier, 0))
+
+    def _enqueue(self, name: str, item: _Pending) -> None:
+        with self._cond:
+            item.seq = next(self._seqs)
             q = self._queues.get(name)
             if q is None:
-                q = self._queues[name] = queue.Queue()
-                threading.Thread(target=self._run, args=(name, q), name=f"hanzo-forward-{name}", daemon=True).start()
+                q = self._queues[name] = []
+                threading.Thread(target=self._run, args=(name,), name=f"hanzo-forward-{name}", daemon=True).start()
+            heapq.heappush(q, item)
             self._pending += 1
-        q.put((remote, job))
+            self._cond.notify_all()
 
     def wait_idle(self, timeout: float) -> bool:
-        """Block until every submitted job was answered or gave up (tests)."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+        """Block until every submitted job was answered or dropped (tests)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending == 0, timeout)
 
-    def _run(self, name: str, q: queue.Queue[tuple[dict[str, Any], Job]]) -> None:
-        with httpx.Client(follow_redirects=False, trust_env=False) as client:
+    def _head(self, name: str) -> _Pending:
+        with self._cond:
             while True:
-                remote, job = q.get()
+                q = self._queues[name]
+                if q and not q[0].barrier & self._in_flight:
+                    return q[0]
+                self._cond.wait(1.0)
+
+    def _pause(self, name: str, seconds: float, failing: dict[str, str] | None) -> None:
+        """Wait before a retry; while the remote is failing, its newly queued writes record the error."""
+        until = time.monotonic() + seconds
+        while True:
+            with self._cond:
+                fresh = [] if failing is None else [i for i in self._queues[name] if not i.error_recorded]
+                for item in fresh:
+                    item.error_recorded = True
+            for item in fresh:
+                sharding.remote_task_done(self.store, item.job.task_uid, name, None, failing)
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            with self._cond:
+                self._cond.wait(left)
+
+    def _remote(self, name: str, item: _Pending) -> tuple[dict[str, Any], bool]:
+        """The remote as the current network knows it (its url or key may have changed), and whether the
+        network still has it."""
+        current = read_network(self.store)["remotes"].get(name)
+        return (current, True) if current is not None else (item.remote, False)
+
+    def _run(self, name: str) -> None:
+        with httpx.Client(follow_redirects=False, trust_env=False) as client:
+            failing: dict[str, str] | None = None
+            while True:
+                item = self._head(name)
                 try:
-                    task_uid, error = send_with_backoff(client, remote, job)
-                    sharding.remote_task_done(self.store, job.task_uid, name, task_uid, error)
+                    result, failing = self._attempt(client, name, item, failing)
                 except Exception:
-                    log.exception("forwarding task %d to remote `%s` failed", job.task_uid, name)
-                finally:
-                    with self._idle:
-                        self._pending -= 1
-                        self._idle.notify_all()
+                    log.exception("forwarding task %d to remote `%s` failed", item.job.task_uid, name)
+                    result = None
+                if result is None:
+                    self._pause(name, item.delay * random.uniform(0.5, 1.5), failing)
+                    item.delay = min(item.delay * 1.5, _retry_cap())
+                    continue
+                try:
+                    sharding.remote_task_done(self.store, item.job.task_uid, name, *result)
+                    if item.entry is not None and self.outbox is not None:
+                        self.outbox.done(name, item.entry)
+                except Exception:
+                    log.exception("recording the forward of task %d to remote `%s` failed", item.job.task_uid, name)
+                with self._cond:
+                    q = self._queues[name]
+                    q.remove(item)
+                    heapq.heapify(q)
+                    self._pending -= 1
+                    self._cond.notify_all()
+
+    def _attempt(self, client: httpx.Client, name: str, item: _Pending, failing: dict[str, str] | None,
+                 ) -> tuple[tuple[int | None, dict[str, str] | None] | None, dict[str, str] | None]:
+        """One send: `(the answer to record, or None to retry later; the remote's failing error)`."""
+        remote, in_network = self._remote(name, item)
+        job = item.job
+        if item.entry is not None and self.outbox is not None:
+            job = dataclasses.replace(job, body=self.outbox.body(item.entry))
+        url = remotes.remote_url(remote["url"], "/")[:-1] + job.path
+        try:
+            return (_send_once(client, url, remote, job), None), None
+        except _Failure as failure:
+            error = failure.error.to_json()
+            if not failure.transient:
+                return (None, error), None
+            now = time.monotonic()
+            if item.deadline is None:
+                item.deadline = now + _env_seconds("MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS", 25.0)
+            if now < item.deadline:
+                log.warning("forwarding task %d to `%s` failed (%s), retrying", job.task_uid, name,
+                            failure.error.message)
+                return None, failing
+            if not in_network:  # a remote that left the network is not waited for
+                return (None, error), None
+            return None, error
+
+
+def _retry_cap() -> float:
+    """The longest pause between two sends to a failing remote: how late it hears of writes once back."""
+    return max(1.0, min(60.0, _env_seconds("MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS", 25.0)))
 
 
 class _Failure(Exception):
@@ -260,44 +414,35 @@ def _send_once(client: httpx.Client, url: str, remote: dict[str, Any], job: Job)
     return task_uid
 
 
-def send_with_backoff(client: httpx.Client, remote: dict[str, Any], job: Job) -> tuple[int | None, dict[str, str] | None]:
-    """The remote's task uid, or the error that ended the retries (as `remoteTasks` shows it)."""
-    url = remotes.remote_url(remote["url"], "/")
-    url = url[:-1] + job.path
-    deadline = time.monotonic() + _env_seconds("MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS", 25.0)
-    delay = 0.5
-    while True:
-        try:
-            return _send_once(client, url, remote, job), None
-        except _Failure as failure:
-            pause = delay * random.uniform(0.5, 1.5)
-            if not failure.transient or time.monotonic() + pause > deadline:
-                return None, failure.error.to_json()
-            log.warning("forwarding task %d failed (%s), retrying in %.2fs", job.task_uid, failure.error.message, pause)
-            time.sleep(pause)
-            delay = min(delay * 1.5, 60.0)
-
-
-_forwarders: dict[int, Forwarder] = {}
+_forwarders: dict[str, Forwarder] = {}
+_forwarders_lock = threading.Lock()
 
 
 def forwarder(store: TaskStore) -> Forwarder:
-    found = _forwarders.get(id(store))
-    if found is None:
-        found = _forwarders[id(store)] = Forwarder(store)
+    """The forwarder of the node whose task store is `store` (its outbox is in the same data directory)."""
+    path = store.env.path()
+    with _forwarders_lock:
+        found = _forwarders.get(path)
+        if found is None:
+            found = _forwarders[path] = Forwarder(store, Path(path).parent / outbox.DIRECTORY)
+        found.store = store
     return found
+
+
+def resume_forwards(store: TaskStore) -> None:
+    """At startup: send the forwards a previous run of this node stored but did not finish."""
+    forwarder(store).open()
 
 
 def forward(store: TaskStore, network: Network, task_uid: int, method: str, path: str, headers: dict[str, str],
             body: bytes, bodies: dict[str, bytes] | None = None) -> None:
-    """Send a write of task `task_uid` to every remote but this node (`bodies` overrides the body per remote)."""
-    fw = forwarder(store)
+    """Store, then send, a write of task `task_uid` to every remote but this node (`bodies` overrides the
+    body per remote). Returns once the write is durable in the outbox (one `fdatasync`)."""
     me = network["self"]
-    for name, remote in network["remotes"].items():
-        if name == me:
-            continue
-        body_for = bodies.get(name, body) if bodies is not None else body
-        fw.submit(name, remote, Job(task_uid, method, path, headers, body_for, network["version"], me or ""))
+    targets = {name: (remote, bodies.get(name, body) if bodies is not None else body)
+               for name, remote in network["remotes"].items() if name != me}
+    if targets:
+        forwarder(store).submit(Job(task_uid, method, path, headers, b"", network["version"], me or ""), targets)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -355,6 +500,17 @@ class ShardedWrites:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
+        # a forwarded write keeps the leader's task order (`Forwarder`): the leader's writes in flight are known
+        fw = forwarder(store) if role == "leader" else None
+        ticket = fw.begin_write() if fw is not None else None
+        try:
+            await self._write(scope, store, headers, network, role, origin, body, replay, send)
+        finally:
+            if fw is not None and ticket is not None:
+                fw.end_write(ticket)
+
+    async def _write(self, scope: Any, store: TaskStore, headers: dict[str, str], network: Network, role: str,
+                     origin: Origin | None, body: bytes, replay: Any, send: Any) -> None:
         start: dict[str, Any] = {}
         response: list[bytes] = []
 
@@ -380,7 +536,9 @@ class ShardedWrites:
                     if scope.get("query_string"):
                         path += b"?" + scope["query_string"]
                     kept = {k: v for k, v in headers.items() if k in ("content-type", "content-encoding")}
-                    forward(store, network, task_uid, scope["method"], path.decode("latin-1"), kept, body)
+                    # durable before the answer: an acknowledged write reaches every remote, even after a crash
+                    await asyncio.to_thread(forward, store, network, task_uid, scope["method"],
+                                            path.decode("latin-1"), kept, body)
         await send(start)
         await send({"type": "http.response.body", "body": payload})
 
