@@ -75,3 +75,12 @@ def test_done_segments_are_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert len(list(tmp_path.iterdir())) == 1
     box.close()
     assert _pending(tmp_path) == [("a", 2, b"z")]
+
+
+def test_no_directory_until_the_first_forward(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "outbox")
+    assert box.load() == []
+    assert not (tmp_path / "outbox").exists()
+    box.append(1, "POST", "/x", {}, "v", "ms0", {"a": (A, b"[]")})
+    box.close()
+    assert _pending(tmp_path / "outbox") == [("a", 1, b"[]")]

@@ -65,7 +65,6 @@ class Outbox:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._pending: dict[int, int] = {}  # segment -> (job, remote) pairs not done
         self._current = 0
@@ -76,7 +75,10 @@ class Outbox:
         return self.directory / f"{segment:08d}.log"
 
     def load(self) -> list[tuple[str, Entry]]:
-        """The pending `(remote, entry)` pairs, in storage order; opens the outbox for appending."""
+        """The pending `(remote, entry)` pairs, in storage order; opens the outbox for appending (a node
+        that never forwarded anything has no outbox directory)."""
+        if not self.directory.is_dir():
+            return []
         segments = sorted(n for p in self.directory.iterdir() if (n := _segment_number(p)) is not None)
         out: list[tuple[str, Entry]] = []
         with self._lock:
@@ -94,17 +96,21 @@ class Outbox:
             self._open_current(new=not segments)
         return out
 
+    def _create(self) -> None:
+        """The first forward of this node: the directory and its first segment, durably."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _fsync_dir(self.directory.parent)
+        self._current = 0
+        self._pending[0] = 0
+        self._open_current(new=True)
+
     def _open_current(self, new: bool) -> None:
         path = self._path(self._current)
         self._file = open(path, "ab", buffering=0)  # kept open for appends
         self._size = self._file.tell()
         if new:  # the name of a new segment must survive a crash before any job in it counts as stored
             os.fsync(self._file.fileno())
-            fd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync_dir(self.directory)
 
     def _read_segment(self, segment: int) -> list[tuple[str, Entry]]:
         path = self._path(segment)
@@ -146,7 +152,7 @@ class Outbox:
                   "networkVersion": network_version, "origin": origin_name, "targets": stored}
         with self._lock:
             if self._file is None:
-                raise RuntimeError("the network outbox is not open")
+                self._create()
             if self._size >= SEGMENT_BYTES and self._pending.get(self._current):
                 self._file.close()
                 self._current += 1
@@ -209,6 +215,14 @@ class Outbox:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _entry(header: dict[str, Any], name: str, target: dict[str, Any], segment: int, job: int,

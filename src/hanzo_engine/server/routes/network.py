@@ -232,8 +232,8 @@ async def patch_network(request: Request) -> Response:
         "previousShards": old["shards"],
     }
     bodies = {name: json.dumps({**shared, "self": name}).encode() for name in merged["remotes"]}
-    sharding.forward(store, merged, task["taskUid"], "PATCH", "/network", {"content-type": "application/json"},
-                     b"", bodies)
+    await run_in_threadpool(sharding.forward, store, merged, task["taskUid"], "PATCH", "/network",
+                            {"content-type": "application/json"}, b"", bodies)  # stored durably (an fsync)
     return JSONResponse(task, status_code=202)
 
 
