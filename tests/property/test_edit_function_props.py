@@ -24,7 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.documents import edit_function as ef
+from hanzo_engine.engine.documents.primary_key import extract_document_id
 from tests.conftest import ServerProcess, wait_task
 
 DOCS: Final = [
@@ -223,21 +225,30 @@ def _documents(http: httpx.Client, uid: str) -> list[dict[str, Any]]:
 _uids = iter(range(1_000_000))
 
 
-def _local(source: str) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """What the task should leave (documents) or its error message, computed in-process."""
+EDITION_ERROR: Final = "edit_documents_by_function_error"
+
+
+def _local(source: str) -> tuple[list[dict[str, Any]] | None, str | None, str]:
+    """What the task should leave (documents) or its error message and code, computed in-process."""
     out: list[dict[str, Any]] = []
     for doc in DOCS:
         result, _ = _run(source, doc, ef.MAX_OPERATIONS)
         if isinstance(result, ef.ScriptError):
-            return None, f"Document edition runtime error encountered while running the function: {result}"
+            return None, f"Document edition runtime error encountered while running the function: {result}", \
+                EDITION_ERROR
         if result is None:
             continue
         if not isinstance(result, dict):
-            return None, "Document editions must keep documents as objects"
+            return None, "Document editions must keep documents as objects", EDITION_ERROR
+        if result != doc:
+            try:  # a new id that is no document id fails with that id's own error, as milli extracts it first
+                extract_document_id(result, "id")
+            except MeiliError as err:
+                return None, err.message, err.code
         if result.get("id") != doc["id"]:
-            return None, "Document editions cannot modify a document's primary key"
+            return None, "Document editions cannot modify a document's primary key", EDITION_ERROR
         out.append(result)
-    return sorted(out, key=lambda d: d["id"]), None
+    return sorted(out, key=lambda d: d["id"]), None, EDITION_ERROR
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -258,11 +269,11 @@ def test_server_applies_scripts_atomically(http: httpx.Client, source: str) -> N
         return
     assert r.status_code == 202, r.text
     task = wait_task(http, r.json()["taskUid"], timeout=120)
-    expected, message = _local(source)
+    expected, message, code = _local(source)
     after = _documents(http, uid)
     if task["status"] == "failed":
         assert after == before
-        assert task["error"]["code"] == "edit_documents_by_function_error"
+        assert task["error"]["code"] == code
         assert task["error"]["message"] == f"Index `{uid}`: {message}"
         assert task["details"]["editedDocuments"] == 0 and task["details"]["deletedDocuments"] is None
     else:
