@@ -202,6 +202,7 @@ class Forwarder:
         self._pending = 0
         self._open_lock = threading.Lock()
         self._opened = False
+        self._closed = False
 
     def open(self) -> None:
         """Load the outbox (once) and resume its pending forwards, in task order per remote."""
@@ -218,6 +219,14 @@ class Forwarder:
             job = Job(entry.task_uid, entry.method, entry.path, entry.headers, b"", entry.network_version,
                       entry.origin_name)
             self._enqueue(name, _Pending(job, entry.remote, entry, frozenset(), 0))
+
+    def close(self) -> None:
+        """Stop the senders (at their next wait) and close the outbox; what is pending stays stored."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self.outbox is not None:
+            self.outbox.close()
 
     def begin_write(self) -> int:
         with self._cond:
@@ -264,13 +273,14 @@ class Forwarder:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending == 0, timeout)
 
-    def _head(self, name: str) -> _Pending:
+    def _head(self, name: str) -> _Pending | None:
         with self._cond:
-            while True:
+            while not self._closed:
                 q = self._queues[name]
                 if q and not q[0].barrier & self._in_flight:
                     return q[0]
                 self._cond.wait(1.0)
+            return None
 
     def _pause(self, name: str, seconds: float, failing: dict[str, str] | None) -> None:
         """Wait before a retry; while the remote is failing, its newly queued writes record the error."""
@@ -283,7 +293,7 @@ class Forwarder:
             for item in fresh:
                 sharding.remote_task_done(self.store, item.job.task_uid, name, None, failing)
             left = until - time.monotonic()
-            if left <= 0:
+            if left <= 0 or self._closed:
                 return
             with self._cond:
                 self._cond.wait(left)
@@ -299,6 +309,8 @@ class Forwarder:
             failing: dict[str, str] | None = None
             while True:
                 item = self._head(name)
+                if item is None:
+                    return
                 try:
                     result, failing = self._attempt(client, name, item, failing)
                 except Exception:
@@ -500,17 +512,21 @@ class ShardedWrites:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        # a forwarded write keeps the leader's task order (`Forwarder`): the leader's writes in flight are known
+        # a forwarded write keeps the leader's task order (`Forwarder`): the leader's writes in flight are
+        # known until their forward is queued (not until answered: `WaitForTask` may hold the answer)
         fw = forwarder(store) if role == "leader" else None
         ticket = fw.begin_write() if fw is not None else None
         try:
-            await self._write(scope, store, headers, network, role, origin, body, replay, send)
+            start, payload = await self._write(scope, store, headers, network, role, origin, body, replay)
         finally:
             if fw is not None and ticket is not None:
                 fw.end_write(ticket)
+        await send(start)
+        await send({"type": "http.response.body", "body": payload})
 
     async def _write(self, scope: Any, store: TaskStore, headers: dict[str, str], network: Network, role: str,
-                     origin: Origin | None, body: bytes, replay: Any, send: Any) -> None:
+                     origin: Origin | None, body: bytes, replay: Any) -> tuple[dict[str, Any], bytes]:
+        """Run the write, record its `network` and, on the leader, store its forward; its answer."""
         start: dict[str, Any] = {}
         response: list[bytes] = []
 
@@ -539,8 +555,7 @@ class ShardedWrites:
                     # durable before the answer: an acknowledged write reaches every remote, even after a crash
                     await asyncio.to_thread(forward, store, network, task_uid, scope["method"],
                                             path.decode("latin-1"), kept, body)
-        await send(start)
-        await send({"type": "http.response.body", "body": payload})
+        return start, payload
 
 
 def _task_uid(payload: bytes) -> int | None:
