@@ -37,17 +37,36 @@ accepts `true`/`false` besides a number of seconds.
 from __future__ import annotations
 
 import base64
-import ipaddress
-import os
-import re
 import secrets
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+
+from .option_values import (
+    DEFAULT_SNAPSHOT_INTERVAL_SEC,
+    ConfigError,
+    cpu_count,
+    default_max_indexing_memory,
+    default_max_indexing_threads,
+    parse_byte_size,
+    parse_env_kind,
+    parse_flag,
+    parse_http_addr,
+    parse_http_addr_text,
+    parse_ip_networks,
+    parse_log_level,
+    parse_log_mode,
+    parse_max_batched_tasks,
+    parse_max_threads,
+    parse_nonzero_uint,
+    parse_path,
+    parse_schedule_snapshot,
+    parse_text,
+    parse_uint,
+    parse_url,
+)
 
 __all__ = [
     "DEFAULT_CONFIG_FILE",
@@ -69,233 +88,11 @@ PRODUCT_NAME: Final = "hanzo-engine"
 DEFAULT_CONFIG_FILE: Final = "./config.toml"
 MASTER_KEY_MIN_SIZE: Final = 16
 MASTER_KEY_GEN_SIZE: Final = 32
-DEFAULT_SNAPSHOT_INTERVAL_SEC: Final = 86400
 # Cap of the default batch payload budget, as Meilisearch: half the indexing memory, at most 10 GiB.
 BATCHED_TASKS_SIZE_CAP: Final = 10 * 1024**3
-U64_MAX: Final = 2**64 - 1
 
 LogLevel = Literal["OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"]
 LogMode = Literal["HUMAN", "JSON"]
-
-
-class ConfigError(ValueError):
-    """A user error in the configuration (bad value, bad file, unsafe production setup)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Value parsers: str -> typed value; they raise ValueError with a short reason.
-
-
-def _identity(s: str) -> str:
-    return s
-
-
-def _path(s: str) -> Path:
-    return Path(s)
-
-
-_FALSEY: Final = frozenset({"", "0", "false", "f", "no", "n", "off"})
-
-
-def _flag(s: str) -> bool:
-    """clap's FalseyValueParser: a handful of spellings are false, everything else is true."""
-    return s.strip().lower() not in _FALSEY
-
-
-def _uint(s: str) -> int:
-    t = s.strip()
-    if not t.isdigit():
-        raise ValueError("invalid digit found in string" if t else "cannot parse integer from empty string")
-    value = int(t)
-    if value > U64_MAX:
-        raise ValueError("number too large to fit in target type")
-    return value
-
-
-def _nonzero_uint(s: str) -> int:
-    value = _uint(s)
-    if value == 0:
-        raise ValueError("number would be zero for non-zero type")
-    return value
-
-
-def _env_kind(s: str) -> str:
-    if s not in ("development", "production"):
-        raise ValueError("possible values: development, production")
-    return s
-
-
-_LOG_LEVELS: Final = ("OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
-
-
-def _log_level(s: str) -> str:
-    level = s.strip().upper()
-    if level not in _LOG_LEVELS:
-        raise ValueError(
-            f"Log level '{s}' is invalid. Accepted values are 'OFF', 'ERROR', 'WARN', 'INFO', 'DEBUG', and 'TRACE'."
-        )
-    return level
-
-
-def _log_mode(s: str) -> str:
-    mode = s.strip().upper()
-    if mode not in ("HUMAN", "JSON"):
-        raise ValueError(f"Unsupported log mode level `{s}`. Supported values are `HUMAN` and `JSON`.")
-    return mode
-
-
-# Multipliers of the byte-unit prefixes, decimal (k = 1000) and binary (ki = 1024).
-_UNIT_PREFIXES: Final[dict[str, int]] = {"": 1}
-for _i, _p in enumerate("kmgtpe", start=1):
-    _UNIT_PREFIXES[_p] = 1000**_i
-    _UNIT_PREFIXES[_p + "i"] = 1024**_i
-
-_BYTE_SIZE_RE: Final = re.compile(r"(\d+)(?:\.(\d+))? *([A-Za-z]*)")
-
-
-def parse_byte_size(s: str) -> int:
-    """Parse a byte size the way Meilisearch's byte-unit parsing does (case-insensitive).
-
-    `<number>[.<fraction>][ ]<unit>`: no unit means bytes; the unit is a prefix among
-    K M G T P E, optionally followed by `i` (binary, 1024-based), then optionally by `B`/`b`
-    (bytes — the case of `b` is ignored) or `bit`/`bits` (bits). Fractional results are
-    rounded up to the next byte. Examples: `107374182400`, `100 MB` = 100_000_000,
-    `'100 MiB'` = 104_857_600, `100Mb` = 100_000_000, `1.5k` = 1_500, `80Mbit` = 10_000_000.
-    """
-    m = _BYTE_SIZE_RE.fullmatch(s.strip())
-    if m is None:
-        raise ValueError("expected a number of bytes, optionally followed by a unit (e.g. `100 MB`, `1 GiB`)")
-    whole, frac, unit = m.group(1), m.group(2), m.group(3).lower()
-    bits = False
-    if unit.endswith("bits"):
-        unit, bits = unit[:-4], True
-    elif unit.endswith("bit"):
-        unit, bits = unit[:-3], True
-    elif unit.endswith("b"):
-        unit = unit[:-1]
-    if unit not in _UNIT_PREFIXES:
-        raise ValueError(
-            f"the unit `{m.group(3)}` is incorrect (expected B, K, M, G, T, P or E, then i and B or bit)"
-        )
-    value = Fraction(int(whole))
-    if frac:
-        value += Fraction(int(frac), 10 ** len(frac))
-    value *= _UNIT_PREFIXES[unit]
-    if bits:
-        value /= 8
-    result = -(-value.numerator // value.denominator)  # ceil
-    if result > U64_MAX:
-        raise ValueError(f"the value {s.strip()} exceeds the valid range")
-    return result
-
-
-def _max_threads(s: str) -> int:
-    if s == "" or s == "unlimited":
-        return _cpu_count()
-    value = _uint(s)
-    if value == 0:
-        raise ValueError("the number of indexing threads must be at least 1")
-    return value
-
-
-def _max_batched_tasks(s: str) -> int | None:
-    return None if s.strip() == "unlimited" else _uint(s)
-
-
-def _schedule_snapshot(s: str) -> int | None:
-    t = s.strip()
-    if t == "" or t.lower() == "false":
-        return None
-    if t.lower() == "true":
-        return DEFAULT_SNAPSHOT_INTERVAL_SEC
-    return _uint(t)
-
-
-def _url(s: str) -> str:
-    parts = urlsplit(s)
-    if not parts.scheme:
-        raise ValueError("relative URL without a base")
-    if parts.scheme in ("http", "https") and not parts.netloc:
-        raise ValueError("empty host")
-    return s
-
-
-def _ip_networks(s: str) -> tuple[str, ...]:
-    """`any`, or a comma-separated list of CIDR networks (normalized, e.g. `10.0.0.1/8` -> `10.0.0.0/8`)."""
-    items = tuple(item.strip() for item in s.split(",") if item.strip())
-    if items == ("any",):
-        return items
-    if not items:
-        raise ValueError("expected `any` or a comma-separated list of IP networks")
-    out = []
-    for item in items:
-        try:
-            out.append(str(ipaddress.ip_network(item, strict=False)))
-        except ValueError as exc:
-            raise ValueError(f"`{item}` is not a valid IP network: {exc}") from None
-    return tuple(out)
-
-
-def parse_http_addr(s: str) -> tuple[str, int]:
-    """Split `host:port` into its parts, like Rust's `ToSocketAddrs` for strings.
-
-    The split is at the last `:`; IPv6 hosts may be bracketed (`[::1]:7700`, brackets removed).
-    The port is a decimal number in 0..65535. Raises `ConfigError` otherwise.
-    """
-    host, sep, port_s = s.strip().rpartition(":")
-    if not sep or not host:
-        raise ConfigError("invalid socket address")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not host:
-        raise ConfigError("invalid socket address")
-    if not port_s.isdigit() or int(port_s) > 65535:
-        raise ConfigError("invalid port value")
-    return host, int(port_s)
-
-
-def _http_addr(s: str) -> str:
-    parse_http_addr(s)
-    return s.strip()
-
-
-# --------------------------------------------------------------------------------------------
-# Machine-dependent defaults.
-
-
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def _total_memory() -> int | None:
-    """Physical RAM, lowered to the cgroup memory limit when the process runs under one."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-    if total <= 0:
-        return None
-    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            raw = Path(limit_file).read_text().strip()
-        except OSError:
-            continue
-        if raw.isdigit() and 0 < int(raw) < total:
-            total = int(raw)
-        break
-    return total
-
-
-def _default_max_indexing_memory() -> int | None:
-    total = _total_memory()
-    return None if total is None else total * 2 // 3
-
-
-def _default_max_indexing_threads() -> int:
-    return max(1, _cpu_count() // 2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -362,7 +159,7 @@ def _opt(
 
 
 def _bool_opt(name: str, help: str, **kw: Any) -> OptionSpec:
-    return _opt(name, False, _flag, help, is_flag=True, **kw)
+    return _opt(name, False, parse_flag, help, is_flag=True, **kw)
 
 
 def _ignored(name: str, *, is_flag: bool = False, refused: str | None = None) -> OptionSpec:
@@ -370,7 +167,7 @@ def _ignored(name: str, *, is_flag: bool = False, refused: str | None = None) ->
             else "Accepted for compatibility with Meilisearch; has no effect in hanzo-engine.")
     if is_flag:
         return _bool_opt(name, help, ignored=True, refused=refused)
-    return _opt(name, None, _identity, help, ignored=True, refused=refused)
+    return _opt(name, None, parse_text, help, ignored=True, refused=refused)
 
 
 _NO_S3: Final = "snapshots are written to `--snapshot-dir` only, never uploaded to S3"
@@ -379,15 +176,15 @@ _ALIASES: Final = {"experimental_dumpless_upgrade": "upgrade_db"}
 
 
 OPTIONS: Final[tuple[OptionSpec, ...]] = (
-    _opt("db_path", Path("./data.ms"), _path, "Location where database files are created and retrieved."),
-    _opt("http_addr", "localhost:7700", _http_addr, "HTTP address and port the server listens on."),
-    _opt("master_key", None, _identity, "Master key; protects every route except `GET /health`."),
-    _opt("env", "development", _env_kind, "Instance environment: `development` or `production`."),
-    _opt("task_webhook_url", None, _url, "URL notified whenever a task finishes."),
+    _opt("db_path", Path("./data.ms"), parse_path, "Location where database files are created and retrieved."),
+    _opt("http_addr", "localhost:7700", parse_http_addr_text, "HTTP address and port the server listens on."),
+    _opt("master_key", None, parse_text, "Master key; protects every route except `GET /health`."),
+    _opt("env", "development", parse_env_kind, "Instance environment: `development` or `production`."),
+    _opt("task_webhook_url", None, parse_url, "URL notified whenever a task finishes."),
     _opt(
         "task_webhook_authorization_header",
         None,
-        _identity,
+        parse_text,
         "Authorization header sent to the task webhook URL.",
     ),
     _bool_opt("no_analytics", "Deactivates telemetry (hanzo-engine never collects any)."),
@@ -399,15 +196,15 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_help="100 MB",
     ),
     _opt(
-        "ssl_cert_path", None, _path, "Server TLS certificate chain (PEM); enables HTTPS with --ssl-key-path."
+        "ssl_cert_path", None, parse_path, "Server TLS certificate chain (PEM); enables HTTPS with --ssl-key-path."
     ),
-    _opt("ssl_key_path", None, _path, "Server TLS private key (PEM)."),
-    _opt("ssl_auth_path", None, _path, "CA certificates used to verify client certificates."),
+    _opt("ssl_key_path", None, parse_path, "Server TLS private key (PEM)."),
+    _opt("ssl_auth_path", None, parse_path, "CA certificates used to verify client certificates."),
     _bool_opt("ssl_require_auth", "Makes client certificate authentication mandatory."),
     _ignored("ssl_ocsp_path", refused="OCSP stapling is not available"),
     _ignored("ssl_resumption", is_flag=True),
     _ignored("ssl_tickets", is_flag=True),
-    _opt("import_snapshot", None, _path, "Imports the snapshot at this path before starting."),
+    _opt("import_snapshot", None, parse_path, "Imports the snapshot at this path before starting."),
     _bool_opt(
         "ignore_missing_snapshot", "Starts normally when --import-snapshot does not point to a snapshot."
     ),
@@ -415,47 +212,47 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "ignore_snapshot_if_db_exists",
         "Ignores --import-snapshot and starts with the existing database, if one exists.",
     ),
-    _opt("snapshot_dir", Path("snapshots/"), _path, "Directory where snapshots are written."),
+    _opt("snapshot_dir", Path("snapshots/"), parse_path, "Directory where snapshots are written."),
     _opt(
         "schedule_snapshot",
         None,
-        _schedule_snapshot,
+        parse_schedule_snapshot,
         "Enables scheduled snapshots; the value is the interval in seconds (bare flag: 86400).",
         bare_value=str(DEFAULT_SNAPSHOT_INTERVAL_SEC),
         metavar="SNAPSHOT_INTERVAL_SEC",
         default_help="disabled",
     ),
-    _opt("import_dump", None, _path, "Imports the `.dump` file at this path before starting."),
+    _opt("import_dump", None, parse_path, "Imports the `.dump` file at this path before starting."),
     _bool_opt("ignore_missing_dump", "Starts normally when --import-dump does not point to a dump."),
     _bool_opt(
         "ignore_dump_if_db_exists",
         "Ignores --import-dump and starts with the existing database, if one exists.",
     ),
-    _opt("dump_dir", Path("dumps/"), _path, "Directory where dumps are written."),
-    _opt("log_level", "INFO", _log_level, "Log verbosity: OFF, ERROR, WARN, INFO, DEBUG or TRACE."),
+    _opt("dump_dir", Path("dumps/"), parse_path, "Directory where dumps are written."),
+    _opt("log_level", "INFO", parse_log_level, "Log verbosity: OFF, ERROR, WARN, INFO, DEBUG or TRACE."),
     _opt(
         "max_indexing_memory",
         None,
         parse_byte_size,
         "Maximum RAM used when indexing, in bytes or with a unit.",
-        default_factory=_default_max_indexing_memory,
+        default_factory=default_max_indexing_memory,
         default_help="2/3 of the RAM",
     ),
     _opt(
         "max_indexing_threads",
         None,
-        _max_threads,
+        parse_max_threads,
         "Maximum number of indexing threads, or `unlimited` (every CPU).",
-        default_factory=_default_max_indexing_threads,
+        default_factory=default_max_indexing_threads,
         default_help="half the CPUs",
     ),
     _opt(
         "http_workers",
         None,
-        _nonzero_uint,
+        parse_nonzero_uint,
         "Number of processes serving HTTP (one of them also applies the writes), or 1 for a single "
         "process. Searches run in every process, in parallel.",
-        default_factory=_cpu_count,
+        default_factory=cpu_count,
         default_help="one per CPU",
     ),
     _bool_opt("upgrade_db", "Upgrades a database written by an older version at start."),
@@ -463,7 +260,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _bool_opt("experimental_contains_filter", "Enables the CONTAINS filter operator."),
     _bool_opt("experimental_enable_metrics", "Enables Prometheus metrics on `GET /metrics`."),
     _bool_opt("experimental_enable_logs_route", "Enables the `/logs/stream` and `/logs/stderr` routes."),
-    _opt("experimental_logs_mode", "HUMAN", _log_mode, "Format of the logs on stderr: HUMAN or JSON."),
+    _opt("experimental_logs_mode", "HUMAN", parse_log_mode, "Format of the logs on stderr: HUMAN or JSON."),
     _bool_opt(
         "experimental_legacy_search_default",
         "Makes the legacy search pipeline the default until `legacySearch` is set at runtime.",
@@ -472,19 +269,19 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _opt(
         "experimental_search_queue_size",
         1000,
-        _uint,
+        parse_uint,
         "Size of the search queue; past it, searches get 503 Service Unavailable.",
     ),
     _opt(
         "experimental_drop_search_after",
         60,
-        _nonzero_uint,
+        parse_nonzero_uint,
         "Seconds after which a queued search is considered irrelevant and dropped.",
     ),
     _opt(
         "experimental_nb_searches_per_core",
         4,
-        _nonzero_uint,
+        parse_nonzero_uint,
         "Number of searches that may run concurrently on each core.",
     ),
     _ignored("experimental_reduce_indexing_memory_usage", is_flag=True),
@@ -493,7 +290,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _opt(
         "experimental_max_number_of_batched_tasks",
         None,
-        _max_batched_tasks,
+        parse_max_batched_tasks,
         "Maximum number of tasks processed in one batch.",
         default_help="unlimited",
     ),
@@ -507,7 +304,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _opt(
         "experimental_embedding_cache_entries",
         0,
-        _uint,
+        parse_uint,
         "Number of query embeddings cached per embedder (0 disables the cache).",
     ),
     _bool_opt(
@@ -521,7 +318,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _opt(
         "experimental_allowed_ip_networks",
         None,
-        _ip_networks,
+        parse_ip_networks,
         "IP networks (CIDR, comma-separated) outgoing requests may reach, or `any`.",
         default_help="internal networks blocked",
     ),
@@ -545,7 +342,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
     _opt(
         "config_file_path",
         None,
-        _path,
+        parse_path,
         "Path of a TOML configuration file.",
         default_help="./config.toml if present",
     ),
@@ -618,7 +415,7 @@ class Options:
 
 # Resolved against `cwd`; the config file path is resolved when it is read.
 _PATH_OPTIONS: Final = frozenset(
-    s.name for s in OPTIONS if s.parser is _path and s.name != "config_file_path"
+    s.name for s in OPTIONS if s.parser is parse_path and s.name != "config_file_path"
 )
 
 
