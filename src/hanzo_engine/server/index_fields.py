@@ -4,38 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def match_pattern(pattern: str, name: str) -> str:
-    """milli's `match_pattern`: "match", "parent" (the field is a parent of the pattern) or "none"."""
-    if pattern == "*":
-        return "match"
-    if len(pattern) > 1 and pattern.startswith("*") and pattern.endswith("*"):
-        if pattern[1:-1] in name:
-            return "match"
-    elif pattern.startswith("*"):
-        if name.endswith(pattern[1:]):
-            return "match"
-    elif pattern.endswith("*"):
-        if name.startswith(pattern[:-1]):
-            return "match"
-    elif pattern == name:
-        return "match"
-    return "parent" if pattern.startswith(name + ".") else "none"
-
-
-def _legacy_match(attribute: str, name: str) -> bool:
-    """milli's `match_field_legacy` == Match: the field is the attribute or nested under it."""
-    return name == attribute or name.startswith(attribute + ".")
+from hanzo_engine.engine.attribute_patterns import MATCH, is_faceted_by, match_pattern
 
 
 def _filter_features(name: str, rules: list[Any]) -> dict[str, bool]:
     """The features of the first filterableAttributes rule matching `name` (all off without one)."""
     for rule in rules:
         if isinstance(rule, str):
-            if _legacy_match(rule, name):
+            if is_faceted_by(name, rule):
                 return {"facetSearch": True, "equality": True, "comparison": True}
             continue
-        if any(match_pattern(p, name) == "match" for p in rule.get("attributePatterns", [])):
+        if any(match_pattern(p, name) == MATCH for p in rule.get("attributePatterns", [])):
             features = rule.get("features") or {}
             flt = features.get("filter") or {}
             return {"facetSearch": bool(features.get("facetSearch", False)),
@@ -49,7 +28,7 @@ def facet_sort_order(name: str, settings: dict[str, Any]) -> str:
     if name in orders:
         return orders[name]
     for pattern, order in orders.items():
-        if pattern != "*" and match_pattern(pattern, name) == "match":
+        if pattern != "*" and match_pattern(pattern, name) == MATCH:
             return order
     return orders.get("*", "alpha")
 
@@ -70,16 +49,16 @@ def field_descriptor(name: str, settings: dict[str, Any]) -> dict[str, Any]:
         ranking["order"] = order
     locales: list[str] = []
     for rule in settings.get("localizedAttributes") or []:
-        if any(match_pattern(p, name) == "match" for p in rule.get("attributePatterns", [])):
+        if any(match_pattern(p, name) == MATCH for p in rule.get("attributePatterns", [])):
             locales = list(rule.get("locales", []))
             break
     distinct = settings.get("distinctAttribute")
     return {
         "name": name,
-        "displayed": {"enabled": displayed == ["*"] or any(_legacy_match(d, name) for d in displayed)},
-        "searchable": {"enabled": searchable == ["*"] or any(_legacy_match(s, name) for s in searchable)},
-        "sortable": {"enabled": any(_legacy_match(s, name) for s in settings.get("sortableAttributes") or [])},
-        "distinct": {"enabled": distinct is not None and _legacy_match(distinct, name)},
+        "displayed": {"enabled": displayed == ["*"] or any(is_faceted_by(name, d) for d in displayed)},
+        "searchable": {"enabled": searchable == ["*"] or any(is_faceted_by(name, s) for s in searchable)},
+        "sortable": {"enabled": any(is_faceted_by(name, s) for s in settings.get("sortableAttributes") or [])},
+        "distinct": {"enabled": distinct is not None and is_faceted_by(name, distinct)},
         "rankingRule": ranking,
         "filterable": {"enabled": any(features.values()), "sortBy": facet_sort_order(name, settings), **features},
         "localized": {"locales": locales},

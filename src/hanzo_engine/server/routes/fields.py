@@ -11,11 +11,12 @@ from starlette.responses import Response
 from hanzo_engine.apitypes.deserr import Field, decode_json_body, deserialize_object
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.apitypes.settings import complete_settings
+from hanzo_engine.engine.attribute_patterns import MATCH, match_pattern
 from hanzo_engine.engine.index import IndexReader
 
 from ..app_state import route, state
 from ..http import JSONResponse, read_body, read_index
-from ..index_fields import field_descriptor, match_pattern
+from ..index_fields import field_descriptor
 from ..search import known_fields
 
 _FILTER_FLAGS: Final = ("displayed", "searchable", "sortable", "distinct", "rankingRule", "filterable")
@@ -36,7 +37,7 @@ def _keep(field: dict[str, Any], flt: dict[str, Any] | None) -> bool:
     if flt is None:
         return True
     patterns = flt.get("attributePatterns")
-    if patterns is not None and not any(match_pattern(p, field["name"]) == "match" for p in patterns):
+    if patterns is not None and not any(match_pattern(p, field["name"]) == MATCH for p in patterns):
         return False
     return all(flt.get(flag) is None or flt[flag] == field[flag]["enabled"] for flag in _FILTER_FLAGS)
 
