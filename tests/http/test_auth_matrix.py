@@ -28,7 +28,7 @@ import pytest
 from hanzo_engine.auth import ACTIONS, encode_token, expand_actions
 from hanzo_engine.auth.keys import GLOBAL_ACTIONS
 from hanzo_engine.server import app as _app  # noqa: F401  (importing the app registers every route)
-from hanzo_engine.server.app_state import ROUTES, RouteSpec
+from hanzo_engine.server.route_table import ROUTES, RouteSpec
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 
 BASE: Final = "authmatrix"

@@ -49,7 +49,7 @@ from hypothesis import strategies as st
 from hanzo_engine.apitypes.errors import ERROR_TABLE
 from hanzo_engine.auth import encode_token
 from hanzo_engine.server import app as _app  # noqa: F401  (importing the app registers every route)
-from hanzo_engine.server.app_state import ROUTES, RouteSpec
+from hanzo_engine.server.route_table import ROUTES, RouteSpec
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 
 FUZZ_SECONDS: Final = float(os.environ.get("HANZO_FUZZ_SECONDS", "20"))

@@ -26,7 +26,7 @@ import pytest
 
 from hanzo_engine.auth import encode_token
 from hanzo_engine.server import app as _app  # noqa: F401  (importing the app registers every route)
-from hanzo_engine.server.app_state import ROUTES
+from hanzo_engine.server.route_table import ROUTES
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 
 PREFIX: Final = "tenancy"

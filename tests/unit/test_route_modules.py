@@ -46,3 +46,25 @@ def test_the_check_sees_relative_imports(tmp_path: Path) -> None:
     imported = {module for _line, module in _imported_modules(sample)}
     assert {"hanzo_engine.server.routes.search", "hanzo_engine.server.search",
             "hanzo_engine.server.routes.keys", "hanzo_engine.server.routes.indexes"} <= imported
+
+
+def test_the_route_table_lists_each_route_once() -> None:
+    from hanzo_engine.server import app_state
+    from hanzo_engine.server.route_table import ROUTES
+
+    keys = [(spec.method, spec.path) for spec in ROUTES]
+    assert len(keys) == len(set(keys))
+    assert not hasattr(app_state, "route")  # no registration by import side effect
+    for spec in ROUTES:
+        module = spec.endpoint.__module__
+        assert module.startswith(ROUTES_PACKAGE + "."), (spec.method, spec.path, module)
+
+
+def test_the_search_workers_answer_the_search_family() -> None:
+    from hanzo_engine.server.route_table import ROUTES
+
+    assert {(spec.method, spec.path) for spec in ROUTES if spec.worker} == {
+        ("POST", "/indexes/{index_uid}/search"), ("GET", "/indexes/{index_uid}/search"), ("POST", "/multi-search"),
+        ("POST", "/indexes/{index_uid}/facet-search"), ("POST", "/indexes/{index_uid}/similar"),
+        ("GET", "/indexes/{index_uid}/similar"),
+    }

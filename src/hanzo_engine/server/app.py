@@ -12,39 +12,17 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 from . import sharding
-from .app_state import ROUTES, AppState
+from .app_state import AppState
 from .errors import http_exception
 from .metrics import HttpMetrics
 from .options import Options
-from .routes import (  # noqa: F401  (importing registers the routes)
-    backups,
-    chats,
-    compaction,
-    documents,
-    dynamic_search_rules,
-    experimental_features,
-    facet_search,
-    fields,
-    indexes,
-    keys,
-    logs,
-    meta,
-    metrics,
-    multi_search,
-    network,
-    render,
-    search,
-    settings,
-    similar,
-    tasks,
-    webhooks,
-)
+from .route_table import ROUTES, starlette_route
+from .routes import keys, webhooks
 from .wait_for_task import WaitForTask
 from .workers import WorkerPool
 
@@ -114,7 +92,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
             scheduler.stop()
             boot.stop()
 
-    routes = [Route(r.path, r.endpoint, methods=[r.method]) for r in ROUTES]
+    routes = [starlette_route(spec) for spec in ROUTES]
     exception_handlers: dict[Any, Any] = {HTTPException: http_exception}
     app = Starlette(
         routes=routes,

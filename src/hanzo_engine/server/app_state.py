@@ -1,8 +1,7 @@
-"""What every route needs: the app's shared state and the route table with auth declared per route."""
+"""What every route needs: the app's shared state, its API keys, the `customMetadata` of a task."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -12,8 +11,6 @@ from starlette.responses import Response
 
 from hanzo_engine.apitypes.deserr import QueryField, parse_query
 
-from .auth import guard
-from .errors import Endpoint, safe
 from .http import IndexSource, JSONResponse, query_pairs
 
 if TYPE_CHECKING:
@@ -64,29 +61,3 @@ def custom_metadata(request: Request) -> str | None:
     """The `customMetadata` query parameter a task-enqueuing route stores on its task."""
     value: str | None = parse_query(query_pairs(request), (CUSTOM_METADATA,))["customMetadata"]
     return value
-
-
-@dataclass(frozen=True)
-class RouteSpec:
-    method: str
-    path: str
-    endpoint: Endpoint
-    action: str | None
-
-
-ROUTES: list[RouteSpec] = []
-
-
-def route(method: str, path: str, *, action: str | None) -> Callable[[Endpoint], Endpoint]:
-    """Register `endpoint` for `method path`, guarded by the auth `action` (None = public)."""
-
-    def register(endpoint: Endpoint) -> Endpoint:
-        async def guarded(request: Request) -> Response:
-            guard(request, action, request.path_params.get("index_uid"))
-            return await endpoint(request)
-
-        guarded.__name__ = endpoint.__name__
-        ROUTES.append(RouteSpec(method, path, safe(guarded), action))
-        return endpoint
-
-    return register

@@ -27,25 +27,19 @@ from hanzo_engine.scheduler.readers import IndexReaders
 
 from . import sharding
 from .app import http_middleware
-from .app_state import ROUTES, AppState
+from .app_state import AppState
 from .errors import http_exception
 from .metrics import http_metrics
 from .options import Options
 from .proxy import PrimaryProxy
+from .route_table import ROUTES, starlette_route
 from .shared_counts import SharedCounts
 from .workers import METRICS_PREFIX, PRIMARY_SOCKET, SEARCH_COUNTS
 
 log = logging.getLogger("hanzo_engine.server.worker")
 
 # (method, path template) of the routes a worker answers itself: the read-only search family
-LOCAL_ROUTES: Final = frozenset({
-    ("POST", "/indexes/{index_uid}/search"),
-    ("GET", "/indexes/{index_uid}/search"),
-    ("POST", "/multi-search"),
-    ("POST", "/indexes/{index_uid}/facet-search"),
-    ("POST", "/indexes/{index_uid}/similar"),
-    ("GET", "/indexes/{index_uid}/similar"),
-})
+LOCAL_ROUTES: Final = frozenset((spec.method, spec.path) for spec in ROUTES if spec.worker)
 METRICS_PUBLISH_SECONDS: Final = 1.0
 WORKER_HEADER: Final = b"x-hanzo-worker"
 
@@ -130,7 +124,7 @@ def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerD
             await proxy.aclose()
             readers.close()
 
-    routes = [Route(r.path, r.endpoint, methods=[r.method]) for r in ROUTES if (r.method, r.path) in LOCAL_ROUTES]
+    routes = [starlette_route(spec) for spec in ROUTES if spec.worker]
     local = Starlette(
         routes=routes,
         lifespan=lifespan,

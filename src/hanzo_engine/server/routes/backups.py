@@ -13,10 +13,9 @@ from starlette.responses import Response
 
 from hanzo_engine.scheduler.backups import key_lines, read_instance_uid
 
-from ..app_state import controller, route, state
+from ..app_state import controller, state
 
 
-@route("POST", "/dumps", action="dumps.create")
 async def create_dump(request: Request) -> Response:
     st = state(request)
     keys = key_lines(controller(request).list_keys())
@@ -25,6 +24,5 @@ async def create_dump(request: Request) -> Response:
                             kind={"keys": keys, "instanceUid": instance_uid})
 
 
-@route("POST", "/snapshots", action="snapshots.create")
 async def create_snapshot(request: Request) -> Response:
     return await state(request).enqueue("snapshotCreation", None, details=None, kind={})

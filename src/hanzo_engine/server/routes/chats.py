@@ -27,7 +27,7 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.scheduler import chats as store
 
-from ..app_state import route, state
+from ..app_state import state
 from ..chats.conversation import start_completion
 from ..chats.gate import check_chat
 from ..http import JSONResponse, query_pairs, read_body
@@ -48,7 +48,6 @@ def _workspace_not_found(uid: str) -> MeiliError:
     return MeiliError("chat_not_found", f"chat {uid} not found")
 
 
-@route("GET", "/chats", action="chats.get")
 async def list_chats(request: Request) -> Response:
     q = parse_query(query_pairs(request), PAGINATION)
     check_chat(request, "listing the chats")
@@ -58,7 +57,6 @@ async def list_chats(request: Request) -> Response:
     return JSONResponse({"results": page, "offset": offset, "limit": limit, "total": len(uids)})
 
 
-@route("GET", "/chats/{workspace}", action="chats.get")
 async def get_chat(request: Request) -> Response:
     check_chat(request, "displaying a chat")
     uid = validate_index_uid(request.path_params["workspace"])
@@ -67,7 +65,6 @@ async def get_chat(request: Request) -> Response:
     return JSONResponse({"uid": uid})
 
 
-@route("DELETE", "/chats/{workspace}", action="chats.delete")
 async def delete_chat(request: Request) -> Response:
     check_chat(request, "deleting a chat")
     uid = validate_index_uid(request.path_params["workspace"])
@@ -76,7 +73,6 @@ async def delete_chat(request: Request) -> Response:
     return Response(status_code=204)
 
 
-@route("GET", "/chats/{workspace}/settings", action="chatsSettings.get")
 async def get_chat_settings(request: Request) -> Response:
     check_chat(request, "using the /chats/settings route")
     uid = request.path_params["workspace"]
@@ -92,7 +88,6 @@ def _patch(sched_store: Any, uid: str, patch: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-@route("PATCH", "/chats/{workspace}/settings", action="chatsSettings.update")
 async def patch_chat_settings(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     patch = parse_workspace_patch(body)
@@ -110,7 +105,6 @@ def _reset(sched_store: Any, uid: str) -> dict[str, Any] | None:
     return settings
 
 
-@route("DELETE", "/chats/{workspace}/settings", action="chatsSettings.update")
 async def reset_chat_settings(request: Request) -> Response:
     check_chat(request, "using the /chats/settings route")
     uid = request.path_params["workspace"]
@@ -120,7 +114,6 @@ async def reset_chat_settings(request: Request) -> Response:
     return JSONResponse(workspace_view(settings))
 
 
-@route("POST", "/chats/{workspace}/chat/completions", action="chatCompletions")
 async def chat_completions(request: Request) -> Response:
     uid = request.path_params["workspace"]
     return await start_completion(request, uid, await read_body(request), _chat_not_found)

@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 
-from ..app_state import custom_metadata, route, state
+from ..app_state import custom_metadata, state
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse
 
@@ -28,7 +28,6 @@ _EXACT_UNITS: Final = (("B", 1), ("KB", 10**3), ("KiB", 1 << 10), ("MB", 10**6),
                        ("GiB", 1 << 30), ("TB", 10**12), ("TiB", 1 << 40))
 
 
-@route("POST", "/indexes/{index_uid}/compact", action="indexes.compact")
 async def compact_index(request: Request) -> Response:
     """202 `indexCompaction`; the scheduler copies the index's LMDB file compacted (a missing index
     makes the task fail with `index_not_found`, as in Meilisearch)."""
@@ -65,7 +64,6 @@ def _compact(env: Any, outcome: Future[tuple[int, int]]) -> None:
         time.sleep(3600)
 
 
-@route("POST", "/tasks/compact", action="tasks.compact")
 async def compact_task_queue(request: Request) -> Response:
     if not runtime_features(request).enabled("taskQueueCompactionRoute"):
         raise feature_not_enabled("Using the /tasks/compact route", "task queue compaction route",

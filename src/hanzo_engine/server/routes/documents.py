@@ -52,7 +52,7 @@ from hanzo_engine.rustcompat.strings import debug_str
 from hanzo_engine.scheduler.network import read_network
 
 from .. import network_documents, remotes, sharding
-from ..app_state import route, state
+from ..app_state import state
 from ..auth import auth_filter
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs, read_body, read_index
@@ -194,12 +194,10 @@ async def _add_or_update(request: Request, method: str) -> Response:
         raise
 
 
-@route("POST", "/indexes/{index_uid}/documents", action="documents.add")
 async def replace_documents(request: Request) -> Response:
     return await _add_or_update(request, "replace")
 
 
-@route("PUT", "/indexes/{index_uid}/documents", action="documents.add")
 async def update_documents(request: Request) -> Response:
     return await _add_or_update(request, "update")
 
@@ -302,7 +300,6 @@ async def _queued_browse(request: Request, uid: str, params: dict[str, Any], pro
     return await run_queued(request, _browse, request, uid, params, proxy)
 
 
-@route("GET", "/indexes/{index_uid}/documents", action="documents.get")
 async def browse_documents(request: Request) -> Response:
     params = parse_query(query_pairs(request), BROWSE_QUERY)
     params["fields"] = _star_or_list(params["fields"])
@@ -317,7 +314,6 @@ async def browse_documents(request: Request) -> Response:
     return JSONResponse(await _queued_browse(request, uid, params))
 
 
-@route("POST", "/indexes/{index_uid}/documents/fetch", action="documents.get")
 async def fetch_documents(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     params = deserialize_object(body, FETCH_BODY)
@@ -343,7 +339,6 @@ async def _network_browse(request: Request, uid: str, params: dict[str, Any]) ->
         network, uid, params, lambda local: run_in_threadpool(_browse, request, uid, local, True))
 
 
-@route("GET", "/indexes/{index_uid}/documents/{document_id}", action="documents.get")
 async def get_document(request: Request) -> Response:
     doc_id = request.path_params["document_id"]
     if doc_id in RESERVED_DOCUMENT_PATHS:
@@ -367,7 +362,6 @@ async def get_document(request: Request) -> Response:
     return JSONResponse(_present(doc, _star_or_list(params["fields"]), params["retrieveVectors"]))
 
 
-@route("DELETE", "/indexes/{index_uid}/documents/{document_id}", action="documents.delete")
 async def delete_document(request: Request) -> Response:
     doc_id = request.path_params["document_id"]
     if doc_id in RESERVED_DOCUMENT_PATHS:
@@ -381,7 +375,6 @@ async def delete_document(request: Request) -> Response:
     )
 
 
-@route("POST", "/indexes/{index_uid}/documents/delete-batch", action="documents.delete")
 async def delete_documents_batch(request: Request) -> Response:
     # actix's `web::Json<Vec<Value>>` extractor runs first, then the query, then the uid check
     check_json_content_type(request.headers.get("content-type"))
@@ -405,7 +398,6 @@ DELETE_BY_FILTER_BODY = (
 )
 
 
-@route("POST", "/indexes/{index_uid}/documents/delete", action="documents.delete")
 async def delete_documents_by_filter(request: Request) -> Response:
     """`documentDeletion` of the documents a filter selects; the filter is parsed before enqueueing
     (syntax, experimental operators, empty filter), its attributes are checked when the task runs."""
@@ -438,7 +430,6 @@ EDIT_BODY = (
 EDIT_LINK: Final = "https://github.com/orgs/meilisearch/discussions/762"
 
 
-@route("POST", "/indexes/{index_uid}/documents/edit", action="documents.*")
 async def edit_documents_by_function(request: Request) -> Response:
     """`documentEdition`: a Rhai function run on the documents a filter selects (`editDocumentsByFunction`).
 
@@ -483,7 +474,6 @@ async def edit_documents_by_function(request: Request) -> Response:
     )
 
 
-@route("DELETE", "/indexes/{index_uid}/documents", action="documents.delete")
 async def clear_documents(request: Request) -> Response:
     q = parse_query(query_pairs(request), WRITE_QUERY)
     uid = validate_index_uid(request.path_params["index_uid"])

@@ -25,7 +25,7 @@ from hanzo_engine.apitypes.index_uid import is_valid_index_uid
 from hanzo_engine.apitypes.tasks import format_timestamp, parse_timestamp
 from hanzo_engine.scheduler import dynamic_search_rules as dsr
 
-from ..app_state import custom_metadata, route, state
+from ..app_state import custom_metadata, state
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, read_body
 
@@ -212,7 +212,6 @@ def _matches_query(rule: dict[str, Any], query: str) -> bool:
 # -- routes ----------------------------------------------------------------------------------------
 
 
-@route("POST", "/dynamic-search-rules", action="dynamicSearchRules.get")
 async def list_rules(request: Request) -> Response:
     raw = await read_body(request)
     body = decode_json_body(raw, request.headers.get("content-type")) if raw.strip() else {}
@@ -229,7 +228,6 @@ async def list_rules(request: Request) -> Response:
     return JSONResponse({"results": page, "offset": offset, "limit": limit, "total": len(rules)})
 
 
-@route("DELETE", "/dynamic-search-rules", action="dynamicSearchRules.delete")
 async def clear_rules(request: Request) -> Response:
     meta = custom_metadata(request)
     check_feature(request, WRITE_ACTION)
@@ -239,7 +237,6 @@ async def clear_rules(request: Request) -> Response:
     return JSONResponse(task, status_code=202)
 
 
-@route("GET", "/dynamic-search-rules/{rule_uid}", action="dynamicSearchRules.get")
 async def get_rule(request: Request) -> Response:
     uid = _rule_uid(request)
     if uid is None:
@@ -251,7 +248,6 @@ async def get_rule(request: Request) -> Response:
     return JSONResponse(dsr.rule_view(rule))
 
 
-@route("PATCH", "/dynamic-search-rules/{rule_uid}", action="dynamicSearchRules.update")
 async def update_rule(request: Request) -> Response:
     uid = _rule_uid(request)
     if uid is None:
@@ -267,7 +263,6 @@ async def update_rule(request: Request) -> Response:
     return JSONResponse(task, status_code=202)
 
 
-@route("DELETE", "/dynamic-search-rules/{rule_uid}", action="dynamicSearchRules.delete")
 async def delete_rule(request: Request) -> Response:
     uid = _rule_uid(request)
     if uid is None:

@@ -8,17 +8,14 @@ from starlette.responses import Response
 
 from hanzo_engine.apitypes.deserr import decode_json_body, deserialize_object
 
-from ..app_state import route
 from ..features import FEATURE_FIELDS, runtime_features
 from ..http import JSONResponse, read_body
 
 
-@route("GET", "/experimental-features", action="experimental.get")
 async def get_features(request: Request) -> Response:
     return JSONResponse(runtime_features(request).view())
 
 
-@route("PATCH", "/experimental-features", action="experimental.update")
 async def patch_features(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     patch = deserialize_object(body, FEATURE_FIELDS)

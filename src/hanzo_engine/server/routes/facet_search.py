@@ -39,7 +39,7 @@ from hanzo_engine.filter_parser import FilterFeatures
 from hanzo_engine.scheduler.network import read_network
 
 from .. import network_documents, sharding
-from ..app_state import route, state
+from ..app_state import state
 from ..features import runtime_features
 from ..foreign_keys import ForeignIndexes
 from ..http import JSONResponse, read_body, read_index
@@ -158,7 +158,6 @@ def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], qu
             "processingTimeMs": int((time.perf_counter() - started) * 1000)}
 
 
-@route("POST", "/indexes/{index_uid}/facet-search", action="search")
 async def search_facet_values(request: Request) -> Response:
     raw = decode_json_body(await read_body(request), request.headers.get("content-type"))
     if isinstance(raw, dict):

@@ -14,7 +14,7 @@ from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.attribute_patterns import MATCH, match_pattern
 from hanzo_engine.engine.index import IndexReader
 
-from ..app_state import route, state
+from ..app_state import state
 from ..http import JSONResponse, read_body, read_index
 from ..index_fields import field_descriptor
 from ..search import known_fields
@@ -49,7 +49,6 @@ def _fields_page(reader: IndexReader, body: dict[str, Any]) -> dict[str, Any]:
     return {"results": fields[offset : offset + limit], "offset": offset, "limit": limit, "total": len(fields)}
 
 
-@route("POST", "/indexes/{index_uid}/fields", action="fields.post")
 async def post_index_fields(request: Request) -> Response:
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
                               _FIELDS_BODY)

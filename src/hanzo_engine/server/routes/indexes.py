@@ -25,7 +25,7 @@ from hanzo_engine.auth.controller import AuthFilter
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.scheduler.scheduler import Scheduler
 
-from ..app_state import custom_metadata, route, state
+from ..app_state import custom_metadata, state
 from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
 
@@ -80,14 +80,12 @@ def _index_page(scheduler: Scheduler, offset: int, limit: int, visible: AuthFilt
     return {"results": results, "offset": offset, "limit": limit, "total": len(uids)}
 
 
-@route("GET", "/indexes", action="indexes.get")
 async def list_indexes(request: Request) -> Response:
     q = parse_query(query_pairs(request), PAGINATION)
     return JSONResponse(await run_in_threadpool(_index_page, state(request).scheduler, q["offset"], q["limit"],
                                                 auth_filter(request)))
 
 
-@route("POST", "/indexes", action="indexes.create")
 async def create_index(request: Request) -> Response:
     meta = custom_metadata(request)
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
@@ -101,13 +99,11 @@ async def create_index(request: Request) -> Response:
     )
 
 
-@route("GET", "/indexes/{index_uid}", action="indexes.get")
 async def get_index(request: Request) -> Response:
     uid = validate_index_uid(request.path_params["index_uid"])
     return JSONResponse(read_index(state(request).scheduler, uid, lambda r: index_view(uid, r)))
 
 
-@route("PATCH", "/indexes/{index_uid}", action="indexes.update")
 async def update_index(request: Request) -> Response:
     meta = custom_metadata(request)
     # actix runs the body extractor before the handler validates the path's uid
@@ -125,7 +121,6 @@ async def update_index(request: Request) -> Response:
     return await state(request).enqueue("indexUpdate", uid, details=details, kind=kind, custom_metadata=meta)
 
 
-@route("DELETE", "/indexes/{index_uid}", action="indexes.delete")
 async def delete_index(request: Request) -> Response:
     uid = validate_index_uid(request.path_params["index_uid"])
     meta = custom_metadata(request)
@@ -134,7 +129,6 @@ async def delete_index(request: Request) -> Response:
     )
 
 
-@route("POST", "/swap-indexes", action="indexes.swap")
 async def swap_indexes(request: Request) -> Response:
     """Validate the whole payload (types, then pair lengths, then duplicates) before enqueueing."""
     meta = custom_metadata(request)

@@ -17,7 +17,7 @@ from hanzo_engine.apitypes.deserr import QueryField, decode_json_body, parse_que
 from hanzo_engine.auth import AuthController, open_auth
 from hanzo_engine.auth.keys import parse_create_key, parse_patch_key
 
-from ..app_state import controller, route
+from ..app_state import controller
 from ..http import JSONResponse, query_pairs, read_body
 from ..options import Options
 
@@ -32,7 +32,6 @@ def open_controller(options: Options) -> AuthController:
     return open_auth(options.db_path, options.master_key)
 
 
-@route("GET", "/keys", action="keys.get")
 async def list_keys(request: Request) -> Response:
     """One page of keys, most recently created first; `total` counts them all."""
     q = parse_query(query_pairs(request), PAGINATION)
@@ -43,7 +42,6 @@ async def list_keys(request: Request) -> Response:
                          "total": len(keys)})
 
 
-@route("POST", "/keys", action="keys.create")
 async def create_key(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     key = parse_create_key(body)
@@ -53,13 +51,11 @@ async def create_key(request: Request) -> Response:
     return JSONResponse(ctl.view(created), status_code=201)
 
 
-@route("GET", "/keys/{key_or_uid}", action="keys.get")
 async def get_key(request: Request) -> Response:
     ctl = controller(request)
     return JSONResponse(ctl.view(ctl.get_key(ctl.resolve_uid(request.path_params["key_or_uid"]))))
 
 
-@route("PATCH", "/keys/{key_or_uid}", action="keys.update")
 async def update_key(request: Request) -> Response:
     patch = parse_patch_key(decode_json_body(await read_body(request), request.headers.get("content-type")))
     ctl = controller(request)
@@ -68,7 +64,6 @@ async def update_key(request: Request) -> Response:
     return JSONResponse(ctl.view(updated))
 
 
-@route("DELETE", "/keys/{key_or_uid}", action="keys.delete")
 async def delete_key(request: Request) -> Response:
     ctl = controller(request)
     uid = ctl.resolve_uid(request.path_params["key_or_uid"])

@@ -21,7 +21,6 @@ from starlette.responses import Response, StreamingResponse
 from hanzo_engine.apitypes.deserr import Field, InvalidValue, decode_json_body, deserialize_object
 from hanzo_engine.apitypes.errors import MeiliError
 
-from ..app_state import route
 from ..features import feature_not_enabled, runtime_features
 from ..http import read_body
 
@@ -107,7 +106,6 @@ def _targets_of(handler: logging.Handler) -> list[LogTargets]:
     return [f for f in handler.filters if isinstance(f, LogTargets)]
 
 
-@route("POST", "/logs/stderr", action="metrics.get")
 async def logs_stderr(request: Request) -> Response:
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
                               _STDERR_BODY)
@@ -186,7 +184,6 @@ def _log_stream(request: Request) -> _LogStream:
     return stream
 
 
-@route("POST", "/logs/stream", action="metrics.get")
 async def logs_stream(request: Request) -> Response:
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
                               _STREAM_BODY)
@@ -215,7 +212,6 @@ async def logs_stream(request: Request) -> Response:
     return StreamingResponse(lines(), media_type="text/plain")
 
 
-@route("DELETE", "/logs/stream", action="metrics.get")
 async def delete_logs_stream(request: Request) -> Response:
     if not runtime_features(request).enabled("logsRoute"):
         raise feature_not_enabled("Modifying logs through the `/logs/*` routes", "logs route", LOGS_LINK)

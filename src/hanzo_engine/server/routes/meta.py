@@ -18,7 +18,7 @@ from hanzo_engine.engine.vector.store import VectorStore
 from hanzo_engine.scheduler.stats import database_sizes, human_size
 
 from .. import dashboard
-from ..app_state import AppState, route, state
+from ..app_state import AppState, state
 from ..auth import auth_filter
 from ..http import JSONResponse
 
@@ -123,14 +123,12 @@ def index_stats(request: Request, uid: str, *, internal: bool = False, human: bo
     return _stats_of(st, uid, index, internal=internal, human=human)[0]
 
 
-@route("GET", "/indexes/{index_uid}/stats", action="stats.get")
 async def get_index_stats(request: Request) -> Response:
     q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
     uid = request.path_params["index_uid"]
     return JSONResponse(index_stats(request, uid, internal=q["showInternalDatabaseSizes"], human=q["sizeFormat"]))
 
 
-@route("GET", "/stats", action="stats.get")
 async def get_stats(request: Request) -> Response:
     q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
     st = state(request)
@@ -157,9 +155,3 @@ async def get_stats(request: Request) -> Response:
         "lastUpdate": format_timestamp(last) if last is not None else None,
         "indexes": indexes,
     })
-
-
-route("GET", "/health", action=None)(health)
-route("GET", "/version", action="version")(version)
-route("GET", "/", action=None)(root)
-route("GET", "/dashboard/{asset:path}", action=None)(dashboard_asset)

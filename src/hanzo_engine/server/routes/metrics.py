@@ -13,7 +13,6 @@ from starlette.responses import Response
 from hanzo_engine.apitypes.tasks import TASK_STATUSES, TASK_TYPES
 from hanzo_engine.scheduler.webhooks import metrics as webhook_metrics
 
-from ..app_state import route
 from ..features import feature_not_enabled, runtime_features
 from ..metrics import LATENCY_BUCKETS, instance_http_metrics, refresh_worker_metrics
 from ..search_queue import search_queue
@@ -85,7 +84,6 @@ def _storage_metrics(app_state: Any) -> dict[str, Any]:
     }
 
 
-@route("GET", "/metrics", action="metrics.get")
 async def get_metrics(request: Request) -> Response:
     if not runtime_features(request).enabled("metrics"):
         raise feature_not_enabled("Getting metrics", "metrics", METRICS_LINK)

@@ -33,7 +33,7 @@ from hanzo_engine.apitypes.search import (
 from hanzo_engine.filter_parser import FilterFeatures
 
 from .. import remotes, sharding
-from ..app_state import route, state
+from ..app_state import state
 from ..auth import auth_filter
 from ..features import ExperimentalFeatures, feature_not_enabled, runtime_features
 from ..federation.perform import Federated, read_network_of, run_federated, search_over_network
@@ -226,7 +226,6 @@ async def _multi_networked(request: Request, queries: list[MultiQuery], features
 # -------------------------------------------------------------------------------------------------
 
 
-@route("POST", "/multi-search", action="search")
 async def multi_search(request: Request) -> Response:
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
                               MULTI_SEARCH_BODY)

@@ -29,7 +29,7 @@ from hanzo_engine.scheduler.network import Network, public_view, read_network, w
 from hanzo_engine.scheduler.sharding import set_task_network
 
 from .. import remotes, sharding
-from ..app_state import route, state
+from ..app_state import state
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, read_body
 from ..search import NETWORK_DISCUSSION, uuid7
@@ -187,14 +187,12 @@ def network_view(request: Request, network: Network) -> Network:
     return public_view(network, remotes.unavailable_remotes(state(request).options.db_path, network))
 
 
-@route("GET", "/network", action="network.get")
 async def get_network(request: Request) -> Response:
     _check_feature(request, "Using the /network route")
     network = await run_in_threadpool(read_network, state(request).indexes.store)
     return JSONResponse(network_view(request, network))
 
 
-@route("PATCH", "/network", action="network.update")
 async def patch_network(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     patch = parse_patch(body)
@@ -279,7 +277,6 @@ async def _patch_from_leader(request: Request, patch: dict[str, Any], origin: sh
     return JSONResponse(await run_in_threadpool(update), status_code=202)
 
 
-@route("POST", "/network/control", action="network.update")
 async def network_control(request: Request) -> Response:
     decode_json_body(await read_body(request), request.headers.get("content-type"))
     _check_feature(request, "Using the /network/control route")

@@ -31,7 +31,7 @@ from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.vector.embedders import is_generating, make_prompt
 from hanzo_engine.engine.vector.prompt import DEFAULT_MAX_BYTES, LiquidError, Prompt
 
-from ..app_state import route, state
+from ..app_state import state
 from ..auth import INVALID_KEY, auth_filter, guard
 from ..chats.gate import CHAT_DISCUSSION, check_render
 from ..http import JSONResponse, read_body
@@ -227,7 +227,6 @@ def _render_all(request: Request, body: dict[str, Any]) -> dict[str, Any]:
     return {"template": template, "rendered": rendered}
 
 
-@route("POST", "/render-template", action="settings.get")
 async def render_template(request: Request) -> Response:
     guard(request, "documents.get")  # both actions are needed (Meilisearch's `DoubleActionPolicy`)
     body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),

@@ -16,13 +16,12 @@ from hanzo_engine.apitypes.search import (
     search_query_params,
 )
 
-from ..app_state import route, state
+from ..app_state import state
 from ..features import runtime_features
 from ..federation.perform import network_search
 from ..foreign_keys import ForeignIndexes
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..search import (
-    SEARCH_PATH,
     filter_features,
     fused_query,
     include_metadata,
@@ -54,7 +53,6 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     return JSONResponse(body)
 
 
-@route("POST", SEARCH_PATH, action="search")
 async def search_with_post(request: Request) -> Response:
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     query = parse_search_body(body)
@@ -62,7 +60,6 @@ async def search_with_post(request: Request) -> Response:
     return await _search(request, uid, query)
 
 
-@route("GET", SEARCH_PATH, action="search")
 async def search_with_get(request: Request) -> Response:
     params = search_query_params(query_pairs(request))
     uid = validate_index_uid(request.path_params["index_uid"])

@@ -28,8 +28,6 @@ from hanzo_engine.apitypes.deserr import decode_json_body
 from hanzo_engine.apitypes.errors import index_not_found
 from hanzo_engine.apitypes.index_uid import validate_index_uid
 from hanzo_engine.apitypes.settings import (
-    PATCH_SUB_ROUTES,
-    SETTING_NAMES,
     SettingsPatch,
     parse_setting_value,
     parse_settings_patch,
@@ -43,9 +41,10 @@ from hanzo_engine.engine.vector.embedders import (
     display_embedder,
 )
 
-from ..app_state import custom_metadata, route, state
+from ..app_state import custom_metadata, state
 from ..auth import auth_filter
 from ..chats.gate import chat_enabled, check_chat
+from ..errors import Endpoint
 from ..http import JSONResponse, read_body
 
 SETTINGS_PATH = "/indexes/{index_uid}/settings"
@@ -102,7 +101,6 @@ async def _enqueue(request: Request, patch: SettingsPatch, *, is_deletion: bool)
     )
 
 
-@route("GET", SETTINGS_PATH, action="settings.get")
 async def get_settings(request: Request) -> Response:
     view = _current_settings(request)
     if not chat_enabled(request):
@@ -112,19 +110,17 @@ async def get_settings(request: Request) -> Response:
     return JSONResponse(view)
 
 
-@route("PATCH", SETTINGS_PATH, action="settings.update")
 async def update_settings(request: Request) -> Response:
     patch = parse_settings_patch(await _body(request))
     return await _enqueue(request, patch, is_deletion=False)
 
 
-@route("DELETE", SETTINGS_PATH, action="settings.update")
 async def delete_settings(request: Request) -> Response:
     return await _enqueue(request, SettingsPatch.reset_all(), is_deletion=True)
 
 
-def _register_sub_route(name: str) -> None:
-    path = f"{SETTINGS_PATH}/{sub_route_path(name)}"
+def sub_route_handlers(name: str) -> tuple[Endpoint, Endpoint, Endpoint]:
+    """The GET, update and reset handlers of the sub-route of the setting `name`."""
     snake = sub_route_path(name).replace("-", "_")
 
     async def get_one(request: Request) -> Response:
@@ -139,10 +135,4 @@ def _register_sub_route(name: str) -> None:
 
     # distinct names keep tracebacks and route listings readable
     get_one.__name__, update_one.__name__, reset_one.__name__ = f"get_{snake}", f"update_{snake}", f"reset_{snake}"
-    route("GET", path, action="settings.get")(get_one)
-    route("PATCH" if name in PATCH_SUB_ROUTES else "PUT", path, action="settings.update")(update_one)
-    route("DELETE", path, action="settings.update")(reset_one)
-
-
-for _name in SETTING_NAMES:
-    _register_sub_route(_name)
+    return get_one, update_one, reset_one

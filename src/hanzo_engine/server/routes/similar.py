@@ -30,7 +30,7 @@ from hanzo_engine.engine.vector.hybrid import semantic
 from hanzo_engine.engine.vector.store import VectorStore
 from hanzo_engine.filter_parser import FilterFeatures
 
-from ..app_state import route, state
+from ..app_state import state
 from ..auth import auth_filter
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..search import DEFAULT_MAX_TOTAL_HITS, HitMaker, filter_features, prepare_query
@@ -140,13 +140,11 @@ async def _similar(request: Request, body: dict[str, Any]) -> Response:
     return JSONResponse(result)
 
 
-@route("POST", PATH, action="search")
 async def similar_post(request: Request) -> Response:
     raw = decode_json_body(await read_body(request), request.headers.get("content-type"))
     return await _similar(request, deserialize_object(raw, SIMILAR_BODY, unknown_code="bad_request"))
 
 
-@route("GET", PATH, action="search")
 async def similar_get(request: Request) -> Response:
     params = parse_query(query_pairs(request), SIMILAR_PARAMS)
     for name, code in (("id", "invalid_similar_id"), ("embedder", "invalid_similar_embedder")):

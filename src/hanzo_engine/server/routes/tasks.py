@@ -19,7 +19,7 @@ from hanzo_engine.apitypes.tasks import (
     parse_task_uid,
 )
 
-from ..app_state import route, state
+from ..app_state import state
 from ..auth import auth_filter
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs
@@ -44,13 +44,11 @@ def _visible(request: Request, q: TaskQuery) -> TaskQuery:
     return state(request).scheduler.restrict_to_indexes(q, visible.is_index_authorized)
 
 
-@route("GET", "/tasks", action="tasks.get")
 async def list_tasks(request: Request) -> Response:
     q = _visible(request, parse_task_query(query_pairs(request), "tasks"))
     return _page(state(request).scheduler.list_tasks(q), q)
 
 
-@route("GET", "/tasks/{task_uid}", action="tasks.get")
 async def get_task(request: Request) -> Response:
     uid = parse_task_uid(request.path_params["task_uid"])
     task = state(request).scheduler.get_task(uid)
@@ -99,7 +97,6 @@ def _stream(f: BinaryIO, separators: bool) -> Iterator[bytes]:
             yield chunk if separators else chunk.replace(b"\n", b"")
 
 
-@route("GET", "/tasks/{task_uid}/documents", action="tasks.get")
 async def get_task_documents(request: Request) -> Response:
     """The documents of an enqueued or processing `documentAdditionOrUpdate` task, as NDJSON."""
     if not runtime_features(request).enabled("getTaskDocumentsRoute"):
@@ -124,23 +121,19 @@ async def _enqueue_filtered(request: Request, type_: str, counter: str) -> Respo
     return response
 
 
-@route("POST", "/tasks/cancel", action="tasks.cancel")
 async def cancel_tasks(request: Request) -> Response:
     return await _enqueue_filtered(request, "taskCancelation", "canceledTasks")
 
 
-@route("DELETE", "/tasks", action="tasks.delete")
 async def delete_tasks(request: Request) -> Response:
     return await _enqueue_filtered(request, "taskDeletion", "deletedTasks")
 
 
-@route("GET", "/batches", action="tasks.get")
 async def list_batches(request: Request) -> Response:
     q = _visible(request, parse_task_query(query_pairs(request), "batches"))
     return _page(state(request).scheduler.list_batches(q), q)
 
 
-@route("GET", "/batches/{batch_uid}", action="tasks.get")
 async def get_batch(request: Request) -> Response:
     uid = parse_batch_uid(request.path_params["batch_uid"])
     batch = state(request).scheduler.get_batch(uid)

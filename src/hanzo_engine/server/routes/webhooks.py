@@ -27,7 +27,7 @@ from hanzo_engine.scheduler import webhooks as store_hooks
 from hanzo_engine.scheduler.scheduler import Scheduler
 from hanzo_engine.scheduler.webhooks import MAX_HEADERS, MAX_WEBHOOKS, NIL_UUID, Webhook, WebhookNotifier
 
-from ..app_state import route, state
+from ..app_state import state
 from ..http import JSONResponse, read_body
 from ..options import Options
 from ..urls import url_error
@@ -204,12 +204,10 @@ def _all(request: Request) -> dict[str, Webhook]:
 # -- routes ----------------------------------------------------------------------------------------
 
 
-@route("GET", "/webhooks", action="webhooks.get")
 async def list_webhooks(request: Request) -> Response:
     return JSONResponse({"results": [view(uuid, hook) for uuid, hook in _all(request).items()]})
 
 
-@route("POST", "/webhooks", action="webhooks.create")
 async def create_webhook(request: Request) -> Response:
     settings = await _settings(request)
     uuid = str(uuid_mod.uuid4())
@@ -233,7 +231,6 @@ async def create_webhook(request: Request) -> Response:
     return JSONResponse(view(uuid, await run_in_threadpool(create)), status_code=201)
 
 
-@route("GET", "/webhooks/{uuid}", action="webhooks.get")
 async def get_webhook(request: Request) -> Response:
     uuid = parse_uuid(request.path_params["uuid"])
     hook = _all(request).get(uuid)
@@ -242,7 +239,6 @@ async def get_webhook(request: Request) -> Response:
     return JSONResponse(view(uuid, hook))
 
 
-@route("PATCH", "/webhooks/{uuid}", action="webhooks.update")
 async def update_webhook(request: Request) -> Response:
     settings = await _settings(request)
     uuid = parse_uuid(request.path_params["uuid"])
@@ -278,7 +274,6 @@ async def update_webhook(request: Request) -> Response:
     return JSONResponse(view(uuid, await run_in_threadpool(update)))
 
 
-@route("DELETE", "/webhooks/{uuid}", action="webhooks.delete")
 async def delete_webhook(request: Request) -> Response:
     uuid = parse_uuid(request.path_params["uuid"])
     if uuid == NIL_UUID:
