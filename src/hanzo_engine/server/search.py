@@ -141,7 +141,7 @@ def parse_search_filter(value: Any, features: FilterFeatures | None = None,
     return node
 
 
-def _without_hidden(names: Sequence[str], settings: dict[str, Any]) -> tuple[list[str], bool]:
+def without_hidden(names: Sequence[str], settings: dict[str, Any]) -> tuple[list[str], bool]:
     """milli's `remove_hidden_fields`: the names that are displayed, sorted, and whether any was not."""
     valid = sorted(set(names))
     displayed = settings.get("displayedAttributes") or ["*"]
@@ -159,7 +159,7 @@ def _check_search_on(attributes: list[str], settings: dict[str, Any], fields: Se
     names = [f for f in fields if any(is_faceted_by(f, s) for s in searchable)]
     for attr in attributes:
         if attr != "*" and attr not in names:
-            valid, hidden = _without_hidden(names, settings)
+            valid, hidden = without_hidden(names, settings)
             raise _index_error(
                 uid, "invalid_search_attributes_to_search_on",
                 f"Attribute `{attr}` is not searchable. Available searchable attributes are: "
@@ -173,7 +173,7 @@ def check_distinct(distinct: str, settings: dict[str, Any], uid: str) -> None:
     matched = rules.matching(distinct)
     if matched is not None and matched[1].filterable:
         return
-    valid, hidden = _without_hidden(rules.filterable_patterns(), settings)
+    valid, hidden = without_hidden(rules.filterable_patterns(), settings)
     if matched is not None:
         index = matched[0]
         tail = (f"Note: this attribute matches rule #{index} in filterableAttributes, but this rule does not "
@@ -199,7 +199,7 @@ def _check_sort(sort: list[str], settings: dict[str, Any], uid: str) -> None:
         field = criterion.field if criterion.field is not None else "_geo"
         ok = any(is_faceted_by(field, s) for s in sortable) if criterion.field is not None else "_geo" in sortable
         if not ok:
-            valid, hidden = _without_hidden(sortable, settings)
+            valid, hidden = without_hidden(sortable, settings)
             listed = ("This index does not have configured sortable attributes." if not valid else
                       f"Available sortable attributes are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`.")
             raise _index_error(uid, "invalid_search_sort", f"Attribute `{field}` is not sortable. {listed}")

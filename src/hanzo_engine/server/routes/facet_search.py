@@ -46,12 +46,12 @@ from ..http import JSONResponse, read_body, read_index
 from ..index_fields import facet_sort_order
 from ..search import (
     NETWORK_DISCUSSION,
-    _without_hidden,
     engine_request,
     filter_features,
     fused_query,
     parse_search_filter,
     prepare_query,
+    without_hidden,
 )
 from ..search import run_engine_search as _run
 from ..search_queue import run_queued
@@ -99,7 +99,7 @@ def not_facet_searchable(name: str, settings: dict[str, Any], rules: FacetRules)
     """milli's `InvalidFacetSearchFacetName`."""
     matched = rules.matching(name)
     patterns = sorted({p for r in rules.filters if r.facet_search for p in r.patterns})
-    valid, hidden = _without_hidden(patterns, settings)
+    valid, hidden = without_hidden(patterns, settings)
     if matched is not None:
         i = matched[0]
         tail = (f"Note: this attribute matches rule #{i} in filterableAttributes, but this rule does not enable "
