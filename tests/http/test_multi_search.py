@@ -329,6 +329,13 @@ def test_other_federated_query_refusals(http: httpx.Client) -> None:
     assert res.json()["message"].startswith("Inside `.queries[0]`: ")
 
 
+def test_federation_distinct_applies_to_every_query(http: httpx.Client) -> None:
+    uid = make_index(http, "multi_distinct", NESTED_DOCUMENTS, {"filterableAttributes": ["mother"]})
+    body = federated(http, [{"indexUid": uid, "attributesToRetrieve": ["mother"]}], distinct="mother")
+    assert sorted(hit["mother"] for hit in body["hits"]) == ["michelle", "sabine", "sophie"]
+    assert body["estimatedTotalHits"] == 3
+
+
 # -- facets by index -------------------------------------------------------------------------------
 
 

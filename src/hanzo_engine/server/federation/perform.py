@@ -65,7 +65,6 @@ from ..search import (
     NETWORK_DISCUSSION,
     HitMaker,
     PreparedQuery,
-    check_distinct,
     check_search_kind,
     duration_text,
     facet_distribution,
@@ -267,6 +266,8 @@ class Federated:
         """Run one query for `limit` hits: its entries (ranking, hit material) in rank order and every
         document it matched (its filter, the tenant token's included, applied)."""
         query = item.query
+        if self.distinct is not None:  # `federation.distinct` is each query's distinct (they may not set one)
+            query = dataclasses.replace(query, distinct=self.distinct)
         check_search_kind(query, settings, uid)
         sort = None if query.sort is None else parse_sort(query.sort)
         rules = RankingRules(list(settings.get("rankingRules") or []), sort, query.matching_strategy,
@@ -283,8 +284,6 @@ class Federated:
         filters = self.features.filter_features()
         foreign = ForeignIndexes(self.indexes) if filters.foreign_keys else None
         prepared = prepare_query(reader, uid, query, filters, foreign)
-        if self.distinct is not None:
-            check_distinct(self.distinct, settings, uid)
         pins = plan_pins(reader, uid, self.rules, query.q, prepared.universe, query.filter) if self.rules else []
         request = self._request(query, limit + len(pins), prepared)
         hybrid = query.hybrid
