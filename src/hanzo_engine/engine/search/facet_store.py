@@ -57,7 +57,7 @@ class Column:
     def __init__(self, kind: str, keys: list[bytes], offsets: np.ndarray, postings: np.ndarray) -> None:
         self.kind = kind
         # a tuple of bytes is untracked by the cyclic GC once it has seen it: a list of a million keys
-        # would be traversed by every full collection (~15 ms per million, a search's tail latency)
+        # would be traversed by every full collection, which a search would then pay as tail latency
         self.keys: tuple[bytes, ...] = tuple(keys)
         self.offsets = offsets
         self.postings = postings
@@ -118,10 +118,9 @@ class Column:
 
     def prebuild(self) -> None:
         """Builds the bitmaps of the groups of at least EAGER_SPAN values: the lowest such level from
-        the postings, each level above as unions of its children. Built lazily, each range filter with
-        a new bound paid for the large groups it was the first to need, ~2.6 ms each (the first pass of
-        200 filters with random bounds at 1M documents: p95 3.5 ms, against 0.57 ms once built); the
-        small groups below stay lazy (a range needs a few, each builds in microseconds)."""
+        the postings, each level above as unions of its children, so that no range filter pays for
+        building a large group it is the first to need; the small groups below stay lazy (a range
+        needs a few, each cheap to build)."""
         level = next((k for k in range(1, len(self.sizes)) if GROUP_SIZE**k >= EAGER_SPAN), None)
         if level is None:
             return
@@ -165,7 +164,7 @@ class Column:
     def _loose(self, lo: int, hi: int) -> list[BitMap]:
         """The documents of the consecutive entries `lo..hi`, as bitmaps to merge: one built from their
         docids when they are few, else each entry's kept bitmap (a few values holding many documents,
-        a low-cardinality field: merged in ~0.1 ms where one built from 500k docids takes ~1.2 ms)."""
+        a low-cardinality field: merging kept bitmaps is cheaper than building one from many docids)."""
         if self.offsets[hi] - self.offsets[lo] <= LOOSE_UNION_SIZE:
             return [_bitmap_of(self.docids(lo, hi))]
         return [self.bitmap(i) for i in range(lo, hi)]
@@ -181,7 +180,7 @@ class Column:
         """(entry, its documents among `candidates`) for every entry touching them, in key order
         (descending with `reverse`); a group no candidate touches is skipped whole. With `coarse`, a
         group holding at most that many candidates comes whole, as entry -1: whole runs of values in
-        order, for callers that need the order of runs only (one bitmap per value costs ~10 µs)."""
+        order, for callers that need the order of runs only (they skip one bitmap per value)."""
         top = len(self.sizes) - 1
         entries = range(self.sizes[top])
         stack: list[tuple[int, int, BitMap]] = [(top, j, candidates) for j in (entries if reverse else reversed(entries))]
