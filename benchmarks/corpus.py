@@ -22,8 +22,23 @@ from benchmarks import realistic_corpus
 
 MOVIES = "meilisearch/movies_1688.json"  # a dataset name (see tests/datasets.py)
 SEED = 42
-GENRES = ["Action", "Adventure", "Animation", "Comedy", "Crime", "Drama", "Family", "Fantasy", "Horror",
-          "Mystery", "Romance", "Science Fiction", "Thriller", "War", "Western"]
+GENRES = [
+    "Action",
+    "Adventure",
+    "Animation",
+    "Comedy",
+    "Crime",
+    "Drama",
+    "Family",
+    "Fantasy",
+    "Horror",
+    "Mystery",
+    "Romance",
+    "Science Fiction",
+    "Thriller",
+    "War",
+    "Western",
+]
 
 
 def load_movies() -> list[dict[str, Any]]:
@@ -58,14 +73,16 @@ def generate(n_docs: int, seed: int = 42) -> list[dict[str, Any]]:
         pos += title_len[i]
         b = words[pos : pos + body_len[i]]
         pos += body_len[i]
-        docs.append({
-            "id": i,
-            "title": " ".join(vocab[w] for w in t).title(),
-            "overview": " ".join(vocab[w] for w in b).capitalize() + ".",
-            "genres": sorted({GENRES[genres[i, 0]], GENRES[genres[i, 1]]}),
-            "release_date": int(dates[i]),
-            "rating": float(ratings[i]),
-        })
+        docs.append(
+            {
+                "id": i,
+                "title": " ".join(vocab[w] for w in t).title(),
+                "overview": " ".join(vocab[w] for w in b).capitalize() + ".",
+                "genres": sorted({GENRES[genres[i, 0]], GENRES[genres[i, 1]]}),
+                "release_date": int(dates[i]),
+                "rating": float(ratings[i]),
+            }
+        )
     return docs
 
 

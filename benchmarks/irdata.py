@@ -40,8 +40,15 @@ IR_FILES: dict[str, tuple[str, ...]] = {
     "cisi": ("ir/cisi/CISI.ALL", "ir/cisi/CISI.QRY", "ir/cisi/CISI.REL"),
 }
 MINILM_FILES: dict[str, tuple[str, ...]] = {
-    name: tuple(f"ir/{name}/{f}" for f in ("minilm_doc_ids.txt", "minilm_docs.f16.npy", "minilm_query_ids.txt",
-                                           "minilm_queries.f16.npy"))
+    name: tuple(
+        f"ir/{name}/{f}"
+        for f in (
+            "minilm_doc_ids.txt",
+            "minilm_docs.f16.npy",
+            "minilm_query_ids.txt",
+            "minilm_queries.f16.npy",
+        )
+    )
     for name in ("cranfield", "npl")
 }
 
@@ -101,8 +108,12 @@ def _judged(queries: list[Query], qrels: Qrels) -> tuple[list[Query], Qrels]:
 def load_cranfield() -> Loaded:
     """1,400 aeronautics abstracts, 225 queries, graded judgments (gain 1-4)."""
     docs_file, queries_file, qrels_file = IR_FILES["cranfield"]
-    docs = [(r["I"], _squash(r.get("T", "")), _squash(r.get("W", ""))) for r in smart_records(_lines(docs_file))]
-    queries = [(str(pos), _squash(r.get("W", ""))) for pos, r in enumerate(smart_records(_lines(queries_file)), 1)]
+    docs = [
+        (r["I"], _squash(r.get("T", "")), _squash(r.get("W", ""))) for r in smart_records(_lines(docs_file))
+    ]
+    queries = [
+        (str(pos), _squash(r.get("W", ""))) for pos, r in enumerate(smart_records(_lines(queries_file)), 1)
+    ]
     qrels: Qrels = {}
     for line in _lines(qrels_file):
         parts = line.split()
@@ -128,8 +139,12 @@ def load_npl() -> Loaded:
 def load_cisi() -> Loaded:
     """1,460 library-science abstracts, 76 judged queries (title and text of the query), binary judgments."""
     docs_file, queries_file, qrels_file = IR_FILES["cisi"]
-    docs = [(r["I"], _squash(r.get("T", "")), _squash(r.get("W", ""))) for r in smart_records(_lines(docs_file))]
-    queries = [(r["I"], _squash(r.get("T", "") + " " + r.get("W", ""))) for r in smart_records(_lines(queries_file))]
+    docs = [
+        (r["I"], _squash(r.get("T", "")), _squash(r.get("W", ""))) for r in smart_records(_lines(docs_file))
+    ]
+    queries = [
+        (r["I"], _squash(r.get("T", "") + " " + r.get("W", ""))) for r in smart_records(_lines(queries_file))
+    ]
     qrels: Qrels = {}
     for line in _lines(qrels_file):
         parts = line.split()
@@ -139,7 +154,11 @@ def load_cisi() -> Loaded:
     return docs, queries, qrels
 
 
-IR_LOADERS: dict[str, Callable[[], Loaded]] = {"cranfield": load_cranfield, "npl": load_npl, "cisi": load_cisi}
+IR_LOADERS: dict[str, Callable[[], Loaded]] = {
+    "cranfield": load_cranfield,
+    "npl": load_npl,
+    "cisi": load_cisi,
+}
 
 
 @dataclass
@@ -154,8 +173,12 @@ class MiniLM:
 
 def load_minilm(name: str) -> MiniLM:
     doc_ids, docs, query_ids, queries = MINILM_FILES[name]
-    return MiniLM(datasets.read_text(doc_ids).split(), np.asarray(datasets.load_npy(docs), dtype=np.float32),
-                  datasets.read_text(query_ids).split(), np.asarray(datasets.load_npy(queries), dtype=np.float32))
+    return MiniLM(
+        datasets.read_text(doc_ids).split(),
+        np.asarray(datasets.load_npy(docs), dtype=np.float32),
+        datasets.read_text(query_ids).split(),
+        np.asarray(datasets.load_npy(queries), dtype=np.float32),
+    )
 
 
 # -- metrics ---------------------------------------------------------------------------------------

@@ -13,15 +13,22 @@ from pathlib import Path
 from typing import Any
 
 # /proc/<pid>/status and smaps_rollup fields summed by `memory`, by the name they are reported under
-_STATUS_FIELDS = {"rss": "VmRSS", "anon": "RssAnon", "file": "RssFile", "shmem": "RssShmem", "peakRss": "VmHWM"}
+_STATUS_FIELDS = {
+    "rss": "VmRSS",
+    "anon": "RssAnon",
+    "file": "RssFile",
+    "shmem": "RssShmem",
+    "peakRss": "VmHWM",
+}
 _ROLLUP_FIELDS = {"pss": "Pss"}
 
 
 @functools.cache
 def http_workers() -> int | None:
     """One HTTP worker per CPU when this build of the server has `--http-workers`, else None."""
-    help_text = subprocess.run([sys.executable, "-m", "hanzo_engine", "--help"], capture_output=True, text=True,
-                               timeout=120).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "hanzo_engine", "--help"], capture_output=True, text=True, timeout=120
+    ).stdout
     return (os.cpu_count() or 1) if "--http-workers" in help_text else None
 
 
@@ -89,8 +96,10 @@ def memory_bytes(root: int) -> dict[str, int]:
 
 def memory(root: int) -> dict[str, Any]:
     """`memory_bytes` in MiB (one decimal), as `rssMiB`, `pssMiB`..."""
-    return {k if k == "processes" else f"{k}MiB": v if k == "processes" else round(v / 2**20, 1)
-            for k, v in memory_bytes(root).items()}
+    return {
+        k if k == "processes" else f"{k}MiB": v if k == "processes" else round(v / 2**20, 1)
+        for k, v in memory_bytes(root).items()
+    }
 
 
 def settle(root: int, limit: float = 60.0) -> None:

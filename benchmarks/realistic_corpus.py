@@ -30,8 +30,26 @@ from typing import Any
 import msgspec
 import numpy as np
 
-GENRES = ["Action", "Adventure", "Animation", "Comedy", "Crime", "Documentary", "Drama", "Family", "Fantasy",
-          "History", "Horror", "Music", "Mystery", "Romance", "Science Fiction", "Thriller", "War", "Western"]
+GENRES = [
+    "Action",
+    "Adventure",
+    "Animation",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Family",
+    "Fantasy",
+    "History",
+    "Horror",
+    "Music",
+    "Mystery",
+    "Romance",
+    "Science Fiction",
+    "Thriller",
+    "War",
+    "Western",
+]
 # the genres of a document drawing from topics t and u: those of t % 18 and u % 18, at index 18 * t + u
 GENRE_PAIRS = [tuple(sorted({a, b})) for a in GENRES for b in GENRES]
 VOCAB_SIZE = 60_000
@@ -67,8 +85,17 @@ def _spellings() -> np.ndarray:
     """Every word in its six spellings (see `_VARIANTS`), as one object array indexed variant * V + id."""
     words, _ = vocabulary()
     caps = [w.capitalize() for w in words]
-    return np.array([*words, *(w + "," for w in words), *(w + "." for w in words),
-                     *caps, *(w + "," for w in caps), *(w + "." for w in caps)], dtype=object)
+    return np.array(
+        [
+            *words,
+            *(w + "," for w in words),
+            *(w + "." for w in words),
+            *caps,
+            *(w + "," for w in caps),
+            *(w + "." for w in caps),
+        ],
+        dtype=object,
+    )
 
 
 def _zipf_cdf(n: int, exponent: float) -> np.ndarray:
@@ -139,11 +166,26 @@ def _chunks(n_docs: int, seed: int) -> Iterator[list[dict[str, Any]]]:
         overviews = _join(spellings[body_ids], body_ends)
         genres = (doc_topics % len(GENRES)) @ np.array([len(GENRES), 1])
         yield [
-            {"id": first + i, "title": title, "overview": overview, "genres": list(GENRE_PAIRS[pair]),
-             "release_date": date, "rating": rating, "popularity": pop}
-            for i, (title, overview, pair, date, rating, pop) in enumerate(zip(
-                titles, overviews, genres.tolist(), dates.tolist(), ratings.tolist(), popularity.tolist(),
-                strict=True))
+            {
+                "id": first + i,
+                "title": title,
+                "overview": overview,
+                "genres": list(GENRE_PAIRS[pair]),
+                "release_date": date,
+                "rating": rating,
+                "popularity": pop,
+            }
+            for i, (title, overview, pair, date, rating, pop) in enumerate(
+                zip(
+                    titles,
+                    overviews,
+                    genres.tolist(),
+                    dates.tolist(),
+                    ratings.tolist(),
+                    popularity.tolist(),
+                    strict=True,
+                )
+            )
         ]
 
 
@@ -175,11 +217,11 @@ def _queries(source: dict[int, dict[str, Any]], order: np.ndarray, n: int, seed:
             src = title + content_body[:size] if rng.random() < 0.6 else body
             cand = [w for w in src if rank.get(w, 0) >= CONTENT_RANK] or src
             start = int(rng.integers(0, max(1, len(cand) - size + 1)))
-            picked = list(dict.fromkeys(cand[start:start + size]))
+            picked = list(dict.fromkeys(cand[start : start + size]))
         else:
             # a natural-language query: a run of the overview as written
             start = int(rng.integers(0, max(1, len(body) - size + 1)))
-            picked = body[start:start + size]
+            picked = body[start : start + size]
         queries.append(" ".join(picked))
     return queries
 

@@ -32,11 +32,15 @@ RESULTS: dict[str, dict[str, float]] = {}
 def datasets() -> dict[str, tuple[list[dict[str, Any]], int]]:
     if SMOKE:
         smoke = WORKLOAD["smoke"]
-        return {"movies": (load_movies(), 1688),
-                "generated": (generate(smoke["generated_documents"]), smoke["batch_size"])}
+        return {
+            "movies": (load_movies(), 1688),
+            "generated": (generate(smoke["generated_documents"]), smoke["batch_size"]),
+        }
     runs = WORKLOAD["runs"]
-    return {"movies": (load_movies(), runs[0]["batch_size"]),
-            "generated": (generate(runs[1]["documents"], runs[1]["seed"]), runs[1]["batch_size"])}
+    return {
+        "movies": (load_movies(), runs[0]["batch_size"]),
+        "generated": (generate(runs[1]["documents"], runs[1]["seed"]), runs[1]["batch_size"]),
+    }
 
 
 DATASETS = datasets()
@@ -55,8 +59,12 @@ def load_over_http(url: str, index: str, docs: list[dict[str, Any]], batch: int)
         http.delete(f"/indexes/{index}")
         start = time.perf_counter()
         uids = [
-            http.post(f"/indexes/{index}/documents", content=body, params={"primaryKey": "id"},
-                      headers={"Content-Type": "application/json"}).json()["taskUid"]
+            http.post(
+                f"/indexes/{index}/documents",
+                content=body,
+                params={"primaryKey": "id"},
+                headers={"Content-Type": "application/json"},
+            ).json()["taskUid"]
             for body in bodies
         ]
         for uid in uids:
@@ -76,8 +84,9 @@ def load_sqlite(path: Path, docs: list[dict[str, Any]], batch: int) -> float:
     for i in range(0, len(docs), batch):
         chunk = docs[i : i + batch]
         with con:
-            con.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?)",
-                            [(str(d["id"]), json.dumps(d)) for d in chunk])
+            con.executemany(
+                "INSERT OR REPLACE INTO docs VALUES (?, ?)", [(str(d["id"]), json.dumps(d)) for d in chunk]
+            )
     con.close()
     return time.perf_counter() - start
 
@@ -85,8 +94,12 @@ def load_sqlite(path: Path, docs: list[dict[str, Any]], batch: int) -> float:
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_bulk_load_hanzo(benchmark: Any, bench_server: ServerProcess, name: str) -> None:
     docs, batch = DATASETS[name]
-    elapsed = benchmark.pedantic(load_over_http, args=(bench_server.url, f"bulk_{name}", docs, batch),
-                                 rounds=1 if SMOKE else 3, iterations=1)
+    elapsed = benchmark.pedantic(
+        load_over_http,
+        args=(bench_server.url, f"bulk_{name}", docs, batch),
+        rounds=1 if SMOKE else 3,
+        iterations=1,
+    )
     rate = len(docs) / (elapsed if isinstance(elapsed, float) else benchmark.stats.stats.mean)
     benchmark.extra_info["docs_per_s"] = rate
     RESULTS.setdefault(name, {})["hanzo"] = rate
@@ -95,8 +108,9 @@ def test_bulk_load_hanzo(benchmark: Any, bench_server: ServerProcess, name: str)
 @pytest.mark.parametrize("name", list(DATASETS))
 def test_bulk_load_sqlite_peer(benchmark: Any, tmp_path: Path, name: str) -> None:
     docs, batch = DATASETS[name]
-    elapsed = benchmark.pedantic(load_sqlite, args=(tmp_path / "peer.db", docs, batch),
-                                 rounds=1 if SMOKE else 3, iterations=1)
+    elapsed = benchmark.pedantic(
+        load_sqlite, args=(tmp_path / "peer.db", docs, batch), rounds=1 if SMOKE else 3, iterations=1
+    )
     rate = len(docs) / (elapsed if isinstance(elapsed, float) else benchmark.stats.stats.mean)
     benchmark.extra_info["docs_per_s"] = rate
     RESULTS.setdefault(name, {})["sqlite"] = rate
@@ -105,5 +119,7 @@ def test_bulk_load_sqlite_peer(benchmark: Any, tmp_path: Path, name: str) -> Non
 def teardown_module() -> None:
     for name, rates in RESULTS.items():
         if "hanzo" in rates and "sqlite" in rates:
-            print(f"\n[bulk-load] {name}: hanzo {rates['hanzo']:,.0f} docs/s, sqlite {rates['sqlite']:,.0f} "
-                  f"docs/s, ratio {rates['hanzo'] / rates['sqlite']:.2f}")
+            print(
+                f"\n[bulk-load] {name}: hanzo {rates['hanzo']:,.0f} docs/s, sqlite {rates['sqlite']:,.0f} "
+                f"docs/s, ratio {rates['hanzo'] / rates['sqlite']:.2f}"
+            )

@@ -44,10 +44,13 @@ CONVERSATIONS: Final = 20 if SMOKE else 200
 P95_LIMIT_MS: Final = 20.0
 BATCH: Final = 10_000
 INDEX: Final = "bench_movies"
-MARKERS: Final = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
-                  for n in ("_meiliSearchProgress", "_meiliSearchSources", "_meiliAppendConversationMessage")]
-RESULTS_FILE: Final = Path(__file__).parent / "results" / ("chat_overhead.smoke.json" if SMOKE else
-                                                            "chat_overhead.json")
+MARKERS: Final = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in ("_meiliSearchProgress", "_meiliSearchSources", "_meiliAppendConversationMessage")
+]
+RESULTS_FILE: Final = (
+    Path(__file__).parent / "results" / ("chat_overhead.smoke.json" if SMOKE else "chat_overhead.json")
+)
 
 
 # the realistic word-frequency corpus: a narrow vocabulary would hide what typo and prefix derivations cost
@@ -66,16 +69,23 @@ def movies() -> Iterator[list[dict[str, Any]]]:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedLlm]]:
     llm = ScriptedLlm().start()
-    srv = ServerProcess(tmp_path_factory.mktemp("chat_bench") / "data.ms",
-                        extra_args=["--master-key", MASTER_KEY, "--experimental-allowed-ip-networks",
-                                    "127.0.0.0/8"]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("chat_bench") / "data.ms",
+        extra_args=["--master-key", MASTER_KEY, "--experimental-allowed-ip-networks", "127.0.0.0/8"],
+    ).start()
     headers = {"Authorization": f"Bearer {MASTER_KEY}"}
     with httpx.Client(base_url=srv.url, timeout=600, headers=headers) as api:
         api.patch("/experimental-features", json={"chatCompletions": True})
         api.patch("/chats/bench/settings", json={"source": "vLlm", "baseUrl": llm.base_url})
-        tasks = [api.patch(f"/indexes/{INDEX}/settings", json={
-            "filterableAttributes": ["genres", "release_date"], "chat": {"description": "movies",
-                                                                "searchParameters": {"limit": 20}}}).json()]
+        tasks = [
+            api.patch(
+                f"/indexes/{INDEX}/settings",
+                json={
+                    "filterableAttributes": ["genres", "release_date"],
+                    "chat": {"description": "movies", "searchParameters": {"limit": 20}},
+                },
+            ).json()
+        ]
         tasks += [api.post(f"/indexes/{INDEX}/documents", json=docs).json() for docs in movies()]
         for task in tasks:
             assert wait_task(api, task["taskUid"], timeout=3600)["status"] == "succeeded"
@@ -91,13 +101,22 @@ def test_chat_tool_round_overhead(setup: tuple[ServerProcess, ScriptedLlm]) -> N
     totals: list[float] = []
     with httpx.Client(base_url=srv.url, timeout=60, headers={"Authorization": f"Bearer {MASTER_KEY}"}) as api:
         for i in range(CONVERSATIONS + 2):
-            args = {"index_uid": INDEX, "q": corpus()[1][i],
-                    "filter": f'genres = "{rng.choice(realistic_corpus.GENRES)}"' if i % 2 else ""}
+            args = {
+                "index_uid": INDEX,
+                "q": corpus()[1][i],
+                "filter": f'genres = "{rng.choice(realistic_corpus.GENRES)}"' if i % 2 else "",
+            }
             llm.play(tool_reply((f"call_{i}", args)), text_reply("done"))
             started = time.perf_counter()
-            r = api.post("/chats/bench/chat/completions", json={
-                "model": MODEL, "stream": True, "tools": MARKERS,
-                "messages": [{"role": "user", "content": "find me a movie"}]})
+            r = api.post(
+                "/chats/bench/chat/completions",
+                json={
+                    "model": MODEL,
+                    "stream": True,
+                    "tools": MARKERS,
+                    "messages": [{"role": "user", "content": "find me a movie"}],
+                },
+            )
             elapsed = time.perf_counter() - started
             assert r.status_code == 200 and r.text.rstrip().endswith("data: [DONE]"), r.text[-500:]
             assert len(llm.requests) == 2, r.text[:1000]
@@ -112,8 +131,13 @@ def test_chat_tool_round_overhead(setup: tuple[ServerProcess, ScriptedLlm]) -> N
     p95 = overheads[max(0, int(len(overheads) * 0.95) - 1)]
     result = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "documents": N_DOCS, "conversations": len(overheads),
-        "tool_round_overhead_ms": {"p50": round(p50, 2), "p95": round(p95, 2), "max": round(overheads[-1], 2)},
+        "documents": N_DOCS,
+        "conversations": len(overheads),
+        "tool_round_overhead_ms": {
+            "p50": round(p50, 2),
+            "p95": round(p95, 2),
+            "max": round(overheads[-1], 2),
+        },
         "conversation_ms": {"p50": round(statistics.median(totals), 2)},
         "p95_limit_ms": P95_LIMIT_MS,
     }

@@ -90,7 +90,9 @@ def report(**values):
                       "end_anon_kib": status("RssAnon")}))
 """
 
-DUMP = CHILD_PRELUDE + """
+DUMP = (
+    CHILD_PRELUDE
+    + """
 db, out = Path(sys.argv[1]), Path(sys.argv[2])
 sched = Scheduler(db)
 start = time.perf_counter()
@@ -99,8 +101,11 @@ elapsed = time.perf_counter() - start
 sched.stop()
 report(seconds=elapsed, documents=stats.documents, path=str(stats.path), bytes=stats.path.stat().st_size)
 """
+)
 
-IMPORT = CHILD_PRELUDE + """
+IMPORT = (
+    CHILD_PRELUDE
+    + """
 db, dump = Path(sys.argv[1]), Path(sys.argv[2])
 sched = Scheduler(db)
 keys = KeyStore(db / "auth", create_defaults=False)
@@ -113,18 +118,24 @@ keys.close()
 sched.stop()
 report(seconds=elapsed, documents=stats.documents, stored=stored)
 """
+)
 
 BASELINE = CHILD_PRELUDE + "report()\n"
 
-BUILD = CHILD_PRELUDE + """
+BUILD = (
+    CHILD_PRELUDE
+    + """
 from benchmarks.test_dump_speed import build
 db, source, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 start = time.perf_counter()
 corpus_bytes = build(db, Path(source), n)
 report(seconds=time.perf_counter() - start, corpus_bytes=corpus_bytes)
 """
+)
 
-DELETE = CHILD_PRELUDE + """
+DELETE = (
+    CHILD_PRELUDE
+    + """
 from benchmarks.test_dump_speed import delete_most
 db, n = Path(sys.argv[1]), int(sys.argv[2])
 start = time.perf_counter()
@@ -132,13 +143,15 @@ deleted, remaining, size_before, size_after = delete_most(db, n)
 report(seconds=time.perf_counter() - start, deleted=deleted, remaining=remaining, size_before=size_before,
        size_after=size_after)
 """
+)
 
 CLI = "from hanzo_engine.cli import main; main()"
 
 
 def child(script: str, *args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=False,
-                          cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=False, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -178,11 +191,19 @@ def build(db: Path, source: Path, n_docs: int) -> int:
                 corpus_bytes += len(payload)
                 file_uuid, path = sched.new_update_file()
                 path.write_bytes(payload)
-                sched.register("documentAdditionOrUpdate", INDEX,
-                               details={"receivedDocuments": len(lines), "indexedDocuments": None},
-                               kind={"method": "replace", "primaryKey": "id", "contentFile": file_uuid,
-                                     "contentSize": len(payload), "documentsCount": len(lines),
-                                     "allowIndexCreation": True})
+                sched.register(
+                    "documentAdditionOrUpdate",
+                    INDEX,
+                    details={"receivedDocuments": len(lines), "indexedDocuments": None},
+                    kind={
+                        "method": "replace",
+                        "primaryKey": "id",
+                        "contentFile": file_uuid,
+                        "contentSize": len(payload),
+                        "documentsCount": len(lines),
+                        "allowIndexCreation": True,
+                    },
+                )
                 # one task at a time: the build's memory stays that of one chunk
                 while sched.tick():
                     pass
@@ -207,9 +228,12 @@ def delete_most(db: Path, n_docs: int) -> tuple[int, int, int, int]:
         doomed = [str(i) for i in range(n_docs) if i % KEEP_EVERY]
         for i in range(0, len(doomed), DELETE_CHUNK):
             ids = doomed[i : i + DELETE_CHUNK]
-            sched.register("documentDeletion", INDEX,
-                           details={"providedIds": len(ids), "deletedDocuments": None, "originalFilter": None},
-                           kind={"op": "ids", "ids": ids})
+            sched.register(
+                "documentDeletion",
+                INDEX,
+                details={"providedIds": len(ids), "deletedDocuments": None, "originalFilter": None},
+                kind={"op": "ids", "ids": ids},
+            )
             while sched.tick():
                 pass
         with index.read() as r:
@@ -223,8 +247,13 @@ def delete_most(db: Path, n_docs: int) -> tuple[int, int, int, int]:
 
 def compact(db: Path) -> dict[str, Any]:
     """`hanzo-engine admin index-compaction movies`: {"sizeBefore", "sizeAfter"} in bytes, and its time."""
-    done = subprocess.run([sys.executable, "-c", CLI, "admin", "--db-path", str(db), "index-compaction", INDEX],
-                          capture_output=True, text=True, check=False, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, "admin", "--db-path", str(db), "index-compaction", INDEX],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     took = [line for line in done.stderr.splitlines() if "Took around" in line]
@@ -288,19 +317,21 @@ def test_dump_import_and_compaction(tmp_path: Path) -> None:
             "compaction_seconds": compacted["seconds"],
         },
     }
-    print(f"\n[dump-speed] {N_DOCS:,} documents of {source_name} ({corpus_bytes / 2**20:.1f} MiB of JSON, dump "
-          f"{dump['bytes'] / 2**20:.1f} MiB): dump {results['dump_docs_per_s']:,.0f} docs/s "
-          f"({dump['seconds']:.1f} s), import {results['import_docs_per_s']:,.0f} docs/s "
-          f"({imported['seconds']:.1f} s); indexing through tasks {results['build_docs_per_s']:,.0f} docs/s\n"
-          f"[dump-speed] peak memory, ru_maxrss / peak RssAnon: dump {results['dump_maxrss_mib']:.0f} / "
-          f"{results['dump_peak_anon_mib']:.0f} MiB, import {results['import_maxrss_mib']:.0f} / "
-          f"{results['import_peak_anon_mib']:.0f} MiB, baseline {results['baseline_maxrss_mib']:.0f} / "
-          f"{results['baseline_peak_anon_mib']:.0f} MiB\n"
-          f"[dump-speed] compaction: {deleted['deleted']:,} of {N_DOCS:,} documents deleted "
-          f"({results['compaction']['delete_docs_per_s']:,.0f} docs/s), data file {deleted['size_before'] / 2**20:.1f} "
-          f"MiB after indexing, {deleted['size_after'] / 2**20:.1f} MiB after deleting, "
-          f"{compacted['sizeAfter'] / 2**20:.1f} MiB after compaction "
-          f"({deleted['size_after'] / compacted['sizeAfter']:.1f}x smaller)")
+    print(
+        f"\n[dump-speed] {N_DOCS:,} documents of {source_name} ({corpus_bytes / 2**20:.1f} MiB of JSON, dump "
+        f"{dump['bytes'] / 2**20:.1f} MiB): dump {results['dump_docs_per_s']:,.0f} docs/s "
+        f"({dump['seconds']:.1f} s), import {results['import_docs_per_s']:,.0f} docs/s "
+        f"({imported['seconds']:.1f} s); indexing through tasks {results['build_docs_per_s']:,.0f} docs/s\n"
+        f"[dump-speed] peak memory, ru_maxrss / peak RssAnon: dump {results['dump_maxrss_mib']:.0f} / "
+        f"{results['dump_peak_anon_mib']:.0f} MiB, import {results['import_maxrss_mib']:.0f} / "
+        f"{results['import_peak_anon_mib']:.0f} MiB, baseline {results['baseline_maxrss_mib']:.0f} / "
+        f"{results['baseline_peak_anon_mib']:.0f} MiB\n"
+        f"[dump-speed] compaction: {deleted['deleted']:,} of {N_DOCS:,} documents deleted "
+        f"({results['compaction']['delete_docs_per_s']:,.0f} docs/s), data file {deleted['size_before'] / 2**20:.1f} "
+        f"MiB after indexing, {deleted['size_after'] / 2**20:.1f} MiB after deleting, "
+        f"{compacted['sizeAfter'] / 2**20:.1f} MiB after compaction "
+        f"({deleted['size_after'] / compacted['sizeAfter']:.1f}x smaller)"
+    )
     if not SMOKE and not OVERRIDE:
         RESULTS_FILE.parent.mkdir(exist_ok=True)
         RESULTS_FILE.write_text(json.dumps(results, indent=2) + "\n")

@@ -58,13 +58,19 @@ def percentile(values: list[float], q: float) -> float:
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, list[dict[str, Any]]]]:
     docs = generate(N_DOCS)
-    server = ServerProcess(tmp_path_factory.mktemp("filter-bench") / "data.ms",
-                           extra_args=["--max-indexing-memory", str(1 << 30)]).start()
+    server = ServerProcess(
+        tmp_path_factory.mktemp("filter-bench") / "data.ms",
+        extra_args=["--max-indexing-memory", str(1 << 30)],
+    ).start()
     client = httpx.Client(base_url=server.url, timeout=600)
     try:
-        res = client.patch(f"/indexes/{UID}/settings", json={
-            "filterableAttributes": ["genres", "rating", "release_date"],
-            "sortableAttributes": ["rating", "release_date"]})
+        res = client.patch(
+            f"/indexes/{UID}/settings",
+            json={
+                "filterableAttributes": ["genres", "rating", "release_date"],
+                "sortableAttributes": ["rating", "release_date"],
+            },
+        )
         assert wait_task(client, res.json()["taskUid"])["status"] == "succeeded"
         started = time.perf_counter()
         uids = []
@@ -92,8 +98,11 @@ def queries(kind: str, docs: list[dict[str, Any]], rng: random.Random) -> dict[s
         date = rng.randint(0, 1_700_000_000)
         return {"q": " ".join(words), "filter": f"genres IN ['{genre}', '{other}'] AND release_date < {date}"}
     if kind == "facets3":
-        return {"filter": f"rating >= {rng.randint(1, 9)}", "facets": ["genres", "rating", "release_date"],
-                "limit": 20}
+        return {
+            "filter": f"rating >= {rng.randint(1, 9)}",
+            "facets": ["genres", "rating", "release_date"],
+            "limit": 20,
+        }
     if kind == "sort":
         return {"filter": f"genres = '{genre}'", "sort": ["rating:desc"]}
     return {"q": " ".join(words), "sort": ["release_date:asc"], "showRankingScoreDetails": True}
@@ -112,7 +121,9 @@ def check(kind: str, body: dict[str, Any], request: dict[str, Any]) -> None:
         # `sort` sits after words, typo, proximity and attributeRank: dates ascend within their ties
         def before(hit: dict[str, Any]) -> tuple[Any, ...]:
             details = hit["_rankingScoreDetails"]
-            return tuple(details[r]["score"] for r in ("words", "typo", "proximity", "attributeRank") if r in details)
+            return tuple(
+                details[r]["score"] for r in ("words", "typo", "proximity", "attributeRank") if r in details
+            )
 
         for a, b in itertools.pairwise(hits):
             if before(a) == before(b):
@@ -122,7 +133,9 @@ def check(kind: str, body: dict[str, Any], request: dict[str, Any]) -> None:
         assert all(h["rating"] >= low for h in hits)
         genres = body["facetDistribution"]["genres"]
         # each document has one or two genres
-        assert body["estimatedTotalHits"] == 0 or sum(genres.values()) >= min(body["estimatedTotalHits"], 1000)
+        assert body["estimatedTotalHits"] == 0 or sum(genres.values()) >= min(
+            body["estimatedTotalHits"], 1000
+        )
         assert body["facetStats"]["rating"]["min"] >= low
 
 
@@ -142,9 +155,12 @@ def test_filter_speed(loaded: tuple[httpx.Client, list[dict[str, Any]]], kind: s
             if i % 5 == 0:
                 check(kind, res.json(), body)
     REPORT.setdefault("latency_ms", {})[kind] = {
-        "p50": round(statistics.median(times), 2), "p95": round(percentile(times, 0.95), 2),
-        "p99": round(percentile(times, 0.99), 2), "target_p95": TARGETS_MS[kind],
-        "meets_target": percentile(times, 0.95) <= TARGETS_MS[kind]}
+        "p50": round(statistics.median(times), 2),
+        "p95": round(percentile(times, 0.95), 2),
+        "p99": round(percentile(times, 0.99), 2),
+        "target_p95": TARGETS_MS[kind],
+        "meets_target": percentile(times, 0.95) <= TARGETS_MS[kind],
+    }
 
 
 def test_zz_report(tmp_path_factory: pytest.TempPathFactory) -> None:

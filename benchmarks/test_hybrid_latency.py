@@ -87,10 +87,13 @@ class Data:
         rng = np.random.default_rng(self.noise_seed)
         for start in range(0, N_DOCS, BATCH_DOCS):
             end = min(start + BATCH_DOCS, N_DOCS)
-            vectors = self.centres[self.assign[start:end]] + rng.normal(size=(end - start, DIM)).astype(np.float32)
+            vectors = self.centres[self.assign[start:end]] + rng.normal(size=(end - start, DIM)).astype(
+                np.float32
+            )
             rows = np.round(vectors, 4).tolist()
-            yield msgspec.json.encode([{**self.docs[i], "_vectors": {EMBEDDER: rows[i - start]}}
-                                       for i in range(start, end)])
+            yield msgspec.json.encode(
+                [{**self.docs[i], "_vectors": {EMBEDDER: rows[i - start]}} for i in range(start, end)]
+            )
 
 
 def _common_words(docs: list[dict[str, Any]], k: int) -> set[str]:
@@ -127,8 +130,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
             started = time.perf_counter()
             uids = []
             for payload in data.payloads():
-                res = http.post("/indexes/bench/documents", content=payload, params={"primaryKey": "id"},
-                                headers={"Content-Type": "application/json"})
+                res = http.post(
+                    "/indexes/bench/documents",
+                    content=payload,
+                    params={"primaryKey": "id"},
+                    headers={"Content-Type": "application/json"},
+                )
                 assert res.status_code == 202, res.text
                 uids.append(res.json()["taskUid"])
             for uid in uids:
@@ -136,8 +143,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
                 assert task["status"] == "succeeded", task
             seconds = time.perf_counter() - started
             assert http.get("/indexes/bench/stats").json()["numberOfDocuments"] == N_DOCS
-            REPORT["loading"] = {"documents": N_DOCS, "seconds": round(seconds, 1),
-                                 "docs_per_s": round(N_DOCS / seconds)}
+            REPORT["loading"] = {
+                "documents": N_DOCS,
+                "seconds": round(seconds, 1),
+                "docs_per_s": round(N_DOCS / seconds),
+            }
             yield srv, http, data
     finally:
         srv.stop()
@@ -162,8 +172,15 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     return {f"p{p}_ms": round(float(np.percentile(arr, p)), 2) for p in (50, 95, 99)}
 
 
-CONFIGS = ["keyword", "semantic", "hybrid", "hybrid/convex", "hybrid/rrf",
-           "bm25-first/hybrid", "bm25-first/hybrid/convex"]
+CONFIGS = [
+    "keyword",
+    "semantic",
+    "hybrid",
+    "hybrid/convex",
+    "hybrid/rrf",
+    "bm25-first/hybrid",
+    "bm25-first/hybrid/convex",
+]
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -172,7 +189,9 @@ def test_hybrid_latency(server: tuple[ServerProcess, httpx.Client, Data], name: 
     if name.startswith("bm25-first/"):
         current = http.get("/indexes/bench/settings/ranking-rules").json()
         if current != BM25_FIRST:
-            res = http.patch("/indexes/bench/settings", json={"rankingRules": BM25_FIRST, "stopWords": STOP_WORDS})
+            res = http.patch(
+                "/indexes/bench/settings", json={"rankingRules": BM25_FIRST, "stopWords": STOP_WORDS}
+            )
             assert wait_task(http, res.json()["taskUid"], 3600)["status"] == "succeeded"
     bodies = [msgspec.json.encode(_body(name.removeprefix("bm25-first/"), q, v)) for _, q, v in data.queries]
     headers = {"Content-Type": "application/json"}
@@ -191,23 +210,33 @@ def test_hybrid_latency(server: tuple[ServerProcess, httpx.Client, Data], name: 
         server_ms.append(answer["processingTimeMs"])
         with_hits += bool(answer["hits"])
         semantic_hits += answer.get("semanticHitCount", 0)
-    by_kind = {kind: [t for t, (k, _, _) in zip(wall, data.queries, strict=True) if k == kind]
-               for kind in ("short", "long")}
+    by_kind = {
+        kind: [t for t, (k, _, _) in zip(wall, data.queries, strict=True) if k == kind]
+        for kind in ("short", "long")
+    }
     kinds = {kind: _percentiles(times) for kind, times in by_kind.items() if times}
     slowest = sorted(range(len(wall)), key=lambda i: -wall[i])[:5]
     overall = _percentiles(wall)
-    report: dict[str, Any] = {**overall, "mean_ms": round(float(np.mean(wall)), 2), **kinds,
-              "slowest": [{"q": data.queries[i][1], "ms": round(wall[i], 1)} for i in slowest],
-              "server_processing_p50_ms": float(np.percentile(server_ms, 50)),
-              "server_processing_p95_ms": float(np.percentile(server_ms, 95)),
-              "queries": len(bodies), "queries_with_hits": with_hits,
-              "mean_semantic_hits": round(semantic_hits / len(bodies), 2)}
+    report: dict[str, Any] = {
+        **overall,
+        "mean_ms": round(float(np.mean(wall)), 2),
+        **kinds,
+        "slowest": [{"q": data.queries[i][1], "ms": round(wall[i], 1)} for i in slowest],
+        "server_processing_p50_ms": float(np.percentile(server_ms, 50)),
+        "server_processing_p95_ms": float(np.percentile(server_ms, 95)),
+        "queries": len(bodies),
+        "queries_with_hits": with_hits,
+        "mean_semantic_hits": round(semantic_hits / len(bodies), 2),
+    }
     if name != "keyword" and name != "semantic":
         report["target_p95_lt_20ms"] = overall["p95_ms"] < TARGET_P95_MS
     REPORT["configurations"][name] = report
-    print(f"\n{name:26s} p50 {report['p50_ms']:6.2f}  p95 {report['p95_ms']:6.2f}  p99 {report['p99_ms']:6.2f} ms"
-          f"  (server p95 {report['server_processing_p95_ms']:.0f} ms; "
-          + ", ".join(f"{kind} p95 {v['p95_ms']:.2f}" for kind, v in kinds.items()) + ")")
+    print(
+        f"\n{name:26s} p50 {report['p50_ms']:6.2f}  p95 {report['p95_ms']:6.2f}  p99 {report['p99_ms']:6.2f} ms"
+        f"  (server p95 {report['server_processing_p95_ms']:.0f} ms; "
+        + ", ".join(f"{kind} p95 {v['p95_ms']:.2f}" for kind, v in kinds.items())
+        + ")"
+    )
     assert with_hits >= 0.9 * len(bodies)
 
 
@@ -219,12 +248,24 @@ def _write(tmp_path_factory: pytest.TempPathFactory) -> None:
     hybrid = REPORT["configurations"].get("hybrid")
     report = {
         "scale": "smoke" if SMOKE else "full",
-        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                    "loadavg_end": list(os.getloadavg())},
-        "setup": {"documents": N_DOCS, "dimensions": DIM, "centres": CENTRES, "limit": LIMIT,
-                  "queries_per_configuration": N_QUERIES, "warmup": WARMUP, "client": "one keep-alive httpx.Client"},
-        "target": {"hybrid_p95_ms_lt": TARGET_P95_MS,
-                   "met": None if hybrid is None else hybrid["p95_ms"] < TARGET_P95_MS},
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadavg_end": list(os.getloadavg()),
+        },
+        "setup": {
+            "documents": N_DOCS,
+            "dimensions": DIM,
+            "centres": CENTRES,
+            "limit": LIMIT,
+            "queries_per_configuration": N_QUERIES,
+            "warmup": WARMUP,
+            "client": "one keep-alive httpx.Client",
+        },
+        "target": {
+            "hybrid_p95_ms_lt": TARGET_P95_MS,
+            "met": None if hybrid is None else hybrid["p95_ms"] < TARGET_P95_MS,
+        },
         **REPORT,
     }
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -53,15 +53,23 @@ RATIOS = (0.3, 0.5, 0.7)
 TARGETS = {"cranfield": 0.40, "npl": 0.44}
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "hybrid_relevance.json"
 BM25_FIRST = ["bm25", "words", "typo", "proximity", "attributeRank", "wordPosition", "exactness"]
-STOP_WORDS = sorted(set("""a about above after again against all also am an and any are as at be because been
+STOP_WORDS = sorted(
+    set(
+        """a about above after again against all also am an and any are as at be because been
 before being below between both but by can could did do does doing down during each few for from further had
 has have having he her here hers herself him himself his how i if in into is it its itself just may me might
 more most must my myself no nor not now of off on once only or other our ours ourselves out over own same
 shall she should so some such than that the their theirs them themselves then there these they this those
 through to too under until up upon very was we were what when where which while who whom why will with would
-you your yours yourself yourselves""".split()))
-SETTINGS = {"searchableAttributes": ["title", "body"], "stopWords": STOP_WORDS, "rankingRules": BM25_FIRST,
-            "embedders": {"minilm": {"source": "userProvided", "dimensions": 384}}}
+you your yours yourself yourselves""".split()
+    )
+)
+SETTINGS = {
+    "searchableAttributes": ["title", "body"],
+    "stopWords": STOP_WORDS,
+    "rankingRules": BM25_FIRST,
+    "embedders": {"minilm": {"source": "userProvided", "dimensions": 384}},
+}
 
 Run = dict[str, list[str]]
 RESULTS: dict[str, dict[str, dict[str, float]]] = {}
@@ -77,15 +85,19 @@ class Collection:
         self.name, self.queries, self.qrels = name, queries, qrels
         vectors = irdata.load_minilm(name)
         by_doc = dict(zip(vectors.doc_ids, vectors.docs, strict=True))
-        self.query_vectors = {qid: v.tolist() for qid, v in zip(vectors.query_ids, vectors.queries, strict=True)}
+        self.query_vectors = {
+            qid: v.tolist() for qid, v in zip(vectors.query_ids, vectors.queries, strict=True)
+        }
         self.settings = complete_settings(SETTINGS)
         self.default_rules = {**self.settings, "rankingRules": list(DEFAULT_RANKING_RULES)}
         self.index = Index.create(root / name, primary_key="id", created_at=0)
         with self.index.write() as w:
             w.set_settings(self.settings)
             configure_embedders(w, complete_settings({}), self.settings)
-            items = [(i, {"id": i, "title": t, "body": b, "_vectors": {"minilm": by_doc[i].tolist()}})
-                     for i, t, b in docs]
+            items = [
+                (i, {"id": i, "title": t, "body": b, "_vectors": {"minilm": by_doc[i].tolist()}})
+                for i, t, b in docs
+            ]
             for ext_id, doc, vectors in prepare_documents(w, name, self.settings, items, merge=False):
                 w.put_document(ext_id, doc, merge=False)
                 write_vectors(w, ext_id, vectors)
@@ -98,8 +110,15 @@ class Collection:
         res = search(reader, SearchRequest(q=text, limit=LIMIT, matching_strategy="frequency"), settings)
         return self.external(reader, res.docids)
 
-    def ai(self, reader: IndexReader, qid: str, text: str, ratio: float, fusion: str | None,
-           settings: dict[str, Any]) -> list[str]:
+    def ai(
+        self,
+        reader: IndexReader,
+        qid: str,
+        text: str,
+        ratio: float,
+        fusion: str | None,
+        settings: dict[str, Any],
+    ) -> list[str]:
         request = SearchRequest(q=text, limit=LIMIT, matching_strategy="frequency")
         out = ai_search(reader, request, settings, "minilm", ratio, self.query_vectors[qid], fusion)
         assert out is not None
@@ -127,8 +146,11 @@ def _summary() -> dict[str, Any]:
         hybrid = {name: m["ndcg@10"] for name, m in runs.items() if name.startswith("hybrid/")}
         best = max(runs, key=lambda name: runs[name]["ndcg@10"])
         best_hybrid = max(hybrid, key=lambda name: hybrid[name]) if hybrid else None
-        merge = {name: v for name, v in hybrid.items() if name.startswith("hybrid/merge@")
-                 and not name.endswith("default-rules")}
+        merge = {
+            name: v
+            for name, v in hybrid.items()
+            if name.startswith("hybrid/merge@") and not name.endswith("default-rules")
+        }
         out[coll] = {
             "best_run": best,
             "best_hybrid": best_hybrid,
@@ -145,10 +167,17 @@ def _write(tmp_path_factory: pytest.TempPathFactory) -> None:
     report = {
         "scale": "smoke" if SMOKE else "full",
         "targets": TARGETS,
-        "setup": {"limit": LIMIT, "matchingStrategy": "frequency", "rankingRules": BM25_FIRST,
-                  "stopWords": "English list (see the module)", "embedder": "minilm userProvided 384-d",
-                  "ratios": list(RATIOS), "fusion_window": FUSION_WINDOW, "rrf_k": RRF_K,
-                  "weights": "keyword 1 - semanticRatio, semantic semanticRatio"},
+        "setup": {
+            "limit": LIMIT,
+            "matchingStrategy": "frequency",
+            "rankingRules": BM25_FIRST,
+            "stopWords": "English list (see the module)",
+            "embedder": "minilm userProvided 384-d",
+            "ratios": list(RATIOS),
+            "fusion_window": FUSION_WINDOW,
+            "rrf_k": RRF_K,
+            "weights": "keyword 1 - semanticRatio, semantic semanticRatio",
+        },
         "summary": _summary(),
         "metrics": RESULTS,
     }
@@ -163,7 +192,9 @@ Maker = Callable[[Collection, IndexReader, str, str], list[str]]
 
 
 def _ai(ratio: float, fusion: str | None, default_rules: bool = False) -> Maker:
-    return lambda c, r, qid, text: c.ai(r, qid, text, ratio, fusion, c.default_rules if default_rules else c.settings)
+    return lambda c, r, qid, text: c.ai(
+        r, qid, text, ratio, fusion, c.default_rules if default_rules else c.settings
+    )
 
 
 RUNS: dict[str, Maker] = {
@@ -192,5 +223,7 @@ def test_hybrid_relevance(collections: dict[str, Collection], coll_name: str, ru
     metrics = irdata.evaluate(run, coll.qrels)
     assert metrics["n_queries"] == len(coll.queries)
     assert 0.0 <= metrics["ndcg@10"] <= 1.0
-    RESULTS.setdefault(coll_name, {})[run_name] = {"ndcg@10": round(metrics["ndcg@10"], 4),
-                                                   "mrr@10": round(metrics["mrr@10"], 4)}
+    RESULTS.setdefault(coll_name, {})[run_name] = {
+        "ndcg@10": round(metrics["ndcg@10"], 4),
+        "mrr@10": round(metrics["mrr@10"], 4),
+    }

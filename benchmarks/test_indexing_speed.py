@@ -54,8 +54,10 @@ def index_fts5(path: Path) -> float:
         start = time.perf_counter()
         con.execute("CREATE VIRTUAL TABLE docs USING fts5(title, overview)")
         with con:
-            con.executemany("INSERT INTO docs(rowid, title, overview) VALUES (?, ?, ?)",
-                            ((doc["id"], doc["title"], doc["overview"]) for doc in DOCS))
+            con.executemany(
+                "INSERT INTO docs(rowid, title, overview) VALUES (?, ?, ?)",
+                ((doc["id"], doc["title"], doc["overview"]) for doc in DOCS),
+            )
         elapsed = time.perf_counter() - start
         assert con.execute("SELECT count(*) FROM docs WHERE docs MATCH 'the'").fetchone()[0] > 0
         return elapsed
@@ -88,5 +90,7 @@ def test_indexing_sqlite_fts5_peer(benchmark: Any) -> None:
 def report() -> Any:
     yield
     if "hanzo" in RESULTS and "fts5" in RESULTS:
-        print(f"\n[indexing] {len(DOCS):,} generated documents: hanzo {RESULTS['hanzo']:,.0f} docs/s, "
-              f"sqlite fts5 {RESULTS['fts5']:,.0f} docs/s, ratio {RESULTS['hanzo'] / RESULTS['fts5']:.2f}")
+        print(
+            f"\n[indexing] {len(DOCS):,} generated documents: hanzo {RESULTS['hanzo']:,.0f} docs/s, "
+            f"sqlite fts5 {RESULTS['fts5']:,.0f} docs/s, ratio {RESULTS['hanzo'] / RESULTS['fts5']:.2f}"
+        )

@@ -63,8 +63,10 @@ def load_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     srv = ServerProcess(tmp_path_factory.mktemp("load") / "data.ms", extra_args=http_workers_args()).start()
     movies = load_movies()
     with httpx.Client(base_url=srv.url, timeout=600) as http:
-        uids = [http.post(f"/indexes/{uid}/documents", json=docs, params={"primaryKey": "id"}).json()["taskUid"]
-                for uid, docs in ((INDEXES[0], movies), (INDEXES[1], movies[: len(movies) // 2]))]
+        uids = [
+            http.post(f"/indexes/{uid}/documents", json=docs, params={"primaryKey": "id"}).json()["taskUid"]
+            for uid, docs in ((INDEXES[0], movies), (INDEXES[1], movies[: len(movies) // 2]))
+        ]
         for uid in uids:
             assert wait_task(http, uid, timeout=600)["status"] == "succeeded"
     yield srv
@@ -90,11 +92,27 @@ def _request(kind: str, rng: random.Random, words: list[str], next_id: list[int]
         return "POST", f"/indexes/{rng.choice(INDEXES)}/search", body
     if kind == "multi":
         if rng.random() < 0.5:
-            return "POST", "/multi-search", {"federation": {"limit": 10}, "queries": [
-                {"indexUid": INDEXES[0], "q": q(), "federationOptions": {"weight": 1.0}},
-                {"indexUid": INDEXES[1], "q": q(), "federationOptions": {"weight": 0.5}}]}
-        return "POST", "/multi-search", {"queries": [{"indexUid": INDEXES[0], "q": q(), "limit": 5},
-                                                     {"indexUid": INDEXES[1], "q": q(), "limit": 5}]}
+            return (
+                "POST",
+                "/multi-search",
+                {
+                    "federation": {"limit": 10},
+                    "queries": [
+                        {"indexUid": INDEXES[0], "q": q(), "federationOptions": {"weight": 1.0}},
+                        {"indexUid": INDEXES[1], "q": q(), "federationOptions": {"weight": 0.5}},
+                    ],
+                },
+            )
+        return (
+            "POST",
+            "/multi-search",
+            {
+                "queries": [
+                    {"indexUid": INDEXES[0], "q": q(), "limit": 5},
+                    {"indexUid": INDEXES[1], "q": q(), "limit": 5},
+                ]
+            },
+        )
     docs = []
     for _ in range(rng.randint(1, 5)):
         next_id[0] += 1
@@ -102,8 +120,9 @@ def _request(kind: str, rng: random.Random, words: list[str], next_id: list[int]
     return "POST", f"/indexes/{INDEXES[0]}/documents", docs
 
 
-async def _client(client: httpx.AsyncClient, seed: int, deadline: float, words: list[str], stats: Stats,
-                  next_id: list[int]) -> None:
+async def _client(
+    client: httpx.AsyncClient, seed: int, deadline: float, words: list[str], stats: Stats, next_id: list[int]
+) -> None:
     rng = random.Random(seed)
     kinds, weights = zip(*MIX, strict=True)
     while time.monotonic() < deadline:
@@ -116,8 +135,11 @@ async def _client(client: httpx.AsyncClient, seed: int, deadline: float, words: 
             stats.errors.append(f"{kind} {path}: {type(exc).__name__}: {exc}")
             continue
         elapsed = time.perf_counter() - started
-        if res.status_code == 503 and res.headers.get("retry-after") == "10" and \
-                res.json().get("code") == "too_many_search_requests":
+        if (
+            res.status_code == 503
+            and res.headers.get("retry-after") == "10"
+            and res.json().get("code") == "too_many_search_requests"
+        ):
             stats.throttled += 1
             await asyncio.sleep(rng.uniform(0.05, 0.2))  # a polite client backs off (Retry-After is 10 s)
             continue
@@ -147,7 +169,9 @@ async def _run(url: str, words: list[str], pid: int) -> tuple[Stats, float, list
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample_rss())
-        await asyncio.gather(*(_client(client, seed, deadline, words, stats, next_id) for seed in range(CLIENTS)))
+        await asyncio.gather(
+            *(_client(client, seed, deadline, words, stats, next_id) for seed in range(CLIENTS))
+        )
         elapsed = time.monotonic() - started
         await sampler
     return stats, elapsed, rss
@@ -175,16 +199,25 @@ def test_load(load_server: ServerProcess) -> None:
     everything = [x for values in stats.latency.values() for x in values]
     completed = len(everything)
     report: dict[str, Any] = {
-        "clients": CLIENTS, "durationSeconds": round(elapsed, 2), "requests": completed,
-        "throughputPerSecond": round(completed / elapsed, 1), "throttled503": stats.throttled,
-        "errors": len(stats.errors), "peakRssBytes": peak, "rssBeforeBytes": rss_before,
-        "httpWorkers": http_workers(), "serverProcesses": after["processes"],
+        "clients": CLIENTS,
+        "durationSeconds": round(elapsed, 2),
+        "requests": completed,
+        "throughputPerSecond": round(completed / elapsed, 1),
+        "throttled503": stats.throttled,
+        "errors": len(stats.errors),
+        "peakRssBytes": peak,
+        "rssBeforeBytes": rss_before,
+        "httpWorkers": http_workers(),
+        "serverProcesses": after["processes"],
         "memoryAfterMiB": {k: round(v / 2**20, 1) for k, v in after.items() if k != "processes"},
         "rssSamplesMiB": [round(x / 2**20) for x in rss[:: max(1, len(rss) // 20)]],
-        "taskBacklogAtDeadline": backlog, "drainSeconds": round(drain_seconds, 1),
-        "writesAcknowledged": len(stats.tasks), "failedTasks": failed,
+        "taskBacklogAtDeadline": backlog,
+        "drainSeconds": round(drain_seconds, 1),
+        "writesAcknowledged": len(stats.tasks),
+        "failedTasks": failed,
         # both sides share the machine's cores: who used them tells where the throughput went
-        "serverCpuSeconds": round(server_cpu, 1), "clientCpuSeconds": round(client_cpu, 1),
+        "serverCpuSeconds": round(server_cpu, 1),
+        "clientCpuSeconds": round(client_cpu, 1),
         "serverCpuMsPerRequest": round(server_cpu * 1000 / max(completed, 1), 2),
         "latencyMs": {},
     }

@@ -65,8 +65,12 @@ def _load(url: str, docs: list[dict[str, Any]]) -> float:
         last = None
         for start in range(0, len(docs), BATCH):
             body = json.dumps(docs[start : start + BATCH]).encode()
-            last = c.post(f"/indexes/{INDEX}/documents", content=body, params={"primaryKey": "id"},
-                          headers={"content-type": "application/json"}).json()["taskUid"]
+            last = c.post(
+                f"/indexes/{INDEX}/documents",
+                content=body,
+                params={"primaryKey": "id"},
+                headers={"content-type": "application/json"},
+            ).json()["taskUid"]
         assert last is not None
         task = wait_task(c, last, timeout=24 * 3600)
         assert task["status"] == "succeeded", task
@@ -75,11 +79,17 @@ def _load(url: str, docs: list[dict[str, Any]]) -> float:
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
     ms = np.array(samples) * 1000
-    return {"p50_ms": round(float(np.percentile(ms, 50)), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2),
-            "p99_ms": round(float(np.percentile(ms, 99)), 2), "mean_ms": round(float(ms.mean()), 2)}
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 2),
+        "p95_ms": round(float(np.percentile(ms, 95)), 2),
+        "p99_ms": round(float(np.percentile(ms, 99)), 2),
+        "mean_ms": round(float(ms.mean()), 2),
+    }
 
 
-def _timed_searches(url: str, queries: list[str], use_network: bool | None) -> tuple[list[float], list[dict[str, Any]]]:
+def _timed_searches(
+    url: str, queries: list[str], use_network: bool | None
+) -> tuple[list[float], list[dict[str, Any]]]:
     """`use_network` None: not sent (a sharded network's default is true)."""
     extra = {} if use_network is None else {"useNetwork": use_network}
     times, bodies = [], []
@@ -99,8 +109,10 @@ def _timed_searches(url: str, queries: list[str], use_network: bool | None) -> t
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ServerProcess]]:
     root = tmp_path_factory.mktemp("network-bench")
-    out = {name: ServerProcess(root / name / "data.ms", extra_args=ALLOW)
-           for name in ("single", *NAMES, *(f"shard-{n}" for n in NAMES))}
+    out = {
+        name: ServerProcess(root / name / "data.ms", extra_args=ALLOW)
+        for name in ("single", *NAMES, *(f"shard-{n}" for n in NAMES))
+    }
     try:
         for srv in out.values():
             srv.db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,13 +142,16 @@ def _compare(single_bodies: list[dict[str, Any]], network_bodies: list[dict[str,
         # a search caps its total at `maxTotalHits` (1000), a federated one does not (as Meilisearch)
         same_totals += min(net["estimatedTotalHits"], 1000) == one["estimatedTotalHits"]
     n = len(single_bodies)
-    return {"identical_top20_fraction": round(same_hits / n, 3),
-            "identical_top20_scores_fraction": round(same_scores / n, 3),
-            "identical_totals_fraction": round(same_totals / n, 3)}
+    return {
+        "identical_top20_fraction": round(same_hits / n, 3),
+        "identical_top20_scores_fraction": round(same_scores / n, 3),
+        "identical_totals_fraction": round(same_totals / n, 3),
+    }
 
 
-def test_one_instance_against_three(servers: dict[str, ServerProcess], single: dict[str, Any],
-                                    tmp_path: Path) -> None:
+def test_one_instance_against_three(
+    servers: dict[str, ServerProcess], single: dict[str, Any], tmp_path: Path
+) -> None:
     docs, queries = single["docs"], single["queries"]
     single_seconds = single["seconds"]
     shard_seconds: dict[str, float] = {}
@@ -164,29 +179,40 @@ def test_one_instance_against_three(servers: dict[str, ServerProcess], single: d
     same = _compare(single_bodies, network_bodies)
 
     report = {
-        "documents": N_DOCS, "queries": N_QUERIES, "smoke": SMOKE,
+        "documents": N_DOCS,
+        "queries": N_QUERIES,
+        "smoke": SMOKE,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "indexing_seconds": {"one_instance": round(single_seconds, 2), "three_instances": round(network_seconds, 2),
-                             "per_instance": {k: round(v, 2) for k, v in sorted(shard_seconds.items())}},
-        "indexing_docs_per_s": {"one_instance": round(N_DOCS / single_seconds),
-                                "three_instances": round(N_DOCS / network_seconds)},
-        "search": {"one_instance": _percentiles(single_times), "three_instances_use_network": _percentiles(network_times)},
+        "indexing_seconds": {
+            "one_instance": round(single_seconds, 2),
+            "three_instances": round(network_seconds, 2),
+            "per_instance": {k: round(v, 2) for k, v in sorted(shard_seconds.items())},
+        },
+        "indexing_docs_per_s": {
+            "one_instance": round(N_DOCS / single_seconds),
+            "three_instances": round(N_DOCS / network_seconds),
+        },
+        "search": {
+            "one_instance": _percentiles(single_times),
+            "three_instances_use_network": _percentiles(network_times),
+        },
         **same,
         "note": "Three instances on the same 2-core machine, sharing its cores with each other (and other work): "
-                "the network figures show the protocol's overhead (an HTTP hop per remote and a merge per query), "
-                "not the speed-up of separate machines. Hits of equal ranking score may come in another order "
-                "across instances, hence identical_top20_fraction below 1 without any search being wrong. "
-                "Prefix and typo expansions are bounded per instance and chosen among each instance's own "
-                "words, so the three instances together may match other documents than one holding them all "
-                "(identical_totals_fraction / identical_top20_scores_fraction below 1), as with Meilisearch.",
+        "the network figures show the protocol's overhead (an HTTP hop per remote and a merge per query), "
+        "not the speed-up of separate machines. Hits of equal ranking score may come in another order "
+        "across instances, hence identical_top20_fraction below 1 without any search being wrong. "
+        "Prefix and typo expansions are bounded per instance and chosen among each instance's own "
+        "words, so the three instances together may match other documents than one holding them all "
+        "(identical_totals_fraction / identical_top20_scores_fraction below 1), as with Meilisearch.",
     }
     path = tmp_path / "network.json" if SMOKE else RESULTS_FILE
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 
 
-def test_one_instance_against_three_shards(servers: dict[str, ServerProcess], single: dict[str, Any],
-                                           tmp_path: Path) -> None:
+def test_one_instance_against_three_shards(
+    servers: dict[str, ServerProcess], single: dict[str, Any], tmp_path: Path
+) -> None:
     docs, queries = single["docs"], single["queries"]
     names = [f"shard-{n}" for n in NAMES]
     urls = {name: servers[name].url for name in names}
@@ -195,9 +221,15 @@ def test_one_instance_against_three_shards(servers: dict[str, ServerProcess], si
         with httpx.Client(base_url=urls[name], timeout=30) as c:
             assert c.patch("/experimental-features", json={"network": True}).status_code == 200
     with httpx.Client(base_url=urls[leader], timeout=60) as c:
-        r = c.patch("/network", json={"self": leader, "leader": leader,
-                                      "remotes": {name: {"url": urls[name]} for name in names},
-                                      "shards": {f"s{n}": {"remotes": [name]} for n, name in enumerate(names)}})
+        r = c.patch(
+            "/network",
+            json={
+                "self": leader,
+                "leader": leader,
+                "remotes": {name: {"url": urls[name]} for name in names},
+                "shards": {f"s{n}": {"remotes": [name]} for n, name in enumerate(names)},
+            },
+        )
         assert r.status_code == 202, r.text
         change = r.json()["taskUid"]
         assert wait_task(c, change)["status"] == "succeeded"
@@ -207,8 +239,12 @@ def test_one_instance_against_three_shards(servers: dict[str, ServerProcess], si
         last = None
         for start in range(0, len(docs), BATCH):
             body = json.dumps(docs[start : start + BATCH]).encode()
-            last = c.post(f"/indexes/{INDEX}/documents", content=body, params={"primaryKey": "id"},
-                          headers={"content-type": "application/json"}).json()["taskUid"]
+            last = c.post(
+                f"/indexes/{INDEX}/documents",
+                content=body,
+                params={"primaryKey": "id"},
+                headers={"content-type": "application/json"},
+            ).json()["taskUid"]
         assert last is not None
         assert wait_task(c, last, timeout=24 * 3600)["status"] == "succeeded"
         leader_seconds = time.perf_counter() - started
@@ -232,20 +268,29 @@ def test_one_instance_against_three_shards(servers: dict[str, ServerProcess], si
 
     network_times, network_bodies = _timed_searches(urls[leader], queries, use_network=None)
     report = {
-        "documents": N_DOCS, "queries": N_QUERIES, "smoke": SMOKE,
+        "documents": N_DOCS,
+        "queries": N_QUERIES,
+        "smoke": SMOKE,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "documents_per_shard": counts,
-        "indexing_seconds": {"one_instance": round(single["seconds"], 2),
-                             "three_shards": round(sharded_seconds, 2), "leader_only": round(leader_seconds, 2)},
-        "indexing_docs_per_s": {"one_instance": round(N_DOCS / single["seconds"]),
-                                "three_shards": round(N_DOCS / sharded_seconds)},
-        "search": {"one_instance": _percentiles(single["times"]),
-                   "three_shards_use_network": _percentiles(network_times)},
+        "indexing_seconds": {
+            "one_instance": round(single["seconds"], 2),
+            "three_shards": round(sharded_seconds, 2),
+            "leader_only": round(leader_seconds, 2),
+        },
+        "indexing_docs_per_s": {
+            "one_instance": round(N_DOCS / single["seconds"]),
+            "three_shards": round(N_DOCS / sharded_seconds),
+        },
+        "search": {
+            "one_instance": _percentiles(single["times"]),
+            "three_shards_use_network": _percentiles(network_times),
+        },
         **_compare(single["bodies"], network_bodies),
         "note": "Three sharded instances (a leader forwarding every write to the two others, each keeping the "
-                "documents of its shard) on the same 2-core machine as each other and other work: every instance "
-                "receives and parses every payload, and a search costs an HTTP hop per remote shard and a merge, "
-                "so these figures show the protocol's overhead, not the speed-up of separate machines.",
+        "documents of its shard) on the same 2-core machine as each other and other work: every instance "
+        "receives and parses every payload, and a search costs an HTTP hop per remote shard and a merge, "
+        "so these figures show the protocol's overhead, not the speed-up of separate machines.",
     }
     path = tmp_path / "network_sharding.json" if SMOKE else SHARDING_RESULTS_FILE
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -66,7 +66,9 @@ RESULTS_FILE = Path(__file__).resolve().parent / "results" / "relevance.json"
 LATENCY_PASSES = 3  # steady-state passes of the latency target's runs (bm25-first, tantivy:default)
 
 # A common English stop-word list (function words), as a user would put in the `stopWords` setting.
-ENGLISH_STOP_WORDS = sorted(set("""
+ENGLISH_STOP_WORDS = sorted(
+    set(
+        """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just may me might
@@ -74,7 +76,9 @@ more most must my myself no nor not now of off on once only or other our ours ou
 same shall she should so some such than that the their theirs them themselves then there these they
 this those through to too under until up upon very was we were what when where which while who whom
 why will with would you your yours yourself yourselves
-""".split()))
+""".split()
+    )
+)
 
 BM25_AFTER_TYPO = ["words", "typo", "bm25", "proximity", "attributeRank", "wordPosition", "exactness"]
 STRATEGIES: tuple[MatchingStrategy, ...] = ("last", "frequency")
@@ -89,8 +93,10 @@ class HanzoConfig:
 
     def settings(self) -> dict[str, Any]:
         """Stored settings: only what differs from the defaults (`complete_settings` fills the rest)."""
-        stored: dict[str, Any] = {"searchableAttributes": ["title", "body"],
-                                  "rankingRules": list(self.ranking_rules)}
+        stored: dict[str, Any] = {
+            "searchableAttributes": ["title", "body"],
+            "rankingRules": list(self.ranking_rules),
+        }
         if self.stop_words:
             stored["stopWords"] = ENGLISH_STOP_WORDS
         return stored
@@ -98,8 +104,11 @@ class HanzoConfig:
 
 def _hanzo_configs() -> dict[str, HanzoConfig]:
     out: dict[str, HanzoConfig] = {}
-    for rules_name, rules in (("default", tuple(DEFAULT_RANKING_RULES)), ("bm25-after-typo", tuple(BM25_AFTER_TYPO)),
-                              ("bm25-first", tuple(BM25_FIRST))):
+    for rules_name, rules in (
+        ("default", tuple(DEFAULT_RANKING_RULES)),
+        ("bm25-after-typo", tuple(BM25_AFTER_TYPO)),
+        ("bm25-first", tuple(BM25_FIRST)),
+    ):
         for stop in (False, True):
             for strategy in STRATEGIES:
                 name = f"{rules_name}{'+stopWords' if stop else ''}/{strategy}"
@@ -142,15 +151,24 @@ class Measured:
     run: Run
     seconds: float  # wall time of all the queries (indexing excluded)
     metrics: dict[str, float]
-    latencies: list[float]  # seconds per query, in query order (the measured pass: first queries, cold caches)
+    latencies: list[
+        float
+    ]  # seconds per query, in query order (the measured pass: first queries, cold caches)
     warm: list[float]  # the same, from a second pass over the queries (steady state)
 
 
 MEASURED: dict[str, dict[str, Measured]] = {}  # collection -> "engine:config" -> result
 
 
-def record(coll: Collection, engine: str, config: str, run: Run, seconds: float,
-           latencies: list[float], warm: list[float]) -> Measured:
+def record(
+    coll: Collection,
+    engine: str,
+    config: str,
+    run: Run,
+    seconds: float,
+    latencies: list[float],
+    warm: list[float],
+) -> Measured:
     metrics = irdata.evaluate(run, coll.qrels)
     m = Measured(engine, config, run, seconds, metrics, latencies, warm)
     MEASURED.setdefault(coll.name, {})[f"{engine}:{config}"] = m
@@ -179,8 +197,9 @@ class HanzoIndexes:
         key = (coll.name, config.stop_words)
         index = self.indexes.get(key)
         if index is None:
-            index = Index.create(self.root / f"{coll.name}-{int(config.stop_words)}", primary_key="id",
-                                 created_at=0)
+            index = Index.create(
+                self.root / f"{coll.name}-{int(config.stop_words)}", primary_key="id", created_at=0
+            )
             with index.write() as w:
                 # Settings first, in the same transaction: the indexer reads them when it starts.
                 w.set_settings(complete_settings(config.settings()))
@@ -208,8 +227,9 @@ def run_hanzo(index: Index, coll: Collection, config: HanzoConfig) -> tuple[Run,
     with index.read() as reader:
         for qid, text in coll.queries:
             start = time.perf_counter()
-            result = search(reader, SearchRequest(q=text, limit=TOP_K, matching_strategy=config.strategy),
-                            settings)
+            result = search(
+                reader, SearchRequest(q=text, limit=TOP_K, matching_strategy=config.strategy), settings
+            )
             run[qid] = [str((reader.document_by_internal_id(d) or {}).get("id")) for d in result.docids]
             latencies.append(time.perf_counter() - start)
     return run, latencies
@@ -217,12 +237,17 @@ def run_hanzo(index: Index, coll: Collection, config: HanzoConfig) -> tuple[Run,
 
 @pytest.mark.parametrize("config_name", list(HANZO_CONFIGS))
 @pytest.mark.parametrize("coll_name", COLLECTIONS)
-def test_relevance_hanzo(benchmark: Any, hanzo_indexes: HanzoIndexes, coll_name: str, config_name: str) -> None:
+def test_relevance_hanzo(
+    benchmark: Any, hanzo_indexes: HanzoIndexes, coll_name: str, config_name: str
+) -> None:
     coll = collection(coll_name)
     config = HANZO_CONFIGS[config_name]
     index = hanzo_indexes.get(coll, config)
-    timed = _timed(benchmark, lambda: run_hanzo(index, coll, config),
-                   LATENCY_PASSES if config.ranking_rules == tuple(BM25_FIRST) else 1)
+    timed = _timed(
+        benchmark,
+        lambda: run_hanzo(index, coll, config),
+        LATENCY_PASSES if config.ranking_rules == tuple(BM25_FIRST) else 1,
+    )
     m = record(coll, "hanzo", config_name, *timed)
     benchmark.extra_info.update(m.metrics)
 
@@ -246,8 +271,16 @@ def peer_fts5(tokenizer: str) -> Callable[[Collection], Callable[[], tuple[Run, 
                 start = time.perf_counter()
                 words = query_words(text)
                 match = " OR ".join(f'"{w}"' for w in words)
-                out[qid] = [row[0] for row in con.execute(
-                    "SELECT did FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT ?", (match, TOP_K))] if words else []
+                out[qid] = (
+                    [
+                        row[0]
+                        for row in con.execute(
+                            "SELECT did FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT ?", (match, TOP_K)
+                        )
+                    ]
+                    if words
+                    else []
+                )
                 latencies.append(time.perf_counter() - start)
             return out, latencies
 
@@ -282,7 +315,9 @@ def peer_tantivy(tokenizer: str) -> Callable[[Collection], Callable[[], tuple[Ru
                 words = query_words(text)
                 if words:
                     query = index.parse_query(" ".join(words), ["title", "body"])
-                    out[qid] = [searcher.doc(addr)["did"][0] for _, addr in searcher.search(query, TOP_K).hits]
+                    out[qid] = [
+                        searcher.doc(addr)["did"][0] for _, addr in searcher.search(query, TOP_K).hits
+                    ]
                 else:
                     out[qid] = []
                 latencies.append(time.perf_counter() - start)
@@ -299,7 +334,9 @@ def peer_bm25s(stopwords: str | None) -> Callable[[Collection], Callable[[], tup
     def build(coll: Collection) -> Callable[[], tuple[Run, Latencies]]:
         bm25s: Any = importlib.import_module("bm25s")
         ids = [doc_id for doc_id, _, _ in coll.docs]
-        corpus = bm25s.tokenize([f"{t} {b}" for _, t, b in coll.docs], stopwords=stopwords, show_progress=False)
+        corpus = bm25s.tokenize(
+            [f"{t} {b}" for _, t, b in coll.docs], stopwords=stopwords, show_progress=False
+        )
         retriever = bm25s.BM25()
         retriever.index(corpus, show_progress=False)
         k = min(TOP_K, len(ids))
@@ -347,7 +384,9 @@ ACTIVE_PEERS = [p for p in PEERS if p.startswith("sqlite-fts5")] if SMOKE else l
 def test_relevance_peer(benchmark: Any, coll_name: str, peer_name: str) -> None:
     peer = PEERS[peer_name]
     if peer.package != "sqlite":
-        pytest.importorskip(peer.package, reason=f"peer {peer.package} not installed (pip install '.[bench]')")
+        pytest.importorskip(
+            peer.package, reason=f"peer {peer.package} not installed (pip install '.[bench]')"
+        )
     coll = collection(coll_name)
     run = peer.build(coll)
     timed = _timed(benchmark, run, LATENCY_PASSES if peer_name == "tantivy:default" else 1)
@@ -355,8 +394,9 @@ def test_relevance_peer(benchmark: Any, coll_name: str, peer_name: str) -> None:
     benchmark.extra_info.update(m.metrics)
 
 
-def _timed(benchmark: Any, fn: Callable[[], tuple[Run, Latencies]],
-           warm_passes: int = 1) -> tuple[Run, float, Latencies, Latencies]:
+def _timed(
+    benchmark: Any, fn: Callable[[], tuple[Run, Latencies]], warm_passes: int = 1
+) -> tuple[Run, float, Latencies, Latencies]:
     """One round through pytest-benchmark (a single pass over the queries is the unit measured), then
     `warm_passes` more passes for the steady-state latencies, each query's the median of its passes
     (the machine's other load shows as single slow passes): (run, seconds, latencies, warm latencies)."""
@@ -405,8 +445,13 @@ def _per_query(coll: Collection, a: Measured, b: Measured) -> dict[str, int]:
 
 
 def build_report() -> dict[str, Any]:
-    report: dict[str, Any] = {"scale": "smoke" if SMOKE else "full", "top_k": TOP_K, "versions": _versions(),
-                              "stop_words": ENGLISH_STOP_WORDS, "collections": {}}
+    report: dict[str, Any] = {
+        "scale": "smoke" if SMOKE else "full",
+        "top_k": TOP_K,
+        "versions": _versions(),
+        "stop_words": ENGLISH_STOP_WORDS,
+        "collections": {},
+    }
     for name, measured in MEASURED.items():
         coll = collection(name)
         ndcg = {key: m.metrics["ndcg@10"] for key, m in measured.items()}
@@ -417,21 +462,31 @@ def build_report() -> dict[str, Any]:
         best_peer = max(peers, key=ndcg.__getitem__, default=None)
         best_unstemmed = max(unstemmed, key=ndcg.__getitem__, default=None)
         entry: dict[str, Any] = {
-            "documents": len(coll.docs), "queries": len(coll.queries),
-            "runs": {key: {"engine": m.engine, "config": m.config, "stemmed": _is_stemmed(key),
-                           **{k: round(v, 4) for k, v in m.metrics.items() if k != "n_queries"},
-                           "ms_per_query": round(1000 * m.seconds / max(len(coll.queries), 1), 3),
-                           "p50_ms": round(1000 * _quantile(m.latencies, 0.5), 3),
-                           "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3),
-                           "warm_p50_ms": round(1000 * _quantile(m.warm, 0.5), 3),
-                           "warm_p95_ms": round(1000 * _quantile(m.warm, 0.95), 3)}
-                     for key, m in measured.items()},
-            "best_hanzo": best_hanzo, "best_peer": best_peer, "best_unstemmed_peer": best_unstemmed,
+            "documents": len(coll.docs),
+            "queries": len(coll.queries),
+            "runs": {
+                key: {
+                    "engine": m.engine,
+                    "config": m.config,
+                    "stemmed": _is_stemmed(key),
+                    **{k: round(v, 4) for k, v in m.metrics.items() if k != "n_queries"},
+                    "ms_per_query": round(1000 * m.seconds / max(len(coll.queries), 1), 3),
+                    "p50_ms": round(1000 * _quantile(m.latencies, 0.5), 3),
+                    "p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3),
+                    "warm_p50_ms": round(1000 * _quantile(m.warm, 0.5), 3),
+                    "warm_p95_ms": round(1000 * _quantile(m.warm, 0.95), 3),
+                }
+                for key, m in measured.items()
+            },
+            "best_hanzo": best_hanzo,
+            "best_peer": best_peer,
+            "best_unstemmed_peer": best_unstemmed,
         }
         if best_hanzo is not None and best_unstemmed is not None:
             entry["target_met_vs_unstemmed_peer"] = ndcg[best_hanzo] >= ndcg[best_unstemmed]
             entry["per_query_ndcg@10_best_hanzo_vs_best_unstemmed_peer"] = _per_query(
-                coll, measured[best_hanzo], measured[best_unstemmed])
+                coll, measured[best_hanzo], measured[best_unstemmed]
+            )
         if best_hanzo is not None and best_peer is not None:
             entry["target_met_vs_any_peer"] = ndcg[best_hanzo] >= ndcg[best_peer]
         entry["bm25_first"] = _bm25_first_summary(measured, ndcg)
@@ -457,14 +512,19 @@ def _bm25_first_summary(measured: dict[str, Measured], ndcg: dict[str, float]) -
     best_unstemmed = max(unstemmed, key=ndcg.__getitem__, default=None)
     tantivy = measured.get("tantivy:default")
     out: dict[str, Any] = {}
-    for label, key in (("without_stop_words", "hanzo:bm25-first/last"),
-                       ("with_stop_words", "hanzo:bm25-first+stopWords/last")):
+    for label, key in (
+        ("without_stop_words", "hanzo:bm25-first/last"),
+        ("with_stop_words", "hanzo:bm25-first+stopWords/last"),
+    ):
         m = measured.get(key)
         if m is None:
             continue
-        row: dict[str, Any] = {"config": key, "ndcg@10": round(ndcg[key], 4),
-                               "p95_ms": round(1000 * _quantile(m.warm, 0.95), 3),
-                               "cold_p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3)}
+        row: dict[str, Any] = {
+            "config": key,
+            "ndcg@10": round(ndcg[key], 4),
+            "p95_ms": round(1000 * _quantile(m.warm, 0.95), 3),
+            "cold_p95_ms": round(1000 * _quantile(m.latencies, 0.95), 3),
+        }
         if best_unstemmed is not None:
             row["best_unstemmed_peer"] = best_unstemmed
             row["ndcg_target_met_vs_unstemmed_peer"] = ndcg[key] >= ndcg[best_unstemmed]
@@ -501,8 +561,11 @@ def format_table(report: dict[str, Any]) -> str:
             if r is None:
                 row += f"{'-':>18}{'-':>8}"
                 continue
-            mark = ("*" if key == entry["best_hanzo"] else "") + ("+" if key == entry["best_unstemmed_peer"] else "") \
+            mark = (
+                ("*" if key == entry["best_hanzo"] else "")
+                + ("+" if key == entry["best_unstemmed_peer"] else "")
                 + ("^" if key == entry["best_peer"] else "")
+            )
             row += f"{mark:>11}{r['ndcg@10']:>7.4f}{r['recall@100']:>8.4f}"
         lines.append(row)
     lines.append("* best hanzo configuration   + best unstemmed peer (like-for-like)   ^ best peer overall")
@@ -510,18 +573,25 @@ def format_table(report: dict[str, Any]) -> str:
         entry = report["collections"][name]
         if "target_met_vs_unstemmed_peer" in entry:
             pq = entry["per_query_ndcg@10_best_hanzo_vs_best_unstemmed_peer"]
-            lines.append(f"{name}: best hanzo {entry['best_hanzo']} vs {entry['best_unstemmed_peer']}: target "
-                         f"{'met' if entry['target_met_vs_unstemmed_peer'] else 'NOT met'}; per query "
-                         f"{pq['wins']} better / {pq['ties']} equal / {pq['losses']} worse")
+            lines.append(
+                f"{name}: best hanzo {entry['best_hanzo']} vs {entry['best_unstemmed_peer']}: target "
+                f"{'met' if entry['target_met_vs_unstemmed_peer'] else 'NOT met'}; per query "
+                f"{pq['wins']} better / {pq['ties']} equal / {pq['losses']} worse"
+            )
         for label, row in entry.get("bm25_first", {}).items():
             if "best_unstemmed_peer" not in row:
                 continue
-            lines.append(f"{name}: bm25-first {label.replace('_', ' ')}: nDCG@10 {row['ndcg@10']:.4f} vs "
-                         f"{row.get('best_unstemmed_peer')} {entry['runs'][row['best_unstemmed_peer']]['ndcg@10']:.4f}"
-                         f" (any peer: {row.get('best_peer')}); p95 {row['p95_ms']:.2f} ms"
-                         + (f" vs tantivy {row['tantivy_p95_ms']:.2f} ms ({row['p95_vs_tantivy']}x; first pass "
-                            f"{row['cold_p95_ms']:.2f} vs {row['tantivy_cold_p95_ms']:.2f} ms)"
-                            if "tantivy_p95_ms" in row else ""))
+            lines.append(
+                f"{name}: bm25-first {label.replace('_', ' ')}: nDCG@10 {row['ndcg@10']:.4f} vs "
+                f"{row.get('best_unstemmed_peer')} {entry['runs'][row['best_unstemmed_peer']]['ndcg@10']:.4f}"
+                f" (any peer: {row.get('best_peer')}); p95 {row['p95_ms']:.2f} ms"
+                + (
+                    f" vs tantivy {row['tantivy_p95_ms']:.2f} ms ({row['p95_vs_tantivy']}x; first pass "
+                    f"{row['cold_p95_ms']:.2f} vs {row['tantivy_cold_p95_ms']:.2f} ms)"
+                    if "tantivy_p95_ms" in row
+                    else ""
+                )
+            )
     return "\n".join(lines)
 
 

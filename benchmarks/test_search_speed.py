@@ -260,22 +260,32 @@ def build_fts5(docs: list[dict[str, Any]], path: Path) -> Built:
         con.execute("CREATE VIRTUAL TABLE docs USING fts5(title, overview)")
         for i in range(0, len(docs), TXN_DOCS):
             with con:
-                con.executemany("INSERT INTO docs(rowid, title, overview) VALUES (?, ?, ?)",
-                                ((d["id"], d["title"], d["overview"]) for d in docs[i : i + TXN_DOCS]))
+                con.executemany(
+                    "INSERT INTO docs(rowid, title, overview) VALUES (?, ?, ?)",
+                    ((d["id"], d["title"], d["overview"]) for d in docs[i : i + TXN_DOCS]),
+                )
         seconds = time.perf_counter() - start
     assert con.execute("SELECT count(*) FROM docs").fetchone()[0] == len(docs)
 
     def run(q: str) -> tuple[int, list[int]]:
         match = " OR ".join(f'"{w}"' for w in re.findall(r"\w+", q.lower()))
-        rows = con.execute("SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT ?",
-                           (match, LIMIT)).fetchall() if match else []
+        rows = (
+            con.execute(
+                "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT ?", (match, LIMIT)
+            ).fetchall()
+            if match
+            else []
+        )
         return len(rows), [r[0] for r in rows]
 
     return Built(seconds, mem.rss_mib, mem.anon_mib, {"": run}, path)
 
 
 BUILDERS: dict[str, Callable[[list[dict[str, Any]], Path], Built]] = {
-    "hanzo": build_hanzo, "tantivy": build_tantivy, "fts5": build_fts5}
+    "hanzo": build_hanzo,
+    "tantivy": build_tantivy,
+    "fts5": build_fts5,
+}
 
 
 # -- measuring ------------------------------------------------------------------------------------
@@ -294,7 +304,7 @@ def warm_files(path: Path | None) -> None:
     cache shrinks under the other workloads it runs; a cold forward index costs a disk read per page)."""
     if path is None:
         return
-    for f in ([path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]):
+    for f in [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]:
         try:
             with open(f, "rb") as fh:
                 while fh.read(16 << 20):
@@ -321,8 +331,13 @@ def measure(run: Runner, queries: list[tuple[str, str]], files: Path | None = No
 def percentiles(seconds: list[float]) -> dict[str, float]:
     ms = np.asarray(seconds) * 1000.0
     p50, p95, p99 = np.percentile(ms, [50, 95, 99])
-    return {"p50_ms": float(p50), "p95_ms": float(p95), "p99_ms": float(p99), "mean_ms": float(ms.mean()),
-            "max_ms": float(ms.max())}
+    return {
+        "p50_ms": float(p50),
+        "p95_ms": float(p95),
+        "p99_ms": float(p99),
+        "mean_ms": float(ms.mean()),
+        "max_ms": float(ms.max()),
+    }
 
 
 def latency_report(lat: Latencies, queries: list[tuple[str, str]], cpu: bool = True) -> dict[str, Any]:
@@ -350,9 +365,13 @@ LATENCIES: dict[str, Latencies] = {}
 def corpus() -> Corpus:
     c = load_corpus()
     assert len(c.docs) == N_DOCS and len(c.queries) == N_QUERIES
-    REPORT["corpus"] = {"source": c.source, "documents": len(c.docs), "queries": len(c.queries),
-                        "short_queries": sum(1 for k, _ in c.queries if k == "short"),
-                        "long_queries": sum(1 for k, _ in c.queries if k == "long")}
+    REPORT["corpus"] = {
+        "source": c.source,
+        "documents": len(c.docs),
+        "queries": len(c.queries),
+        "short_queries": sum(1 for k, _ in c.queries if k == "short"),
+        "long_queries": sum(1 for k, _ in c.queries if k == "long"),
+    }
     return c
 
 
@@ -366,8 +385,12 @@ def built(engine: str, corpus: Corpus, workdir: Path) -> Built:
     if engine not in BUILT:
         b = BUILDERS[engine](corpus.docs, workdir / f"{engine}.index")
         BUILT[engine] = b
-        REPORT["indexing"][engine] = {"seconds": b.seconds, "docs_per_s": len(corpus.docs) / b.seconds,
-                                      "rss_growth_mib": b.rss_mib, "anon_growth_mib": b.anon_mib}
+        REPORT["indexing"][engine] = {
+            "seconds": b.seconds,
+            "docs_per_s": len(corpus.docs) / b.seconds,
+            "rss_growth_mib": b.rss_mib,
+            "anon_growth_mib": b.anon_mib,
+        }
     return BUILT[engine]
 
 
@@ -378,8 +401,11 @@ def built(engine: str, corpus: Corpus, workdir: Path) -> Built:
 def test_indexing_movies(engine: str, tmp_path: Path) -> None:
     docs = load_movies()
     b = BUILDERS[engine](docs, tmp_path / "movies")
-    REPORT["movies_indexing"][engine] = {"documents": len(docs), "seconds": b.seconds,
-                                         "docs_per_s": len(docs) / b.seconds}
+    REPORT["movies_indexing"][engine] = {
+        "documents": len(docs),
+        "seconds": b.seconds,
+        "docs_per_s": len(docs) / b.seconds,
+    }
     assert b.runners[""]("dragon")[0] > 0
 
 
@@ -395,8 +421,11 @@ def test_search_latency(benchmark: Any, engine: str, corpus: Corpus, workdir: Pa
     b = built(engine, corpus, workdir)
     for variant, run in b.runners.items():
         name = f"{engine}:{variant}" if variant else engine
-        lat = benchmark.pedantic(measure, args=(run, corpus.queries, b.files), rounds=1, iterations=1) \
-            if not variant else measure(run, corpus.queries, b.files)
+        lat = (
+            benchmark.pedantic(measure, args=(run, corpus.queries, b.files), rounds=1, iterations=1)
+            if not variant
+            else measure(run, corpus.queries, b.files)
+        )
         LATENCIES[name] = lat
         REPORT["search"][name] = latency_report(lat, corpus.queries)
     main = REPORT["search"][engine]
@@ -406,16 +435,26 @@ def test_search_latency(benchmark: Any, engine: str, corpus: Corpus, workdir: Pa
     if engine == "hanzo":
         slowest = sorted(range(len(corpus.queries)), key=lambda i: -LATENCIES["hanzo"].seconds[i])[:15]
         REPORT["slowest_hanzo_queries"] = [
-            {"q": corpus.queries[i][1], "kind": corpus.queries[i][0],
-             "ms": LATENCIES["hanzo"].seconds[i] * 1000, "hits": LATENCIES["hanzo"].hits[i]} for i in slowest]
+            {
+                "q": corpus.queries[i][1],
+                "kind": corpus.queries[i][0],
+                "ms": LATENCIES["hanzo"].seconds[i] * 1000,
+                "hits": LATENCIES["hanzo"].hits[i],
+            }
+            for i in slowest
+        ]
 
 
 def _load_over_http(http: httpx.Client, uid: str, docs: list[dict[str, Any]]) -> float:
     start = time.perf_counter()
     uids = []
     for i in range(0, len(docs), HTTP_BATCH_DOCS):
-        resp = http.post(f"/indexes/{uid}/documents", content=msgspec.json.encode(docs[i : i + HTTP_BATCH_DOCS]),
-                         params={"primaryKey": "id"}, headers={"Content-Type": "application/json"})
+        resp = http.post(
+            f"/indexes/{uid}/documents",
+            content=msgspec.json.encode(docs[i : i + HTTP_BATCH_DOCS]),
+            params={"primaryKey": "id"},
+            headers={"Content-Type": "application/json"},
+        )
         assert resp.status_code == 202, resp.text
         uids.append(resp.json()["taskUid"])
     for task_uid in uids:
@@ -426,8 +465,9 @@ def _load_over_http(http: httpx.Client, uid: str, docs: list[dict[str, Any]]) ->
 
 def test_http_search_latency(benchmark: Any, corpus: Corpus, workdir: Path) -> None:
     (workdir / "http").mkdir(exist_ok=True)
-    srv = ServerProcess(workdir / "http" / "data.ms",
-                        extra_args=["--max-indexing-memory", str(MAX_INDEXING_MEMORY)]).start()
+    srv = ServerProcess(
+        workdir / "http" / "data.ms", extra_args=["--max-indexing-memory", str(MAX_INDEXING_MEMORY)]
+    ).start()
     try:
         assert srv.proc is not None
         uid = "movies"
@@ -437,10 +477,15 @@ def test_http_search_latency(benchmark: Any, corpus: Corpus, workdir: Path) -> N
             stats = http.get(f"/indexes/{uid}/stats").json()
             assert stats["numberOfDocuments"] == len(corpus.docs)
             REPORT["http"]["indexing"] = {
-                "seconds": seconds, "docs_per_s": len(corpus.docs) / seconds, "batch_docs": HTTP_BATCH_DOCS,
+                "seconds": seconds,
+                "docs_per_s": len(corpus.docs) / seconds,
+                "batch_docs": HTTP_BATCH_DOCS,
                 "max_indexing_memory_mib": MAX_INDEXING_MEMORY / (1 << 20),
-                "server_peak_rss_mib": mem.peak_rss / 1024, "server_rss_growth_mib": mem.rss_mib,
-                "server_peak_anon_mib": mem.peak_anon / 1024, "server_anon_growth_mib": mem.anon_mib}
+                "server_peak_rss_mib": mem.peak_rss / 1024,
+                "server_rss_growth_mib": mem.rss_mib,
+                "server_peak_anon_mib": mem.peak_anon / 1024,
+                "server_anon_growth_mib": mem.anon_mib,
+            }
 
             def run(q: str) -> tuple[int, list[int]]:
                 resp = http.post(f"/indexes/{uid}/search", json={"q": q, "limit": LIMIT})
@@ -448,8 +493,12 @@ def test_http_search_latency(benchmark: Any, corpus: Corpus, workdir: Path) -> N
                 body = resp.json()
                 return body["estimatedTotalHits"], [hit["id"] for hit in body["hits"]]
 
-            lat = benchmark.pedantic(measure, args=(run, corpus.queries, workdir / "http" / "data.ms" / "indexes"),
-                                     rounds=1, iterations=1)
+            lat = benchmark.pedantic(
+                measure,
+                args=(run, corpus.queries, workdir / "http" / "data.ms" / "indexes"),
+                rounds=1,
+                iterations=1,
+            )
     finally:
         srv.stop()
     REPORT["http"]["search"] = latency_report(lat, corpus.queries, cpu=False)
@@ -458,8 +507,11 @@ def test_http_search_latency(benchmark: Any, corpus: Corpus, workdir: Path) -> N
     # for queries far from the search cutoff (a cut-off search returns whatever it reached in time).
     inproc = LATENCIES.get("hanzo")
     if inproc is not None:
-        compared = [i for i in range(min(COMPARED_QUERIES, len(corpus.queries)))
-                    if max(inproc.seconds[i], lat.seconds[i]) < SAFE_FROM_CUTOFF_S]
+        compared = [
+            i
+            for i in range(min(COMPARED_QUERIES, len(corpus.queries)))
+            if max(inproc.seconds[i], lat.seconds[i]) < SAFE_FROM_CUTOFF_S
+        ]
         assert len(compared) >= COMPARED_QUERIES // 5
         for i in compared:
             assert lat.pages[i] == [corpus.docs[d]["id"] for d in inproc.pages[i]], corpus.queries[i]
@@ -478,12 +530,16 @@ def _ratios() -> dict[str, Any]:
     s = REPORT["search"]
     for peer in ("tantivy", "tantivy:no-count", "fts5"):
         if "hanzo" in s and peer in s:
-            out["search"][f"hanzo/{peer}"] = {p: s["hanzo"][p] / s[peer][p] for p in ("p50_ms", "p95_ms", "p99_ms")}
-            out["search"][f"hanzo/{peer} (cpu)"] = {p: s["hanzo"]["cpu"][p] / max(s[peer]["cpu"][p], 1e-6)
-                                                   for p in ("p50_ms", "p95_ms", "p99_ms")}
+            out["search"][f"hanzo/{peer}"] = {
+                p: s["hanzo"][p] / s[peer][p] for p in ("p50_ms", "p95_ms", "p99_ms")
+            }
+            out["search"][f"hanzo/{peer} (cpu)"] = {
+                p: s["hanzo"]["cpu"][p] / max(s[peer]["cpu"][p], 1e-6) for p in ("p50_ms", "p95_ms", "p99_ms")
+            }
     if "search" in REPORT["http"] and "hanzo" in s:
-        out["search"]["http/in-process"] = {p: REPORT["http"]["search"][p] / s["hanzo"][p]
-                                            for p in ("p50_ms", "p95_ms", "p99_ms")}
+        out["search"]["http/in-process"] = {
+            p: REPORT["http"]["search"][p] / s["hanzo"][p] for p in ("p50_ms", "p95_ms", "p99_ms")
+        }
     return out
 
 
@@ -502,19 +558,25 @@ def _targets() -> dict[str, Any]:
     if "indexing" in http:
         v = http["indexing"]["server_anon_growth_mib"]
         out["server anon growth <= max-indexing-memory"] = {
-            "value": v, "met": v <= http["indexing"]["max_indexing_memory_mib"]}
+            "value": v,
+            "met": v <= http["indexing"]["max_indexing_memory_mib"],
+        }
     return out
 
 
 def format_table(data: dict[str, Any]) -> str:
     lines = [f"{'':24}{'docs/s':>10}{'rss+ MiB':>10}{'anon+ MiB':>10}"]
     for name, r in data["indexing"].items():
-        lines.append(f"index {name:18}{r['docs_per_s']:>10,.0f}{r['rss_growth_mib']:>10,.0f}"
-                     f"{r['anon_growth_mib']:>10,.0f}")
+        lines.append(
+            f"index {name:18}{r['docs_per_s']:>10,.0f}{r['rss_growth_mib']:>10,.0f}"
+            f"{r['anon_growth_mib']:>10,.0f}"
+        )
     if "indexing" in data["http"]:
         r = data["http"]["indexing"]
-        lines.append(f"index {'hanzo over HTTP':18}{r['docs_per_s']:>10,.0f}{r['server_rss_growth_mib']:>10,.0f}"
-                     f"{r['server_anon_growth_mib']:>10,.0f}")
+        lines.append(
+            f"index {'hanzo over HTTP':18}{r['docs_per_s']:>10,.0f}{r['server_rss_growth_mib']:>10,.0f}"
+            f"{r['server_anon_growth_mib']:>10,.0f}"
+        )
     for name, r in data["movies_indexing"].items():
         lines.append(f"movies {name:17}{r['docs_per_s']:>10,.0f}")
     lines.append(f"{'':24}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}{'short p95':>10}{'long p95':>10}")
@@ -522,8 +584,10 @@ def format_table(data: dict[str, Any]) -> str:
     if "search" in data["http"]:
         rows["hanzo over HTTP"] = data["http"]["search"]
     for name, r in rows.items():
-        lines.append(f"search {name:17}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}{r['p99_ms']:>10.2f}"
-                     f"{r.get('short', {}).get('p95_ms', 0):>10.2f}{r.get('long', {}).get('p95_ms', 0):>10.2f}")
+        lines.append(
+            f"search {name:17}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}{r['p99_ms']:>10.2f}"
+            f"{r.get('short', {}).get('p95_ms', 0):>10.2f}{r.get('long', {}).get('p95_ms', 0):>10.2f}"
+        )
         if "cpu" in r:
             c = r["cpu"]
             lines.append(f"  cpu {name:19}{c['p50_ms']:>10.2f}{c['p95_ms']:>10.2f}{c['p99_ms']:>10.2f}")
@@ -531,8 +595,10 @@ def format_table(data: dict[str, Any]) -> str:
         lines.append(f"ratio {name:18}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}{r['p99_ms']:>10.2f}")
     for name, v in data["ratios"]["indexing_docs_per_s"].items():
         lines.append(f"ratio docs/s {name:11}{v:>10.2f}")
-    lines.append(f"load average: start {data['machine']['loadavg_start'][0]:.1f}, "
-                 f"end {data['machine']['loadavg_end'][0]:.1f} (2 cores)")
+    lines.append(
+        f"load average: start {data['machine']['loadavg_start'][0]:.1f}, "
+        f"end {data['machine']['loadavg_end'][0]:.1f} (2 cores)"
+    )
     for name, t in data["targets"].items():
         lines.append(f"target {name}: {t['value']:,.2f} {'met' if t['met'] else 'NOT met'}")
     return "\n".join(lines)
@@ -543,11 +609,21 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     yield
     if not REPORT["search"] and not REPORT["indexing"]:
         return
-    data = dict(REPORT, scale="smoke" if SMOKE else "full", ratios=_ratios(), targets=_targets(),
-                machine={"cpus": os.cpu_count(), "python": platform.python_version(),
-                         "loadavg_start": LOADAVG_START, "loadavg_end": os.getloadavg(),
-                         "tantivy": tantivy and importlib.metadata.version("tantivy"), "sqlite": sqlite3.sqlite_version},
-                settings={"limit": LIMIT, "txn_docs": TXN_DOCS, "warmup_queries": WARMUP})
+    data = dict(
+        REPORT,
+        scale="smoke" if SMOKE else "full",
+        ratios=_ratios(),
+        targets=_targets(),
+        machine={
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadavg_start": LOADAVG_START,
+            "loadavg_end": os.getloadavg(),
+            "tantivy": tantivy and importlib.metadata.version("tantivy"),
+            "sqlite": sqlite3.sqlite_version,
+        },
+        settings={"limit": LIMIT, "txn_docs": TXN_DOCS, "warmup_queries": WARMUP},
+    )
     path = tmp_path_factory.getbasetemp() / "search_speed.smoke.json" if SMOKE else RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")

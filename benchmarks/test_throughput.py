@@ -63,8 +63,9 @@ CONNECTIONS = (1, 10, 50, 500)
 TIMEOUT_S = 10
 INDEX = "movies"
 SEARCH_PATH = f"/indexes/{INDEX}/search"
-RESULTS_FILE = Path(__file__).resolve().parent / "results" / (
-    "throughput.smoke.json" if SMOKE else "throughput.json")
+RESULTS_FILE = (
+    Path(__file__).resolve().parent / "results" / ("throughput.smoke.json" if SMOKE else "throughput.json")
+)
 PEER_SCRIPT = Path(__file__).resolve().parent / "peers" / "tantivy_server.py"
 # tantivy is a peer from the `bench` extra: without it the hanzo side runs alone
 HAVE_PEER = importlib.util.find_spec("tantivy") is not None
@@ -117,17 +118,33 @@ def _wrk(url: str, bodies: list[str], connections: int, seconds: int, script: Pa
     if not script.exists():
         script.write_text(LUA % ",\n".join(f"[==[{b}]==]" for b in bodies))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cmd = ["wrk", "-t", str(min(connections, CPUS)), "-c", str(connections), "-d", f"{seconds}s",
-           "--timeout", f"{TIMEOUT_S}s", "-s", str(script), url + SEARCH_PATH]
+    cmd = [
+        "wrk",
+        "-t",
+        str(min(connections, CPUS)),
+        "-c",
+        str(connections),
+        "-d",
+        f"{seconds}s",
+        "--timeout",
+        f"{TIMEOUT_S}s",
+        "-s",
+        str(script),
+        url + SEARCH_PATH,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120, check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     line = next(x for x in done.stdout.splitlines() if x.startswith("WRKJSON "))
     raw = json.loads(line.removeprefix("WRKJSON "))
     return {
-        "seconds": raw["durationUs"] / 1e6, "answers": raw["requests"],
-        "ok": raw["requests"] - raw["non2xx"], "transportErrors": raw["connectErrors"] + raw["readErrors"]
-        + raw["writeErrors"], "timeouts": raw["timeouts"], "non2xx": raw["non2xx"] - raw["s503"],
-        "s503": raw["s503"], **{f"p{q}Ms": raw[f"p{q}Us"] / 1000 for q in (50, 95, 99)},
+        "seconds": raw["durationUs"] / 1e6,
+        "answers": raw["requests"],
+        "ok": raw["requests"] - raw["non2xx"],
+        "transportErrors": raw["connectErrors"] + raw["readErrors"] + raw["writeErrors"],
+        "timeouts": raw["timeouts"],
+        "non2xx": raw["non2xx"] - raw["s503"],
+        "s503": raw["s503"],
+        **{f"p{q}Ms": raw[f"p{q}Us"] / 1000 for q in (50, 95, 99)},
         "maxMs": raw["maxUs"] / 1000,
         "clientCpuSeconds": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
     }
@@ -164,8 +181,13 @@ async def _asyncio_load(port: int, bodies: list[str], connections: int, seconds:
     """Keep-alive connections each sending the rotating bodies one after the other until the deadline."""
     latencies: list[float] = []
     counts = {"ok": 0, "transportErrors": 0, "timeouts": 0, "non2xx": 0, "s503": 0}
-    requests = [(f"POST {SEARCH_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: {len(b.encode())}\r\n\r\n{b}").encode() for b in bodies]
+    requests = [
+        (
+            f"POST {SEARCH_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(b.encode())}\r\n\r\n{b}"
+        ).encode()
+        for b in bodies
+    ]
     started = time.monotonic()
     deadline = started + seconds
 
@@ -177,13 +199,21 @@ async def _asyncio_load(port: int, bodies: list[str], connections: int, seconds:
                 n += 1
                 try:
                     if streams is None:
-                        streams = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), TIMEOUT_S)
+                        streams = await asyncio.wait_for(
+                            asyncio.open_connection("127.0.0.1", port), TIMEOUT_S
+                        )
                     sent = time.perf_counter()
                     streams[1].write(requests[n % len(requests)])
                     status = await asyncio.wait_for(_read_status(streams[0]), TIMEOUT_S)
                 except TimeoutError:
                     counts["timeouts"] += 1
-                except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, IndexError):
+                except (
+                    OSError,
+                    asyncio.IncompleteReadError,
+                    asyncio.LimitOverrunError,
+                    ValueError,
+                    IndexError,
+                ):
                     counts["transportErrors"] += 1
                 else:
                     latencies.append(time.perf_counter() - sent)
@@ -203,9 +233,12 @@ async def _asyncio_load(port: int, bodies: list[str], connections: int, seconds:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     return {
-        "seconds": seconds, "answers": len(latencies), **counts,
+        "seconds": seconds,
+        "answers": len(latencies),
+        **counts,
         **{f"p{q}Ms": _percentile(latencies, q) * 1000 for q in (50, 95, 99)},
-        "maxMs": max(latencies, default=0.0) * 1000, "clientCpuSeconds": round(time.process_time() - cpu, 2),
+        "maxMs": max(latencies, default=0.0) * 1000,
+        "clientCpuSeconds": round(time.process_time() - cpu, 2),
     }
 
 
@@ -220,12 +253,14 @@ def _drive(port: int, root: int, bodies: list[str], connections: int, script: Pa
     mem = memory(root)
     settle(root)
     server_cpu = cpu_seconds(root) - cpu
-    result.update({
-        "reqPerS": round(result["ok"] / result["seconds"], 1),
-        "serverCpuSeconds": round(server_cpu, 2),
-        "serverCpuMsPerRequest": round(server_cpu * 1000 / max(result["answers"], 1), 3),
-        "memory": mem,
-    })
+    result.update(
+        {
+            "reqPerS": round(result["ok"] / result["seconds"], 1),
+            "serverCpuSeconds": round(server_cpu, 2),
+            "serverCpuMsPerRequest": round(server_cpu * 1000 / max(result["answers"], 1), 3),
+            "memory": mem,
+        }
+    )
     for key in ("p50Ms", "p95Ms", "p99Ms", "maxMs", "seconds"):
         result[key] = round(result[key], 2)
     return result
@@ -233,7 +268,9 @@ def _drive(port: int, root: int, bodies: list[str], connections: int, script: Pa
 
 def _sequential(url: str, queries: list[str]) -> dict[str, Any]:
     """One connection, one query at a time: `processingTimeMs` and the wall time, short and long apart."""
-    by_kind: dict[str, dict[str, list[float]]] = {k: {"processing": [], "wall": []} for k in ("short", "long")}
+    by_kind: dict[str, dict[str, list[float]]] = {
+        k: {"processing": [], "wall": []} for k in ("short", "long")
+    }
     statuses: dict[int, int] = {}
     empty = 0
     with httpx.Client(base_url=url, timeout=TIMEOUT_S) as http:
@@ -249,16 +286,24 @@ def _sequential(url: str, queries: list[str]) -> dict[str, Any]:
             series = by_kind["short" if len(q.split()) <= 3 else "long"]
             series["processing"].append(float(body["processingTimeMs"]))
             series["wall"].append(wall * 1000)
-    out: dict[str, Any] = {"statuses": {str(k): v for k, v in sorted(statuses.items())}, "emptyResults": empty}
+    out: dict[str, Any] = {
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "emptyResults": empty,
+    }
     for kind, measured in by_kind.items():
-        out[kind] = {"count": len(measured["wall"]),
-                     **{f"{name}P{q}Ms": round(_percentile(values, q), 2)
-                        for name, values in (("processing", measured["processing"]), ("wall", measured["wall"]))
-                        for q in (50, 95)}}
+        out[kind] = {
+            "count": len(measured["wall"]),
+            **{
+                f"{name}P{q}Ms": round(_percentile(values, q), 2)
+                for name, values in (("processing", measured["processing"]), ("wall", measured["wall"]))
+                for q in (50, 95)
+            },
+        }
     return out
 
 
 # -- servers ----------------------------------------------------------------------------------------
+
 
 class Peer:
     """The tantivy server as a subprocess on a free loopback port."""
@@ -268,9 +313,20 @@ class Peer:
         self.log = workdir / "peer.log"
         self.started = time.monotonic()
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen([sys.executable, str(PEER_SCRIPT), "--docs", str(docs), "--index-dir",
-                                          str(workdir / "peer-index"), "--port", str(self.port)],
-                                         stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(PEER_SCRIPT),
+                    "--docs",
+                    str(docs),
+                    "--index-dir",
+                    str(workdir / "peer-index"),
+                    "--port",
+                    str(self.port),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
     @property
     def url(self) -> str:
@@ -304,10 +360,22 @@ def _git_commit() -> str:
     """The commit measured, marked `-dirty` when the working tree had changes (or `unknown`)."""
     root = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=30, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")
@@ -327,31 +395,45 @@ def _workload(name: str, workdir: Path) -> tuple[Path, list[str]]:
 
 # -- the benchmark ----------------------------------------------------------------------------------
 
+
 def _row(r: dict[str, Any]) -> str:
     faults = f"{r['transportErrors']}/{r['timeouts']}/{r['non2xx']}/{r['s503']}"
-    return (f"{r['reqPerS']:>8.1f} {r['p50Ms']:>8.1f} {r['p95Ms']:>8.1f} {r['p99Ms']:>8.1f} {faults:>12} "
-            f"{r['serverCpuMsPerRequest']:>7.2f} {r['memory']['rssMiB']:>7.0f}")
+    return (
+        f"{r['reqPerS']:>8.1f} {r['p50Ms']:>8.1f} {r['p95Ms']:>8.1f} {r['p99Ms']:>8.1f} {faults:>12} "
+        f"{r['serverCpuMsPerRequest']:>7.2f} {r['memory']['rssMiB']:>7.0f}"
+    )
 
 
 def _table(report: dict[str, Any]) -> str:
     head = f"{'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'err/to/x/503':>12} {'cpu ms':>7} {'RSS MiB':>7}"
-    lines = [f"\nthroughput, {report['workload']} corpus: {report['documents']:,} documents, {report['queries']:,} "
-             f"queries, {report['levelSeconds']} s a level, client {report['client']}, hanzo "
-             f"--http-workers {report['httpWorkers'] or '(flag not supported)'}, {CPUS} CPUs",
-             f"{'conns':>5} | {'hanzo-engine':^69} | {'starlette + tantivy (1 worker)':^69} | hanzo/peer",
-             f"{'':>5} | {head} | {head} | {'req/s':>6} {'p99':>6}"]
+    lines = [
+        f"\nthroughput, {report['workload']} corpus: {report['documents']:,} documents, {report['queries']:,} "
+        f"queries, {report['levelSeconds']} s a level, client {report['client']}, hanzo "
+        f"--http-workers {report['httpWorkers'] or '(flag not supported)'}, {CPUS} CPUs",
+        f"{'conns':>5} | {'hanzo-engine':^69} | {'starlette + tantivy (1 worker)':^69} | hanzo/peer",
+        f"{'':>5} | {head} | {head} | {'req/s':>6} {'p99':>6}",
+    ]
     for level in report["levels"]:
         ratio = level["ratio"]
-        lines.append(f"{level['connections']:>5} | {_row(level['hanzo'])} | {_row(level['peer'])} | "
-                     f"{ratio['reqPerS']:>6.2f} {ratio['p99']:>6.2f}")
-    lines.append("err/to/x/503 = transport errors / timeouts / other non-2xx / 503; cpu ms = server CPU per "
-                 "answer (process tree); RSS summed over the process tree")
+        lines.append(
+            f"{level['connections']:>5} | {_row(level['hanzo'])} | {_row(level['peer'])} | "
+            f"{ratio['reqPerS']:>6.2f} {ratio['p99']:>6.2f}"
+        )
+    lines.append(
+        "err/to/x/503 = transport errors / timeouts / other non-2xx / 503; cpu ms = server CPU per "
+        "answer (process tree); RSS summed over the process tree"
+    )
     for server in ("hanzo", "peer"):
         seq = report["sequential"][server]
-        lines.append(f"one connection, {server:>5}: " + "; ".join(
-            f"{kind} (n={seq[kind]['count']}) processingTimeMs p50 {seq[kind]['processingP50Ms']:.0f} p95 "
-            f"{seq[kind]['processingP95Ms']:.0f}, wall p50 {seq[kind]['wallP50Ms']:.2f} p95 "
-            f"{seq[kind]['wallP95Ms']:.2f} ms" for kind in ("short", "long")))
+        lines.append(
+            f"one connection, {server:>5}: "
+            + "; ".join(
+                f"{kind} (n={seq[kind]['count']}) processingTimeMs p50 {seq[kind]['processingP50Ms']:.0f} p95 "
+                f"{seq[kind]['processingP95Ms']:.0f}, wall p50 {seq[kind]['wallP50Ms']:.2f} p95 "
+                f"{seq[kind]['wallP95Ms']:.2f} ms"
+                for kind in ("short", "long")
+            )
+        )
     for server in ("hanzo", "peer"):
         lines.append(f"memory after the run, {server:>5}: {json.dumps(report['memory'][server])}")
     return "\n".join(lines)
@@ -364,8 +446,9 @@ def _save(workload: str, report: dict[str, Any]) -> None:
     except (OSError, ValueError):
         results = {}
     results.setdefault("workloads", {})[workload] = report
-    results["command"] = ("HANZO_BENCH_SCALE=smoke " if SMOKE else "") + \
-        ".venv/bin/python -m pytest -s -p no:cacheprovider benchmarks/test_throughput.py"
+    results["command"] = (
+        "HANZO_BENCH_SCALE=smoke " if SMOKE else ""
+    ) + ".venv/bin/python -m pytest -s -p no:cacheprovider benchmarks/test_throughput.py"
     RESULTS_FILE.write_text(json.dumps(results, indent=2) + "\n")
 
 
@@ -384,8 +467,12 @@ def test_throughput(workload: str, tmp_path: Path) -> None:
         assert hanzo.proc is not None
         loaded = time.monotonic()
         with httpx.Client(base_url=hanzo.url, timeout=600) as http:
-            res = http.post(f"/indexes/{INDEX}/documents", params={"primaryKey": "id"},
-                            content=docs_path.read_bytes(), headers={"Content-Type": "application/x-ndjson"})
+            res = http.post(
+                f"/indexes/{INDEX}/documents",
+                params={"primaryKey": "id"},
+                content=docs_path.read_bytes(),
+                headers={"Content-Type": "application/x-ndjson"},
+            )
             assert res.status_code == 202, res.text
             task = wait_task(http, res.json()["taskUid"], timeout=1800)
             assert task["status"] == "succeeded", task
@@ -396,11 +483,20 @@ def test_throughput(workload: str, tmp_path: Path) -> None:
         if peer:
             servers["peer"] = (peer.port, peer.proc.pid)
         report: dict[str, Any] = {
-            "workload": workload, "documents": N_DOCS, "queries": N_QUERIES, "levelSeconds": LEVEL_SECONDS,
-            "client": CLIENT, "timeoutSeconds": TIMEOUT_S, "httpWorkers": workers, "cpus": CPUS,
+            "workload": workload,
+            "documents": N_DOCS,
+            "queries": N_QUERIES,
+            "levelSeconds": LEVEL_SECONDS,
+            "client": CLIENT,
+            "timeoutSeconds": TIMEOUT_S,
+            "httpWorkers": workers,
+            "cpus": CPUS,
             "gitCommit": _git_commit(),
-            "hanzoLoadSeconds": round(load_seconds, 1), "peerReadySeconds": round(peer_seconds, 1),
-            "levels": [], "sequential": {}, "memory": {},
+            "hanzoLoadSeconds": round(load_seconds, 1),
+            "peerReadySeconds": round(peer_seconds, 1),
+            "levels": [],
+            "sequential": {},
+            "memory": {},
         }
         for name, (port, _) in servers.items():  # warm both up the same way: one pass over the queries
             report["sequential"][name] = _sequential(f"http://127.0.0.1:{port}", queries[:SEQUENTIAL])
@@ -412,10 +508,11 @@ def test_throughput(workload: str, tmp_path: Path) -> None:
                 report["levels"].append(level)
                 continue
             h, p = level["hanzo"], level["peer"]
-            level["ratio"] = {"reqPerS": round(h["reqPerS"] / max(p["reqPerS"], 1e-9), 3),
-                              **{q: round(h[f"{q}Ms"] / max(p[f"{q}Ms"], 1e-9), 3) for q in ("p50", "p95", "p99")},
-                              "cpuPerRequest": round(h["serverCpuMsPerRequest"]
-                                                     / max(p["serverCpuMsPerRequest"], 1e-9), 3)}
+            level["ratio"] = {
+                "reqPerS": round(h["reqPerS"] / max(p["reqPerS"], 1e-9), 3),
+                **{q: round(h[f"{q}Ms"] / max(p[f"{q}Ms"], 1e-9), 3) for q in ("p50", "p95", "p99")},
+                "cpuPerRequest": round(h["serverCpuMsPerRequest"] / max(p["serverCpuMsPerRequest"], 1e-9), 3),
+            }
             report["levels"].append(level)
         report["memory"] = {name: memory(pid) for name, (_, pid) in servers.items()}
     finally:

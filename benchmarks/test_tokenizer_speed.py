@@ -23,7 +23,9 @@ from benchmarks.corpus import load_movies
 from hanzo_engine.engine.tokenizer import Tokenizer
 
 SMOKE = os.environ.get("HANZO_BENCH_SCALE", "full") == "smoke"
-OVERVIEWS = [d["overview"] for d in load_movies() if isinstance(d.get("overview"), str)][: 20 if SMOKE else None]
+OVERVIEWS = [d["overview"] for d in load_movies() if isinstance(d.get("overview"), str)][
+    : 20 if SMOKE else None
+]
 TOTAL_BYTES = sum(len(t.encode()) for t in OVERVIEWS)
 REPEAT = 1 if SMOKE else 5
 RESULTS: dict[str, float] = {}
@@ -83,6 +85,8 @@ def test_tokenizer_re_peer(benchmark: Any) -> None:
 def report() -> Any:
     yield
     if "hanzo" in RESULTS and "re" in RESULTS:
-        print(f"\n[tokenizer] {len(OVERVIEWS)} overviews, {TOTAL_BYTES / 1e6:.2f} MB: hanzo "
-              f"{RESULTS['hanzo']:.1f} MB/s, python re {RESULTS['re']:.1f} MB/s, "
-              f"ratio {RESULTS['hanzo'] / RESULTS['re']:.2f}")
+        print(
+            f"\n[tokenizer] {len(OVERVIEWS)} overviews, {TOTAL_BYTES / 1e6:.2f} MB: hanzo "
+            f"{RESULTS['hanzo']:.1f} MB/s, python re {RESULTS['re']:.1f} MB/s, "
+            f"ratio {RESULTS['hanzo'] / RESULTS['re']:.2f}"
+        )

@@ -207,8 +207,14 @@ class Usearch(Adapter):
     def build(self, base: Array) -> None:
         from usearch.index import Index as UIndex
 
-        self.index = UIndex(ndim=base.shape[1], metric="cos", dtype="f32", connectivity=M,
-                            expansion_add=EF_CONSTRUCTION, multi=False)
+        self.index = UIndex(
+            ndim=base.shape[1],
+            metric="cos",
+            dtype="f32",
+            connectivity=M,
+            expansion_add=EF_CONSTRUCTION,
+            multi=False,
+        )
         self.index.add(np.arange(len(base)), base, threads=1)
 
     def searcher(self, ef: int) -> Query:
@@ -274,7 +280,10 @@ def target_ef(adapter: Adapter, ds: Dataset) -> dict[str, Any]:
         points.append({"ef": ef, "recall": recall_at(adapter, ds, ef)})
         if points[-1]["recall"] >= TARGET_RECALL:
             break
-    return {"points": points, "at_target": dict(points[-1]) if points[-1]["recall"] >= TARGET_RECALL else None}
+    return {
+        "points": points,
+        "at_target": dict(points[-1]) if points[-1]["recall"] >= TARGET_RECALL else None,
+    }
 
 
 def cpu_seconds(fn: Callable[[], None]) -> float:
@@ -340,8 +349,9 @@ def get_dataset(name: str) -> Dataset:
 def test_vector_speed(benchmark: Any, dataset: str) -> None:
     ds = get_dataset(dataset)
     rows = RESULTS[dataset] = measure(benchmark, ds)
-    benchmark.extra_info.update({name: {"build_per_s": r["build_per_s"], "at_target": r["at_target"]}
-                                 for name, r in rows.items()})
+    benchmark.extra_info.update(
+        {name: {"build_per_s": r["build_per_s"], "at_target": r["at_target"]} for name, r in rows.items()}
+    )
     assert "hanzo" in rows and "hanzo-lmdb" in rows
     for r in rows.values():
         assert r["build_per_s"] > 0
@@ -363,12 +373,16 @@ def summary() -> Iterator[str]:
             build_ratio = f"{r['build_per_s'] / ref_build:.2f}" if ref_build else "-"
             if t is None or "qps" not in t:
                 last = r["points"][-1]
-                yield (f"  {name:<11} {r['build_per_s']:>9,.0f} {build_ratio:>9}   "
-                       f"recall {last['recall']:.3f} at ef {last['ef']} (target not reached)")
+                yield (
+                    f"  {name:<11} {r['build_per_s']:>9,.0f} {build_ratio:>9}   "
+                    f"recall {last['recall']:.3f} at ef {last['ef']} (target not reached)"
+                )
                 continue
             qps_ratio = f"{t['qps'] / ref_qps:.2f}" if ref_qps else "-"
-            yield (f"  {name:<11} {r['build_per_s']:>9,.0f} {build_ratio:>9}   {t['ef']:>4} "
-                   f"{t['recall']:>7.3f} {t['qps']:>8,.0f} {qps_ratio:>9}")
+            yield (
+                f"  {name:<11} {r['build_per_s']:>9,.0f} {build_ratio:>9}   {t['ef']:>4} "
+                f"{t['recall']:>7.3f} {t['qps']:>8,.0f} {qps_ratio:>9}"
+            )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -380,8 +394,22 @@ def report() -> Iterator[None]:
         print(line)
     RESULTS_DIR.mkdir(exist_ok=True)
     out = RESULTS_DIR / ("vector_speed.smoke.json" if SMOKE else "vector_speed.json")
-    out.write_text(json.dumps({
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
-        "params": {"k": K, "m": M, "ef_construction": EF_CONSTRUCTION, "target_recall": TARGET_RECALL},
-        "results": RESULTS,
-    }, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "machine": {
+                    "python": platform.python_version(),
+                    "cpu_count": os.cpu_count(),
+                    "platform": platform.platform(),
+                },
+                "params": {
+                    "k": K,
+                    "m": M,
+                    "ef_construction": EF_CONSTRUCTION,
+                    "target_recall": TARGET_RECALL,
+                },
+                "results": RESULTS,
+            },
+            indent=2,
+        )
+    )

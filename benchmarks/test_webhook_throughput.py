@@ -38,8 +38,11 @@ N_TASKS: Final = 40 if SMOKE else 300
 DOCS_PER_TASK: Final = 10
 MIN_RATIO: Final = 0.7
 ROUNDS: Final = 1 if SMOKE else 2
-RESULTS_FILE: Final = Path(__file__).parent / "results" / (
-    "webhook_throughput.smoke.json" if SMOKE else "webhook_throughput.json")
+RESULTS_FILE: Final = (
+    Path(__file__).parent
+    / "results"
+    / ("webhook_throughput.smoke.json" if SMOKE else "webhook_throughput.json")
+)
 
 
 def _instant(text: str) -> datetime.datetime:
@@ -52,20 +55,30 @@ def run(tmp: Path, receiver: Receiver | None, *, delivered: bool = False) -> dic
     """One configuration; with `delivered`, waits (before stopping the server) until the receiver got
     every task."""
     tmp.mkdir(parents=True, exist_ok=True)
-    srv = ServerProcess(tmp / "data.ms", env={"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"},
-                        extra_args=["--experimental-max-number-of-batched-tasks", "1"]).start()
+    srv = ServerProcess(
+        tmp / "data.ms",
+        env={"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"},
+        extra_args=["--experimental-max-number-of-batched-tasks", "1"],
+    ).start()
     try:
         with httpx.Client(base_url=srv.url, timeout=60) as http:
             if receiver is not None:
                 assert http.post("/webhooks", json={"url": receiver.url}).status_code == 201
             uids = []
             for t in range(N_TASKS):
-                docs = [{"id": t * DOCS_PER_TASK + i, "title": f"document {t} {i}"} for i in range(DOCS_PER_TASK)]
+                docs = [
+                    {"id": t * DOCS_PER_TASK + i, "title": f"document {t} {i}"} for i in range(DOCS_PER_TASK)
+                ]
                 uids.append(http.post("/indexes/bench/documents", json=docs).json()["taskUid"])
             wait_task(http, uids[-1], timeout=600)
             tasks = [http.get(f"/tasks/{uid}").json() for uid in uids]
         deadline = time.monotonic() + 60
-        while delivered and receiver is not None and receiver.task_count < N_TASKS and time.monotonic() < deadline:
+        while (
+            delivered
+            and receiver is not None
+            and receiver.task_count < N_TASKS
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         assert all(t["status"] == "succeeded" for t in tasks)
         started = min(_instant(t["startedAt"]) for t in tasks)
@@ -73,8 +86,12 @@ def run(tmp: Path, receiver: Receiver | None, *, delivered: bool = False) -> dic
         span = (finished - started).total_seconds()
         durations = [(_instant(t["finishedAt"]) - _instant(t["startedAt"])).total_seconds() for t in tasks]
         mean = sum(durations) / len(durations)
-        return {"batches": len(tasks), "mean_batch_ms": 1000 * mean, "writer_batches_per_s": 1 / mean,
-                "span_batches_per_s": len(tasks) / span}
+        return {
+            "batches": len(tasks),
+            "mean_batch_ms": 1000 * mean,
+            "writer_batches_per_s": 1 / mean,
+            "span_batches_per_s": len(tasks) / span,
+        }
     finally:
         srv.stop()
 
@@ -92,7 +109,10 @@ def test_webhooks_do_not_slow_the_writer(tmp_path: Path, receivers: tuple[Receiv
     fast, hanging = receivers
     results: dict[str, Any] = {"tasks": N_TASKS, "documents_per_task": DOCS_PER_TASK, "rounds": ROUNDS}
     configs: dict[str, tuple[Receiver | None, bool]] = {
-        "no_webhook": (None, False), "fast_webhook": (fast, True), "hanging_webhook": (hanging, False)}
+        "no_webhook": (None, False),
+        "fast_webhook": (fast, True),
+        "hanging_webhook": (hanging, False),
+    }
     for n in range(ROUNDS):  # interleaved rounds, the best kept: the machine's other load comes and goes
         for name, (receiver, delivered) in configs.items():
             if receiver is not None:
@@ -106,7 +126,9 @@ def test_webhooks_do_not_slow_the_writer(tmp_path: Path, receivers: tuple[Receiv
     results["fast_webhook"]["notified_tasks"] = N_TASKS
     results["hanging_webhook"]["answered_requests"] = hanging.attempts
     for name in ("fast_webhook", "hanging_webhook"):
-        results[name]["ratio"] = results[name]["writer_batches_per_s"] / results["no_webhook"]["writer_batches_per_s"]
+        results[name]["ratio"] = (
+            results[name]["writer_batches_per_s"] / results["no_webhook"]["writer_batches_per_s"]
+        )
     print(json.dumps(results, indent=2))
     RESULTS_FILE.write_text(json.dumps(results, indent=2) + "\n")
     assert hanging.attempts == 0  # the writer finished everything while the receiver held the first request

@@ -41,17 +41,31 @@ class ServerProcess:
     def start(self, timeout: float = 30.0) -> ServerProcess:
         self.port = free_port()
         self.log_path = self.db_path.parent / f"server-{self.port}.log"
-        cmd = [sys.executable, "-m", "hanzo_engine", "--db-path", str(self.db_path),
-               "--http-addr", f"127.0.0.1:{self.port}", "--no-analytics", *self.extra_args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "hanzo_engine",
+            "--db-path",
+            str(self.db_path),
+            "--http-addr",
+            f"127.0.0.1:{self.port}",
+            "--no-analytics",
+            *self.extra_args,
+        ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEILI_")}
         # a test server never waits minutes on an embedding service (a fuzzed embedder may point at
         # api.openai.com, unreachable here): no wait between retries, short requests
-        env.update({"MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
-                    "MEILI_EXPERIMENTAL_REST_EMBEDDER_TIMEOUT_SECONDS": "5"})
+        env.update(
+            {
+                "MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
+                "MEILI_EXPERIMENTAL_REST_EMBEDDER_TIMEOUT_SECONDS": "5",
+            }
+        )
         env.update(self.env)
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                         cwd=str(self.db_path.parent))
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(self.db_path.parent)
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -94,8 +108,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="session")
 def secured_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(tmp_path_factory.mktemp("secured") / "data.ms",
-                        extra_args=["--master-key", MASTER_KEY]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("secured") / "data.ms", extra_args=["--master-key", MASTER_KEY]
+    ).start()
     yield srv
     srv.stop()
 

@@ -43,8 +43,13 @@ def build_index(docs_path: Path, index_dir: Path) -> tantivy.Index:
     with docs_path.open("rb") as lines:
         for line in lines:
             doc = json.loads(line)
-            writer.add_document(tantivy.Document(title=str(doc.get("title", "")),
-                                                 overview=str(doc.get("overview", "")), source=line.rstrip()))
+            writer.add_document(
+                tantivy.Document(
+                    title=str(doc.get("title", "")),
+                    overview=str(doc.get("overview", "")),
+                    source=line.rstrip(),
+                )
+            )
     writer.commit()
     writer.wait_merging_threads()
     index.reload()
@@ -67,16 +72,26 @@ def make_app(index: tantivy.Index) -> Starlette:
             result = searcher.search(query, limit + offset, count=True)
             total = getattr(result, "count", None) or 0  # the number of matches (count=True)
             hits = [json.loads(searcher.doc(address)["source"][0]) for _, address in result.hits[offset:]]
-        return JSONResponse({
-            "hits": hits, "query": q, "processingTimeMs": round((time.perf_counter() - started) * 1000),
-            "limit": limit, "offset": offset, "estimatedTotalHits": total,
-        })
+        return JSONResponse(
+            {
+                "hits": hits,
+                "query": q,
+                "processingTimeMs": round((time.perf_counter() - started) * 1000),
+                "limit": limit,
+                "offset": offset,
+                "estimatedTotalHits": total,
+            }
+        )
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "available"})
 
-    return Starlette(routes=[Route("/indexes/{uid}/search", search, methods=["POST"]),
-                             Route("/health", health, methods=["GET"])])
+    return Starlette(
+        routes=[
+            Route("/indexes/{uid}/search", search, methods=["POST"]),
+            Route("/health", health, methods=["GET"]),
+        ]
+    )
 
 
 def main() -> None:
@@ -87,8 +102,9 @@ def main() -> None:
     args = ap.parse_args()
     args.index_dir.mkdir(parents=True, exist_ok=True)
     app = make_app(build_index(args.docs, args.index_dir))
-    uvicorn.run(app, host="127.0.0.1", port=args.port, workers=1, log_level="warning", access_log=False,
-                backlog=4096)
+    uvicorn.run(
+        app, host="127.0.0.1", port=args.port, workers=1, log_level="warning", access_log=False, backlog=4096
+    )
 
 
 if __name__ == "__main__":

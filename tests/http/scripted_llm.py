@@ -42,14 +42,25 @@ class Reply:
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None, *, cid: str = "chatcmpl-1") -> dict[str, Any]:
-    return {"id": cid, "object": "chat.completion.chunk", "created": 1700000000, "model": MODEL,
-            "system_fingerprint": None,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": MODEL,
+        "system_fingerprint": None,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
 
 
 def usage() -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": MODEL,
-            "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": MODEL,
+        "choices": [],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def text_reply(*parts: str, delay: float = 0.0) -> Reply:
@@ -67,9 +78,21 @@ def tool_reply(*calls: tuple[str, dict[str, Any]], pieces: int = 3) -> Reply:
     for i, (call_id, arguments) in enumerate(calls):
         text = json.dumps(arguments)
         size = max(1, -(-len(text) // pieces))
-        fragments = [text[j:j + size] for j in range(0, len(text), size)]
-        chunks.append(chunk({"tool_calls": [{"index": i, "id": call_id, "type": "function",
-                                              "function": {"name": "_meiliSearchInIndex", "arguments": ""}}]}))
+        fragments = [text[j : j + size] for j in range(0, len(text), size)]
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "_meiliSearchInIndex", "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         chunks += [chunk({"tool_calls": [{"index": i, "function": {"arguments": f}}]}) for f in fragments]
     chunks += [chunk({}, "tool_calls"), usage()]
     return Reply(chunks)
@@ -92,8 +115,15 @@ class ScriptedLlm:
         self.port = free_port()
         self._lock = threading.Lock()
         app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
-                                ws="none", access_log=False)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="off",
+            ws="none",
+            access_log=False,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -128,8 +158,13 @@ class ScriptedLlm:
             with self._lock:
                 self.embedded.append(body)
             return Response(json.dumps({"data": embed(body)}), media_type="application/json")
-        record: dict[str, Any] = {"path": request.url.path, "query": request.url.query,
-                                  "headers": dict(request.headers), "body": body, "received_at": received_at}
+        record: dict[str, Any] = {
+            "path": request.url.path,
+            "query": request.url.query,
+            "headers": dict(request.headers),
+            "body": body,
+            "received_at": received_at,
+        }
         with self._lock:
             self.requests.append(record)
             reply = self.script.pop(0) if self.script else text_reply("ok")

@@ -31,16 +31,24 @@ INVALID_KEY = {
 }
 MISSING_MASTER_KEY = {
     "message": "Meilisearch is running without a master key. To access this API endpoint, you must have set a "
-               "master key at launch.",
+    "master key at launch.",
     "code": "missing_master_key",
     "type": "auth",
     "link": "https://docs.meilisearch.com/errors#missing_master_key",
 }
 # one guarded route per family: (method, path)
 GUARDED = [
-    ("GET", "/tasks"), ("GET", "/tasks/0"), ("POST", "/tasks/cancel?uids=0"), ("DELETE", "/tasks?uids=0"),
-    ("GET", "/batches"), ("GET", "/batches/0"), ("GET", "/stats"), ("GET", "/version"), ("GET", "/indexes"),
-    ("GET", "/indexes/auth_probe/stats"), ("POST", "/indexes/auth_probe/documents"),
+    ("GET", "/tasks"),
+    ("GET", "/tasks/0"),
+    ("POST", "/tasks/cancel?uids=0"),
+    ("DELETE", "/tasks?uids=0"),
+    ("GET", "/batches"),
+    ("GET", "/batches/0"),
+    ("GET", "/stats"),
+    ("GET", "/version"),
+    ("GET", "/indexes"),
+    ("GET", "/indexes/auth_probe/stats"),
+    ("POST", "/indexes/auth_probe/documents"),
 ]
 
 
@@ -69,7 +77,9 @@ def test_wrong_key_is_403(secured: httpx.Client, method: str, path: str) -> None
     assert r.json() == INVALID_KEY
 
 
-@pytest.mark.parametrize("header", [f"Basic {MASTER_KEY}", f"bearer {MASTER_KEY}", MASTER_KEY, f"Token {MASTER_KEY}"])
+@pytest.mark.parametrize(
+    "header", [f"Basic {MASTER_KEY}", f"bearer {MASTER_KEY}", MASTER_KEY, f"Token {MASTER_KEY}"]
+)
 def test_other_schemes_are_401(secured: httpx.Client, header: str) -> None:
     r = secured.get("/tasks", headers={"Authorization": header})
     assert r.status_code == 401
@@ -92,8 +102,15 @@ def test_master_key_passes_everywhere(secured: httpx.Client, index_uid: str) -> 
     task = r.json()["taskUid"]
     secured.headers.update(auth)
     assert wait_task(secured, task)["status"] == "succeeded"
-    for path in ("/tasks", f"/tasks/{task}", "/batches", "/stats", "/version", "/indexes",
-                 f"/indexes/{index_uid}/stats"):
+    for path in (
+        "/tasks",
+        f"/tasks/{task}",
+        "/batches",
+        "/stats",
+        "/version",
+        "/indexes",
+        f"/indexes/{index_uid}/stats",
+    ):
         assert secured.get(path).status_code == 200, path
     assert secured.post(f"/tasks/cancel?uids={task}").status_code == 200
     assert secured.delete(f"/tasks?uids={task}").status_code == 200
@@ -141,25 +158,40 @@ def test_keys_need_a_master_key(http: httpx.Client, headers: dict[str, str]) -> 
 
 
 def run_production(tmp_path: Path, *key_args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "hanzo_engine", "--db-path", str(tmp_path / "data.ms"),
-           "--http-addr", f"127.0.0.1:{free_port()}", "--no-analytics", "--env", "production", *key_args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=tmp_path,
-                          env={"PATH": "/usr/bin:/bin"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "hanzo_engine",
+        "--db-path",
+        str(tmp_path / "data.ms"),
+        "--http-addr",
+        f"127.0.0.1:{free_port()}",
+        "--no-analytics",
+        "--env",
+        "production",
+        *key_args,
+    ]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=30, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}
+    )
 
 
 def test_production_refuses_to_start_without_master_key(tmp_path: Path) -> None:
     done = run_production(tmp_path)
     assert done.returncode != 0
-    assert ("You must provide a master key to secure your instance in a production environment. It can be "
-            "specified via the MEILI_MASTER_KEY environment variable or the --master-key launch option."
-            ) in done.stderr + done.stdout
+    assert (
+        "You must provide a master key to secure your instance in a production environment. It can be "
+        "specified via the MEILI_MASTER_KEY environment variable or the --master-key launch option."
+    ) in done.stderr + done.stdout
 
 
 def test_production_refuses_a_master_key_under_16_bytes(tmp_path: Path) -> None:
     done = run_production(tmp_path, "--master-key", "123456789012345")
     assert done.returncode != 0
-    assert ("The master key must be at least 16 bytes in a production environment. The provided key is only "
-            "15 bytes.") in done.stderr + done.stdout
+    assert (
+        "The master key must be at least 16 bytes in a production environment. The provided key is only "
+        "15 bytes."
+    ) in done.stderr + done.stdout
 
 
 def test_production_starts_with_a_16_byte_master_key(tmp_path: Path) -> None:

@@ -53,8 +53,12 @@ AUTH_CODES: Final = frozenset({"missing_authorization_header", "invalid_api_key"
 
 
 def invalid_key(message: str = INVALID_KEY_MESSAGE) -> dict[str, str]:
-    return {"message": message, "code": "invalid_api_key", "type": "auth",
-            "link": "https://docs.meilisearch.com/errors#invalid_api_key"}
+    return {
+        "message": message,
+        "code": "invalid_api_key",
+        "type": "auth",
+        "link": "https://docs.meilisearch.com/errors#invalid_api_key",
+    }
 
 
 # -------------------------------------------------------------------------------------------------
@@ -62,16 +66,24 @@ def invalid_key(message: str = INVALID_KEY_MESSAGE) -> dict[str, str]:
 # -------------------------------------------------------------------------------------------------
 
 _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
-    ("GET", "/"): None, ("GET", "/health"): None, ("GET", "/version"): "version",
+    ("GET", "/"): None,
+    ("GET", "/health"): None,
+    ("GET", "/version"): "version",
     ("GET", "/dashboard/{asset:path}"): None,  # the dashboard's static files, public like `/`
-    ("GET", "/stats"): "stats.get", ("GET", "/indexes/{index_uid}/stats"): "stats.get",
-    ("GET", "/metrics"): "metrics.get", ("POST", "/logs/stream"): "metrics.get",
-    ("DELETE", "/logs/stream"): "metrics.get", ("POST", "/logs/stderr"): "metrics.get",
+    ("GET", "/stats"): "stats.get",
+    ("GET", "/indexes/{index_uid}/stats"): "stats.get",
+    ("GET", "/metrics"): "metrics.get",
+    ("POST", "/logs/stream"): "metrics.get",
+    ("DELETE", "/logs/stream"): "metrics.get",
+    ("POST", "/logs/stderr"): "metrics.get",
     ("GET", "/experimental-features"): "experimental.get",
     ("PATCH", "/experimental-features"): "experimental.update",
-    ("GET", "/indexes"): "indexes.get", ("POST", "/indexes"): "indexes.create",
-    ("GET", "/indexes/{index_uid}"): "indexes.get", ("PATCH", "/indexes/{index_uid}"): "indexes.update",
-    ("DELETE", "/indexes/{index_uid}"): "indexes.delete", ("POST", "/swap-indexes"): "indexes.swap",
+    ("GET", "/indexes"): "indexes.get",
+    ("POST", "/indexes"): "indexes.create",
+    ("GET", "/indexes/{index_uid}"): "indexes.get",
+    ("PATCH", "/indexes/{index_uid}"): "indexes.update",
+    ("DELETE", "/indexes/{index_uid}"): "indexes.delete",
+    ("POST", "/swap-indexes"): "indexes.swap",
     ("POST", "/indexes/{index_uid}/compact"): "indexes.compact",
     ("POST", "/indexes/{index_uid}/fields"): "fields.post",
     ("POST", "/indexes/{index_uid}/documents"): "documents.add",
@@ -84,28 +96,43 @@ _CONTRACT_ACTIONS: Final[dict[tuple[str, str], str | None]] = {
     ("POST", "/indexes/{index_uid}/documents/delete"): "documents.delete",
     ("DELETE", "/indexes/{index_uid}/documents"): "documents.delete",
     ("POST", "/indexes/{index_uid}/documents/edit"): "documents.*",
-    ("POST", "/indexes/{index_uid}/search"): "search", ("GET", "/indexes/{index_uid}/search"): "search",
-    ("POST", "/multi-search"): "search", ("POST", "/indexes/{index_uid}/facet-search"): "search",
-    ("POST", "/indexes/{index_uid}/similar"): "search", ("GET", "/indexes/{index_uid}/similar"): "search",
-    ("GET", "/tasks"): "tasks.get", ("GET", "/tasks/{task_uid}"): "tasks.get",
-    ("POST", "/tasks/cancel"): "tasks.cancel", ("DELETE", "/tasks"): "tasks.delete",
-    ("GET", "/tasks/{task_uid}/documents"): "tasks.get", ("POST", "/tasks/compact"): "tasks.compact",
-    ("GET", "/batches"): "tasks.get", ("GET", "/batches/{batch_uid}"): "tasks.get",
-    ("POST", "/dumps"): "dumps.create", ("POST", "/snapshots"): "snapshots.create",
-    ("GET", "/keys"): "keys.get", ("POST", "/keys"): "keys.create",
-    ("GET", "/keys/{key_or_uid}"): "keys.get", ("PATCH", "/keys/{key_or_uid}"): "keys.update",
+    ("POST", "/indexes/{index_uid}/search"): "search",
+    ("GET", "/indexes/{index_uid}/search"): "search",
+    ("POST", "/multi-search"): "search",
+    ("POST", "/indexes/{index_uid}/facet-search"): "search",
+    ("POST", "/indexes/{index_uid}/similar"): "search",
+    ("GET", "/indexes/{index_uid}/similar"): "search",
+    ("GET", "/tasks"): "tasks.get",
+    ("GET", "/tasks/{task_uid}"): "tasks.get",
+    ("POST", "/tasks/cancel"): "tasks.cancel",
+    ("DELETE", "/tasks"): "tasks.delete",
+    ("GET", "/tasks/{task_uid}/documents"): "tasks.get",
+    ("POST", "/tasks/compact"): "tasks.compact",
+    ("GET", "/batches"): "tasks.get",
+    ("GET", "/batches/{batch_uid}"): "tasks.get",
+    ("POST", "/dumps"): "dumps.create",
+    ("POST", "/snapshots"): "snapshots.create",
+    ("GET", "/keys"): "keys.get",
+    ("POST", "/keys"): "keys.create",
+    ("GET", "/keys/{key_or_uid}"): "keys.get",
+    ("PATCH", "/keys/{key_or_uid}"): "keys.update",
     ("DELETE", "/keys/{key_or_uid}"): "keys.delete",
-    ("POST", "/export"): "export", ("GET", "/network"): "network.get", ("PATCH", "/network"): "network.update",
+    ("POST", "/export"): "export",
+    ("GET", "/network"): "network.get",
+    ("PATCH", "/network"): "network.update",
     ("POST", "/network/control"): "network.update",
-    ("GET", "/webhooks"): "webhooks.get", ("POST", "/webhooks"): "webhooks.create",
-    ("GET", "/webhooks/{uuid}"): "webhooks.get", ("PATCH", "/webhooks/{uuid}"): "webhooks.update",
+    ("GET", "/webhooks"): "webhooks.get",
+    ("POST", "/webhooks"): "webhooks.create",
+    ("GET", "/webhooks/{uuid}"): "webhooks.get",
+    ("PATCH", "/webhooks/{uuid}"): "webhooks.update",
     ("DELETE", "/webhooks/{uuid}"): "webhooks.delete",
     ("POST", "/dynamic-search-rules"): "dynamicSearchRules.get",
     ("DELETE", "/dynamic-search-rules"): "dynamicSearchRules.delete",
     ("GET", "/dynamic-search-rules/{rule_uid}"): "dynamicSearchRules.get",
     ("PATCH", "/dynamic-search-rules/{rule_uid}"): "dynamicSearchRules.update",
     ("DELETE", "/dynamic-search-rules/{rule_uid}"): "dynamicSearchRules.delete",
-    ("GET", "/chats"): "chats.get", ("GET", "/chats/{workspace}"): "chats.get",
+    ("GET", "/chats"): "chats.get",
+    ("GET", "/chats/{workspace}"): "chats.get",
     ("DELETE", "/chats/{workspace}"): "chats.delete",
     ("GET", "/chats/{workspace}/settings"): "chatsSettings.get",
     ("PATCH", "/chats/{workspace}/settings"): "chatsSettings.update",
@@ -148,8 +175,10 @@ _BODIES: Final[dict[tuple[str, str], Any]] = {
     ("POST", "/logs/stderr"): {"target": "info"},
     # an invalid `mode`: were the `logsRoute` feature on, a valid body would open an endless stream
     ("POST", "/logs/stream"): {"mode": "matrix"},
-    ("POST", "/dumps"): NO_BODY, ("POST", "/snapshots"): NO_BODY,
-    ("POST", "/indexes/{index_uid}/compact"): NO_BODY, ("POST", "/tasks/compact"): NO_BODY,
+    ("POST", "/dumps"): NO_BODY,
+    ("POST", "/snapshots"): NO_BODY,
+    ("POST", "/indexes/{index_uid}/compact"): NO_BODY,
+    ("POST", "/tasks/compact"): NO_BODY,
     ("POST", "/render-template"): {"template": {"kind": "inlineDocumentTemplate", "inline": "{{ doc.a }}"}},
 }
 _PARAMS: Final[dict[tuple[str, str], dict[str, str]]] = {
@@ -158,10 +187,17 @@ _PARAMS: Final[dict[tuple[str, str], dict[str, str]]] = {
     ("DELETE", "/tasks"): {"uids": "999999"},
     ("GET", "/indexes/{index_uid}/similar"): {"id": "1"},
 }
-_PATH_PARAMS: Final = {"{index_uid}": INDEX, "{document_id}": DOCUMENT_ID, "{task_uid}": TASK_UID,
-                       "{batch_uid}": TASK_UID, "{key_or_uid}": KEY_UID, "{uuid}": KEY_UID,
-                       "{asset:path}": "dashboard.js", "{workspace}": f"{BASE}_chat",
-                       "{rule_uid}": f"{BASE}_rule"}
+_PATH_PARAMS: Final = {
+    "{index_uid}": INDEX,
+    "{document_id}": DOCUMENT_ID,
+    "{task_uid}": TASK_UID,
+    "{batch_uid}": TASK_UID,
+    "{key_or_uid}": KEY_UID,
+    "{uuid}": KEY_UID,
+    "{asset:path}": "dashboard.js",
+    "{workspace}": f"{BASE}_chat",
+    "{rule_uid}": f"{BASE}_rule",
+}
 # routes naming their index in the body, and how a scoped key outside it is refused
 _BODY_INDEX_MESSAGES: Final = {
     ("POST", "/indexes"): INVALID_KEY_MESSAGE,
@@ -200,8 +236,9 @@ def probe(spec: RouteSpec) -> Probe:
     else:
         value = NO_BODY
     body = None if value is NO_BODY else json.dumps(value).encode()
-    return Probe(spec.method, path, _PARAMS.get(key, {}), body, "{index_uid}" in spec.path,
-                 key in _BODY_INDEX_MESSAGES)
+    return Probe(
+        spec.method, path, _PARAMS.get(key, {}), body, "{index_uid}" in spec.path, key in _BODY_INDEX_MESSAGES
+    )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -237,9 +274,11 @@ class Case:
 def cases(spec: RouteSpec) -> list[Case]:
     """The credentials tried on `spec`, each with the contract's answer."""
     pr = probe(spec)
-    out = [Case("no_header", None, (401, MISSING_AUTH) if spec.action else OK),
-           Case("wrong_key", None, (403, invalid_key()) if spec.action else OK),
-           Case("master_key", None, OK)]
+    out = [
+        Case("no_header", None, (401, MISSING_AUTH) if spec.action else OK),
+        Case("wrong_key", None, (403, invalid_key()) if spec.action else OK),
+        Case("master_key", None, OK),
+    ]
     action = spec.action
     if action is None:
         return [*out, Case("tenant_token", None, OK)]
@@ -263,7 +302,9 @@ def cases(spec: RouteSpec) -> list[Case]:
         out.append(Case("index_pattern_mismatch", ((action,), NOT_MATCHING), (403, invalid_key(message))))
     out.append(Case("expired_key", None, (403, invalid_key())))
     # tenant tokens are accepted where Meilisearch accepts them: searches and chat completions
-    out.append(Case("tenant_token", None, OK if action in ("search", "chatCompletions") else (403, invalid_key())))
+    out.append(
+        Case("tenant_token", None, OK if action in ("search", "chatCompletions") else (403, invalid_key()))
+    )
     return out
 
 
@@ -297,9 +338,12 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def create_key(admin: httpx.Client, actions: tuple[str, ...], indexes: tuple[str, ...],
-               expires_at: str | None = None) -> dict[str, Any]:
-    r = admin.post("/keys", json={"actions": list(actions), "indexes": list(indexes), "expiresAt": expires_at})
+def create_key(
+    admin: httpx.Client, actions: tuple[str, ...], indexes: tuple[str, ...], expires_at: str | None = None
+) -> dict[str, Any]:
+    r = admin.post(
+        "/keys", json={"actions": list(actions), "indexes": list(indexes), "expiresAt": expires_at}
+    )
     assert r.status_code == 201, r.text
     created: dict[str, Any] = r.json()
     return created
@@ -318,8 +362,9 @@ def creds(secured_server: ServerProcess) -> Iterator[Credentials]:
             if case.key is not None and case.key not in keys:
                 keys[case.key] = create_key(admin, *case.key)["key"]
         parent = create_key(admin, ("*",), ("*",))
-        token = encode_token({"apiKeyUid": parent["uid"], "searchRules": ["*"], "exp": int(time.time()) + 3600},
-                             parent["key"])
+        token = encode_token(
+            {"apiKeyUid": parent["uid"], "searchRules": ["*"], "exp": int(time.time()) + 3600}, parent["key"]
+        )
         time.sleep(max(0.0, expiry + 0.2 - time.time()))
         with httpx.Client(base_url=secured_server.url, timeout=30) as anon:
             yield Credentials(admin, anon, keys, expired, token)
@@ -393,8 +438,10 @@ def _task_status(admin: httpx.Client, response: httpx.Response) -> str:
     ("write", "suffix"),
     [
         (lambda c, uid: c.post(f"/indexes/{uid}/documents", json=[{"id": 1}]), "docs"),
-        (lambda c, uid: c.patch(f"/indexes/{uid}/settings", json={"searchableAttributes": ["title"]}),
-         "settings"),
+        (
+            lambda c, uid: c.patch(f"/indexes/{uid}/settings", json={"searchableAttributes": ["title"]}),
+            "settings",
+        ),
     ],
     ids=["documents", "settings"],
 )
@@ -418,9 +465,13 @@ def test_writes_create_an_index_only_for_keys_that_may_create_indexes(
 def test_swap_needs_both_indexes_in_the_key_scope(creds: Credentials) -> None:
     key = create_key(creds.admin, ("indexes.swap",), (f"{BASE}sw_*",))["key"]
     for pair in ([f"{BASE}sw_a", "outside"], ["outside", f"{BASE}sw_a"]):
-        r = httpx.post(str(creds.admin.base_url) + "/swap-indexes", json=[{"indexes": pair}],
-                       headers=bearer(key))
+        r = httpx.post(
+            str(creds.admin.base_url) + "/swap-indexes", json=[{"indexes": pair}], headers=bearer(key)
+        )
         assert (r.status_code, r.json()) == (403, invalid_key()), pair
-    r = httpx.post(str(creds.admin.base_url) + "/swap-indexes",
-                   json=[{"indexes": [f"{BASE}sw_a", f"{BASE}sw_b"]}], headers=bearer(key))
+    r = httpx.post(
+        str(creds.admin.base_url) + "/swap-indexes",
+        json=[{"indexes": [f"{BASE}sw_a", f"{BASE}sw_b"]}],
+        headers=bearer(key),
+    )
     assert r.status_code == 202, r.text

@@ -47,7 +47,9 @@ def uids_of(listing: dict[str, Any]) -> list[int]:
     return [b["uid"] for b in listing["results"]]
 
 
-def stats(total: int, status: dict[str, int], types: dict[str, int], index_uids: dict[str, int]) -> dict[str, Any]:
+def stats(
+    total: int, status: dict[str, int], types: dict[str, int], index_uids: dict[str, int]
+) -> dict[str, Any]:
     return {"totalNbTasks": total, "status": status, "types": types, "indexUids": index_uids}
 
 
@@ -93,9 +95,20 @@ def test_document_addition_batch(http: httpx.Client, index_uid: str) -> None:
     assert batch["details"] == {"receivedDocuments": 1, "indexedDocuments": 1}
     assert core(batch["stats"]) == stats(1, {"succeeded": 1}, {"documentAdditionOrUpdate": 1}, {index_uid: 1})
     # a first addition: indexing diagnostics and the databases it grew, as Meilisearch's snapshot
-    assert list(batch["stats"]) == ["totalNbTasks", "status", "types", "indexUids", "progressTrace",
-                                    "writeChannelCongestion", "internalDatabaseSizes"]
-    assert batch["stats"]["writeChannelCongestion"] == {"attempts": 1, "blocking_attempts": 0, "blocking_ratio": 0.0}
+    assert list(batch["stats"]) == [
+        "totalNbTasks",
+        "status",
+        "types",
+        "indexUids",
+        "progressTrace",
+        "writeChannelCongestion",
+        "internalDatabaseSizes",
+    ]
+    assert batch["stats"]["writeChannelCongestion"] == {
+        "attempts": 1,
+        "blocking_attempts": 0,
+        "blocking_ratio": 0.0,
+    }
     assert "processing tasks" in batch["stats"]["progressTrace"]
     assert "documents" in batch["stats"]["internalDatabaseSizes"]
     assert batch["batchStrategy"] == "batched all enqueued tasks"
@@ -111,7 +124,9 @@ def test_index_creation_batch_omits_null_details(http: httpx.Client, index_uid: 
     assert core(created["stats"]) == stats(1, {"succeeded": 1}, {"indexCreation": 1}, {index_uid: 1})
     assert list(created["stats"])[4:] == ["progressTrace"]  # no indexing diagnostics for a creation
 
-    failed = batch_of(http, http.post("/indexes", json={"uid": index_uid, "primaryKey": "doggos"}).json()["taskUid"])
+    failed = batch_of(
+        http, http.post("/indexes", json={"uid": index_uid, "primaryKey": "doggos"}).json()["taskUid"]
+    )
     assert failed["details"] == {"primaryKey": "doggos"}
     assert core(failed["stats"]) == stats(1, {"failed": 1}, {"indexCreation": 1}, {index_uid: 1})
 
@@ -141,22 +156,28 @@ def test_batch_strategy_of_tasks_that_run_alone(http: httpx.Client, index_uid: s
     batch = http.get(f"/batches/{created['batchUid']}").json()
     assert batch["batchStrategy"] == (
         f"created batch containing only task with id {created['uid']} of type `indexCreation` that cannot be "
-        "batched with any other task.")
-    updated = wait_task(http, http.patch(f"/indexes/{index_uid}", json={"primaryKey": "id"}).json()["taskUid"])
+        "batched with any other task."
+    )
+    updated = wait_task(
+        http, http.patch(f"/indexes/{index_uid}", json={"primaryKey": "id"}).json()["taskUid"]
+    )
     batch = http.get(f"/batches/{updated['batchUid']}").json()
     assert batch["batchStrategy"] == (
         f"created batch containing only task with id {updated['uid']} of type `indexUpdate` that cannot be "
-        "batched with any other task.")
+        "batched with any other task."
+    )
     cancelation = wait_task(http, http.post(f"/tasks/cancel?uids={created['uid']}").json()["taskUid"])
     batch = http.get(f"/batches/{cancelation['batchUid']}").json()
     assert batch["batchStrategy"] == (
         f"created batch containing only task with id {cancelation['uid']} of type `taskCancelation` that "
-        "cannot be batched with any other task.")
+        "cannot be batched with any other task."
+    )
     deletion = wait_task(http, http.delete(f"/tasks?uids={created['uid']}").json()["taskUid"])
     batch = http.get(f"/batches/{deletion['batchUid']}").json()
     assert batch["batchStrategy"] == (
         "stopped after the last task of type `taskDeletion` because they cannot be batched with tasks of any "
-        "other type.")
+        "other type."
+    )
 
 
 # -- listing and filters -----------------------------------------------------------------------------
@@ -201,7 +222,11 @@ def test_list_batches_filters(http: httpx.Client, index_uid: str, four_batches: 
     assert uids_of(batches(http, indexUids=index_uid, statuses="failed")) == [b[1]]
     assert uids_of(batches(http, indexUids=index_uid, statuses="*,failed")) == b[::-1]
     assert uids_of(batches(http, indexUids=index_uid, types="indexCreation")) == [b[1], b[0]]
-    assert uids_of(batches(http, indexUids=index_uid, types="indexCreation,IndexUpdate")) == [b[2], b[1], b[0]]
+    assert uids_of(batches(http, indexUids=index_uid, types="indexCreation,IndexUpdate")) == [
+        b[2],
+        b[1],
+        b[0],
+    ]
     assert uids_of(batches(http, indexUids=index_uid, types="indexCreation", statuses="failed")) == [b[1]]
     assert uids_of(batches(http, indexUids=f"*,{index_uid}_nope", batchUids=f"{b[0]},{b[2]}")) == [b[2], b[0]]
     assert batches(http, batchUids=f"{b[0]},{b[2]}")["total"] == 2
@@ -257,8 +282,9 @@ def test_processing_batch_and_cancelation_batch(private: httpx.Client) -> None:
     cancel = private.post(f"/tasks/cancel?uids={blocker},{victims[0]},{victims[1]}").json()["taskUid"]
 
     assert list(processing) == BATCH_KEYS
-    assert core(processing["stats"]) == stats(1, {"processing": 1}, {"documentAdditionOrUpdate": 1},
-                                              {"zz_blocker": 1})
+    assert core(processing["stats"]) == stats(
+        1, {"processing": 1}, {"documentAdditionOrUpdate": 1}, {"zz_blocker": 1}
+    )
     # served from memory: the nulls of the unfinished details are kept
     assert processing["details"] == {"receivedDocuments": BLOCKER_DOCS, "indexedDocuments": None}
     assert (processing["finishedAt"], processing["duration"]) == (None, None)
@@ -267,11 +293,18 @@ def test_processing_batch_and_cancelation_batch(private: httpx.Client) -> None:
     batch = batch_of(private, cancel)
     assert_finished_batch_shape(batch)
     assert batch["details"] == {
-        "receivedDocuments": BLOCKER_DOCS + 2, "indexedDocuments": 0, "matchedTasks": 3, "canceledTasks": 3,
-        "originalFilter": f"?uids={blocker},{victims[0]},{victims[1]}"}
+        "receivedDocuments": BLOCKER_DOCS + 2,
+        "indexedDocuments": 0,
+        "matchedTasks": 3,
+        "canceledTasks": 3,
+        "originalFilter": f"?uids={blocker},{victims[0]},{victims[1]}",
+    }
     assert core(batch["stats"]) == stats(
-        4, {"succeeded": 1, "canceled": 3}, {"documentAdditionOrUpdate": 3, "taskCancelation": 1},
-        {"aa_victim": 2, "zz_blocker": 1})
+        4,
+        {"succeeded": 1, "canceled": 3},
+        {"documentAdditionOrUpdate": 3, "taskCancelation": 1},
+        {"aa_victim": 2, "zz_blocker": 1},
+    )
     # BTreeMap order: statuses and kinds in enum order, index uids sorted
     assert list(batch["stats"]["status"]) == ["succeeded", "canceled"]
     assert list(batch["stats"]["types"]) == ["documentAdditionOrUpdate", "taskCancelation"]

@@ -19,28 +19,50 @@ import pytest
 from hanzo_engine.apitypes.chat_settings import DEFAULT_PROMPTS
 from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 
-DEFAULT_TEMPLATE: Final = ("{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
-                           "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}")
-DEFAULT_CHAT: Final = {"description": "", "documentTemplate": DEFAULT_TEMPLATE, "documentTemplateMaxBytes": 400,
-                       "searchParameters": {}}
-DEFAULT_WORKSPACE: Final = {"source": "openAi", "orgId": None, "projectId": None, "apiVersion": None,
-                            "deploymentId": None, "baseUrl": None, "apiKey": None, "prompts": dict(DEFAULT_PROMPTS)}
+DEFAULT_TEMPLATE: Final = (
+    "{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
+    "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}"
+)
+DEFAULT_CHAT: Final = {
+    "description": "",
+    "documentTemplate": DEFAULT_TEMPLATE,
+    "documentTemplateMaxBytes": 400,
+    "searchParameters": {},
+}
+DEFAULT_WORKSPACE: Final = {
+    "source": "openAi",
+    "orgId": None,
+    "projectId": None,
+    "apiVersion": None,
+    "deploymentId": None,
+    "baseUrl": None,
+    "apiKey": None,
+    "prompts": dict(DEFAULT_PROMPTS),
+}
 CHAT_LINK: Final = "https://github.com/orgs/meilisearch/discussions/835"
 
 
 def error(message: str, code: str, type_: str = "invalid_request") -> dict[str, str]:
-    return {"message": message, "code": code, "type": type_, "link": f"https://docs.meilisearch.com/errors#{code}"}
+    return {
+        "message": message,
+        "code": code,
+        "type": type_,
+        "link": f"https://docs.meilisearch.com/errors#{code}",
+    }
 
 
 def not_enabled(action: str) -> dict[str, str]:
-    return error(f"{action} requires enabling the `chat completions` experimental feature. See {CHAT_LINK}",
-                 "feature_not_enabled")
+    return error(
+        f"{action} requires enabling the `chat completions` experimental feature. See {CHAT_LINK}",
+        "feature_not_enabled",
+    )
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(tmp_path_factory.mktemp("chat_settings") / "data.ms",
-                        extra_args=["--master-key", MASTER_KEY]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("chat_settings") / "data.ms", extra_args=["--master-key", MASTER_KEY]
+    ).start()
     yield srv
     srv.stop()
 
@@ -48,7 +70,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 @pytest.fixture
 def api(engine: ServerProcess) -> Iterator[httpx.Client]:
     """The master key's client, `chatCompletions` on (a test that turns it off turns it back on)."""
-    with httpx.Client(base_url=engine.url, timeout=30, headers={"Authorization": f"Bearer {MASTER_KEY}"}) as c:
+    with httpx.Client(
+        base_url=engine.url, timeout=30, headers={"Authorization": f"Bearer {MASTER_KEY}"}
+    ) as c:
         set_feature(c, True)
         yield c
 
@@ -67,12 +91,18 @@ def test_every_route_is_gated(api: httpx.Client) -> None:
             (api.get("/chats/ws/settings"), "using the /chats/settings route"),
             (api.patch("/chats/ws/settings", json={}), "using the /chats/settings route"),
             (api.delete("/chats/ws/settings"), "using the /chats/settings route"),
-            (api.post("/chats/ws/chat/completions", json={"model": "m", "messages": [], "stream": True}),
-             "using the /chats chat completions route"),
-            (api.patch("/indexes/gated/settings", json={"chat": {"description": "x"}}),
-             "setting `chat` in the index settings"),
-            (api.patch("/indexes/gated/settings/chat", json={"description": "x"}),
-             "setting `chat` in the index settings"),
+            (
+                api.post("/chats/ws/chat/completions", json={"model": "m", "messages": [], "stream": True}),
+                "using the /chats chat completions route",
+            ),
+            (
+                api.patch("/indexes/gated/settings", json={"chat": {"description": "x"}}),
+                "setting `chat` in the index settings",
+            ),
+            (
+                api.patch("/indexes/gated/settings/chat", json={"description": "x"}),
+                "setting `chat` in the index settings",
+            ),
         ]
         for r, action in cases:
             assert (r.status_code, r.json()) == (400, not_enabled(action)), r.request.url
@@ -96,8 +126,15 @@ def test_workspace_lifecycle(api: httpx.Client) -> None:
     assert api.get("/chats/life").json() == {"uid": "life"}
     assert {"uid": "life"} in api.get("/chats").json()["results"]
 
-    r = api.patch("/chats/life/settings", json={"source": "mistral", "apiKey": "sk-test-placeholder-api-key",
-                                                "orgId": "org", "prompts": {"system": "Be brief."}})
+    r = api.patch(
+        "/chats/life/settings",
+        json={
+            "source": "mistral",
+            "apiKey": "sk-test-placeholder-api-key",
+            "orgId": "org",
+            "prompts": {"system": "Be brief."},
+        },
+    )
     body = r.json()
     assert body["source"] == "mistral" and body["orgId"] == "org" and body["apiKey"] == "sk-XXXXX..."
     assert body["prompts"] == {**DEFAULT_PROMPTS, "system": "Be brief."}
@@ -122,9 +159,15 @@ def test_workspace_lifecycle(api: httpx.Client) -> None:
     assert api.delete("/chats/life/settings").json() == error("Chat `life` not found", "chat_not_found")
 
 
-@pytest.mark.parametrize(("key", "size", "masked"), [
-    ("short", 5, "XXX..."), ("medium", 15, "abXXXX..."), ("long", 25, "abcXXXXX..."), ("longer", 35, "abcdeXXXXXX..."),
-])
+@pytest.mark.parametrize(
+    ("key", "size", "masked"),
+    [
+        ("short", 5, "XXX..."),
+        ("medium", 15, "abXXXX..."),
+        ("long", 25, "abcXXXXX..."),
+        ("longer", 35, "abcdeXXXXXX..."),
+    ],
+)
 def test_api_key_masking(api: httpx.Client, key: str, size: int, masked: str) -> None:
     secret = ("abcdefghij" * 4)[:size]
     assert api.patch(f"/chats/mask-{key}/settings", json={"apiKey": secret}).json()["apiKey"] == masked
@@ -136,26 +179,43 @@ def test_workspace_validation(api: httpx.Client) -> None:
         r = api.patch("/chats/valid/settings", json=body)
         return r.status_code, r.json()
 
-    assert patch({"source": "claude"}) == (400, error(
-        "Unknown value `claude` at `.source`: expected one of `openAi`, `mistral`, `azureOpenAi`, `vLlm`",
-        "bad_request"))
-    for field, code in [("orgId", "invalid_chat_completion_org_id"),
-                        ("projectId", "invalid_chat_completion_project_id"),
-                        ("apiVersion", "invalid_chat_completion_api_version"),
-                        ("deploymentId", "invalid_chat_completion_deployment_id"),
-                        ("baseUrl", "invalid_chat_completion_base_api"),
-                        ("apiKey", "invalid_chat_completion_api_key")]:
+    assert patch({"source": "claude"}) == (
+        400,
+        error(
+            "Unknown value `claude` at `.source`: expected one of `openAi`, `mistral`, `azureOpenAi`, `vLlm`",
+            "bad_request",
+        ),
+    )
+    for field, code in [
+        ("orgId", "invalid_chat_completion_org_id"),
+        ("projectId", "invalid_chat_completion_project_id"),
+        ("apiVersion", "invalid_chat_completion_api_version"),
+        ("deploymentId", "invalid_chat_completion_deployment_id"),
+        ("baseUrl", "invalid_chat_completion_base_api"),
+        ("apiKey", "invalid_chat_completion_api_key"),
+    ]:
         status, body = patch({field: 42})
         assert status == 400 and body["code"] == code, field
-        assert body["message"] == f"Invalid value type at `.{field}`: expected a string, but found a positive integer: `42`"
+        assert (
+            body["message"]
+            == f"Invalid value type at `.{field}`: expected a string, but found a positive integer: `42`"
+        )
     status, body = patch({"prompts": {"system": 1}})
     assert status == 400 and body["code"] == "invalid_chat_completion_system_prompt"
     status, body = patch({"prompts": {"searchIndexUidParam": []}})
     assert body["code"] == "invalid_chat_completion_search_index_uid_param_prompt"
     status, body = patch({"unknown": 1})
-    assert status == 400 and body["code"] == "bad_request" and body["message"].startswith("Unknown field `unknown`")
-    assert patch({"source": "azureOpenAi"}) == (400, error(
-        "azureOpenAi requires setting a valid `baseUrl`, `deploymentId`, and `apiVersion`", "bad_request"))
+    assert (
+        status == 400
+        and body["code"] == "bad_request"
+        and body["message"].startswith("Unknown field `unknown`")
+    )
+    assert patch({"source": "azureOpenAi"}) == (
+        400,
+        error(
+            "azureOpenAi requires setting a valid `baseUrl`, `deploymentId`, and `apiVersion`", "bad_request"
+        ),
+    )
     assert patch({"source": "vLlm"}) == (400, error("vLlm requires setting a valid `baseUrl`", "bad_request"))
     # nothing was stored by the refused updates
     assert api.get("/chats/valid/settings").status_code == 404
@@ -181,7 +241,9 @@ def test_chat_actions_of_api_keys(api: httpx.Client) -> None:
     assert api.patch("/chats/keyed/settings", json={"apiKey": "secret-value-of-20b"}).status_code == 200
 
     def key(*actions: str) -> dict[str, str]:
-        created = api.post("/keys", json={"actions": list(actions), "indexes": ["*"], "expiresAt": None}).json()
+        created = api.post(
+            "/keys", json={"actions": list(actions), "indexes": ["*"], "expiresAt": None}
+        ).json()
         return {"Authorization": f"Bearer {created['key']}"}
 
     reader, writer, admin = key("chatsSettings.get", "chats.get"), key("chatsSettings.*"), key("chats.*")
@@ -197,26 +259,56 @@ def test_index_chat_setting(api: httpx.Client) -> None:
     set_feature(api, True)
     uid = "chat_setting_idx"
     url = f"/indexes/{uid}/settings/chat"
-    r = api.patch(url, json={"description": "test!", "documentTemplate": DEFAULT_TEMPLATE,
-                             "documentTemplateMaxBytes": 400,
-                             "searchParameters": {"limit": 15, "sort": [], "attributesToSearchOn": []}})
+    r = api.patch(
+        url,
+        json={
+            "description": "test!",
+            "documentTemplate": DEFAULT_TEMPLATE,
+            "documentTemplateMaxBytes": 400,
+            "searchParameters": {"limit": 15, "sort": [], "attributesToSearchOn": []},
+        },
+    )
     assert r.status_code == 202
     task = wait_task(api, r.json()["taskUid"])
     assert task["status"] == "succeeded" and task["type"] == "settingsUpdate"
     assert task["details"]["chat"]["description"] == "test!"
     # a partial update keeps what it does not name, at every level (Meilisearch issue 5772)
-    task = wait_task(api, api.patch(f"/indexes/{uid}/settings",
-                                    json={"chat": {"searchParameters": {"limit": 16}}}).json()["taskUid"])
+    task = wait_task(
+        api,
+        api.patch(f"/indexes/{uid}/settings", json={"chat": {"searchParameters": {"limit": 16}}}).json()[
+            "taskUid"
+        ],
+    )
     assert task["status"] == "succeeded"
     assert api.get(f"/indexes/{uid}/settings").json()["chat"] == {
-        "description": "test!", "documentTemplate": DEFAULT_TEMPLATE, "documentTemplateMaxBytes": 400,
-        "searchParameters": {"limit": 16, "sort": [], "attributesToSearchOn": []}}
-    wait_task(api, api.patch(url, json={"searchParameters": {
-        "hybrid": {"embedder": "default"}, "limit": None, "matchingStrategy": "frequency",
-        "rankingScoreThreshold": 0.5, "distinct": "genre"}}).json()["taskUid"])
+        "description": "test!",
+        "documentTemplate": DEFAULT_TEMPLATE,
+        "documentTemplateMaxBytes": 400,
+        "searchParameters": {"limit": 16, "sort": [], "attributesToSearchOn": []},
+    }
+    wait_task(
+        api,
+        api.patch(
+            url,
+            json={
+                "searchParameters": {
+                    "hybrid": {"embedder": "default"},
+                    "limit": None,
+                    "matchingStrategy": "frequency",
+                    "rankingScoreThreshold": 0.5,
+                    "distinct": "genre",
+                }
+            },
+        ).json()["taskUid"],
+    )
     assert api.get(url).json()["searchParameters"] == {
-        "hybrid": {"semanticRatio": 0.5, "embedder": "default"}, "sort": [], "distinct": "genre",
-        "matchingStrategy": "frequency", "attributesToSearchOn": [], "rankingScoreThreshold": 0.5}
+        "hybrid": {"semanticRatio": 0.5, "embedder": "default"},
+        "sort": [],
+        "distinct": "genre",
+        "matchingStrategy": "frequency",
+        "attributesToSearchOn": [],
+        "rankingScoreThreshold": 0.5,
+    }
     # reset
     assert wait_task(api, api.delete(url).json()["taskUid"])["status"] == "succeeded"
     assert api.get(url).json() == DEFAULT_CHAT
@@ -232,8 +324,9 @@ def test_index_chat_setting_errors(api: httpx.Client) -> None:
 
     status, body = patch({"description": 1})
     assert status == 400 and body["code"] == "invalid_settings_index_chat"
-    assert body["message"] == ("Invalid value type at `.chat.description`: expected a string, but found a positive "
-                               "integer: `1`")
+    assert body["message"] == (
+        "Invalid value type at `.chat.description`: expected a string, but found a positive integer: `1`"
+    )
     status, body = patch({"searchParameters": {"matchingStrategy": "some"}})
     assert status == 400 and body["code"] == "invalid_settings_index_chat"
     status, body = patch({"nope": 1})
@@ -245,12 +338,15 @@ def test_index_chat_setting_errors(api: httpx.Client) -> None:
     status, body = patch({"documentTemplate": "{% if %}"})
     task = wait_task(api, body["taskUid"])
     assert task["status"] == "failed" and task["error"]["code"] == "invalid_chat_setting_document_template"
-    assert task["error"]["message"].startswith(f"Index `{uid}`: `.chat.documentTemplate`: Invalid document template: ")
+    assert task["error"]["message"].startswith(
+        f"Index `{uid}`: `.chat.documentTemplate`: Invalid document template: "
+    )
     status, body = patch({"documentTemplateMaxBytes": 0})
     task = wait_task(api, body["taskUid"])
     assert task["error"] == error(
         f"Index `{uid}`: `.chat.documentTemplateMaxBytes`: `documentTemplateMaxBytes` cannot be zero",
-        "invalid_settings_embedders")
+        "invalid_settings_embedders",
+    )
 
 
 def test_workspaces_survive_a_restart_and_a_dump(tmp_path: Path) -> None:
@@ -259,9 +355,13 @@ def test_workspaces_survive_a_restart_and_a_dump(tmp_path: Path) -> None:
     try:
         with httpx.Client(base_url=srv.url, timeout=30, headers=headers) as api:
             set_feature(api, True)
-            api.patch("/chats/kept/settings", json={"source": "vLlm", "baseUrl": "http://x/v1", "apiKey": "k" * 12})
-            wait_task(api, api.patch("/indexes/kept_idx/settings/chat",
-                                     json={"description": "kept"}).json()["taskUid"])
+            api.patch(
+                "/chats/kept/settings", json={"source": "vLlm", "baseUrl": "http://x/v1", "apiKey": "k" * 12}
+            )
+            wait_task(
+                api,
+                api.patch("/indexes/kept_idx/settings/chat", json={"description": "kept"}).json()["taskUid"],
+            )
         srv.stop()
         srv.start()
         with httpx.Client(base_url=srv.url, timeout=30, headers=headers) as api:
@@ -272,8 +372,9 @@ def test_workspaces_survive_a_restart_and_a_dump(tmp_path: Path) -> None:
     finally:
         srv.stop()
     dump_file = tmp_path / "dumps" / f"{dump_uid}.dump"
-    imported = ServerProcess(tmp_path / "imported.ms",
-                             extra_args=["--master-key", MASTER_KEY, "--import-dump", str(dump_file)]).start()
+    imported = ServerProcess(
+        tmp_path / "imported.ms", extra_args=["--master-key", MASTER_KEY, "--import-dump", str(dump_file)]
+    ).start()
     try:
         with httpx.Client(base_url=imported.url, timeout=30, headers=headers) as api:
             settings = api.get("/chats/kept/settings").json()
@@ -284,7 +385,9 @@ def test_workspaces_survive_a_restart_and_a_dump(tmp_path: Path) -> None:
 
 
 def test_snapshots_carry_the_workspaces(tmp_path: Path) -> None:
-    source = ServerProcess(tmp_path / "data.ms", extra_args=["--snapshot-dir", str(tmp_path / "snaps")]).start()
+    source = ServerProcess(
+        tmp_path / "data.ms", extra_args=["--snapshot-dir", str(tmp_path / "snaps")]
+    ).start()
     try:
         with httpx.Client(base_url=source.url, timeout=30) as api:
             set_feature(api, True)
@@ -293,8 +396,10 @@ def test_snapshots_carry_the_workspaces(tmp_path: Path) -> None:
             assert done["status"] == "succeeded", done
     finally:
         source.stop()
-    target = ServerProcess(tmp_path / "restored.ms", extra_args=[
-        "--import-snapshot", str(tmp_path / "snaps" / "data.ms.snapshot")]).start()
+    target = ServerProcess(
+        tmp_path / "restored.ms",
+        extra_args=["--import-snapshot", str(tmp_path / "snaps" / "data.ms.snapshot")],
+    ).start()
     try:
         with httpx.Client(base_url=target.url, timeout=30) as api:
             assert api.get("/chats").json()["results"] == [{"uid": "snap"}]

@@ -25,8 +25,11 @@ ENCODERS = {
 @pytest.mark.parametrize("encoding", list(ENCODERS))
 def test_compressed_document_payloads(http: httpx.Client, index_uid: str, encoding: str) -> None:
     body = ENCODERS[encoding](msgspec.json.encode(DOCS))
-    r = http.post(f"/indexes/{index_uid}/documents", content=body,
-                  headers={"Content-Type": "application/json", "Content-Encoding": encoding})
+    r = http.post(
+        f"/indexes/{index_uid}/documents",
+        content=body,
+        headers={"Content-Type": "application/json", "Content-Encoding": encoding},
+    )
     assert r.status_code == 202, r.text
     task = wait_task(http, r.json()["taskUid"])
     assert task["status"] == "succeeded"
@@ -37,8 +40,11 @@ def test_compressed_document_payloads(http: httpx.Client, index_uid: str, encodi
 @pytest.mark.parametrize("encoding", ["br", "zstd"])
 def test_corrupt_compressed_body_is_refused(http: httpx.Client, index_uid: str, encoding: str) -> None:
     body = ENCODERS[encoding](msgspec.json.encode(DOCS))[:-7]
-    r = http.post(f"/indexes/{index_uid}/documents", content=body,
-                  headers={"Content-Type": "application/json", "Content-Encoding": encoding})
+    r = http.post(
+        f"/indexes/{index_uid}/documents",
+        content=body,
+        headers={"Content-Type": "application/json", "Content-Encoding": encoding},
+    )
     assert r.status_code == 400
     assert r.json()["code"] == "bad_request"
     assert http.get(f"/indexes/{index_uid}").status_code == 404

@@ -41,10 +41,16 @@ def add(http: httpx.Client, uid: str, docs: Any, method: str = "POST", **params:
     return succeeded(http, summary(res, uid, "documentAdditionOrUpdate"))
 
 
-def add_raw(http: httpx.Client, uid: str, body: bytes, content_type: str, method: str = "POST",
-            **params: str) -> dict[str, Any]:
-    res = http.request(method, f"/indexes/{uid}/documents", content=body, params=params,
-                       headers={"Content-Type": content_type})
+def add_raw(
+    http: httpx.Client, uid: str, body: bytes, content_type: str, method: str = "POST", **params: str
+) -> dict[str, Any]:
+    res = http.request(
+        method,
+        f"/indexes/{uid}/documents",
+        content=body,
+        params=params,
+        headers={"Content-Type": content_type},
+    )
     return succeeded(http, summary(res, uid, "documentAdditionOrUpdate"))
 
 
@@ -79,7 +85,9 @@ def test_add_json_array_creates_index_and_infers_primary_key(http: httpx.Client,
     assert index["primaryKey"] == "id"
     assert browse(http, index_uid) == {
         "results": [{"id": 1, "content": "foo"}, {"id": 2, "content": "bar"}],
-        "offset": 0, "limit": 20, "total": 2,
+        "offset": 0,
+        "limit": 20,
+        "total": 2,
     }
 
 
@@ -99,12 +107,14 @@ def test_add_empty_array(http: httpx.Client, index_uid: str) -> None:
 
 
 def test_primary_key_inference_variants(http: httpx.Client, index_uid: str) -> None:
-    for n, (doc, expected) in enumerate([
-        ({"movieId": 1, "title": "a"}, "movieId"),
-        ({"title": "a", "_ID": "x"}, "_ID"),
-        ({"primary_id": "12", "title": "11", "desc": "foobar"}, "primary_id"),
-        ({"paid": 3}, "paid"),
-    ]):
+    for n, (doc, expected) in enumerate(
+        [
+            ({"movieId": 1, "title": "a"}, "movieId"),
+            ({"title": "a", "_ID": "x"}, "_ID"),
+            ({"primary_id": "12", "title": "11", "desc": "foobar"}, "primary_id"),
+            ({"paid": 3}, "paid"),
+        ]
+    ):
         uid = f"{index_uid}_{n}"
         add(http, uid, [doc])
         assert http.get(f"/indexes/{uid}").json()["primaryKey"] == expected
@@ -127,8 +137,12 @@ def test_primary_key_given_at_index_creation(http: httpx.Client, index_uid: str)
 
 
 def test_nested_primary_key(http: httpx.Client, index_uid: str) -> None:
-    add(http, index_uid, [{"product": {"sku": "abc", "name": "x"}}, {"product.sku": "def"}],
-        primaryKey="product.sku")
+    add(
+        http,
+        index_uid,
+        [{"product": {"sku": "abc", "name": "x"}}, {"product.sku": "def"}],
+        primaryKey="product.sku",
+    )
     assert http.get(f"/indexes/{index_uid}/documents/abc").json() == {"product": {"sku": "abc", "name": "x"}}
     assert http.get(f"/indexes/{index_uid}/documents/def").json() == {"product.sku": "def"}
 
@@ -150,8 +164,11 @@ def test_add_ndjson(http: httpx.Client, index_uid: str) -> None:
     body = b'{"id": 1, "name": "jean"}\n\n{"id": 2, "name": "jorts"}\r\n{"id": 3, "nested": {"a": [1, 2]}}'
     task = add_raw(http, index_uid, body, "application/x-ndjson")
     assert task["details"] == {"receivedDocuments": 3, "indexedDocuments": 3}
-    assert results(http, index_uid) == [{"id": 1, "name": "jean"}, {"id": 2, "name": "jorts"},
-                                        {"id": 3, "nested": {"a": [1, 2]}}]
+    assert results(http, index_uid) == [
+        {"id": 1, "name": "jean"},
+        {"id": 2, "name": "jorts"},
+        {"id": 3, "nested": {"a": [1, 2]}},
+    ]
 
 
 def test_add_csv_untyped_columns_are_strings(http: httpx.Client, index_uid: str) -> None:
@@ -159,15 +176,21 @@ def test_add_csv_untyped_columns_are_strings(http: httpx.Client, index_uid: str)
     task = add_raw(http, index_uid, body, "text/csv", method="PUT")
     assert task["details"] == {"receivedDocuments": 2, "indexedDocuments": 2}
     assert browse(http, index_uid) == {
-        "results": [{"#id": "0", "name": "jean", "race": "bernese mountain"},
-                    {"#id": "1", "name": "jorts", "race": "orange cat"}],
-        "offset": 0, "limit": 20, "total": 2,
+        "results": [
+            {"#id": "0", "name": "jean", "race": "bernese mountain"},
+            {"#id": "1", "name": "jorts", "race": "orange cat"},
+        ],
+        "offset": 0,
+        "limit": 20,
+        "total": 2,
     }
 
 
 def test_add_csv_typed_columns(http: httpx.Client, index_uid: str) -> None:
-    body = (b"#id:number,name:string,race:string,age:number,cute:boolean\n"
-            b"0,jean,bernese mountain,2.5,true\n1,,,,\n2,lilou,pug,-2,false")
+    body = (
+        b"#id:number,name:string,race:string,age:number,cute:boolean\n"
+        b"0,jean,bernese mountain,2.5,true\n1,,,,\n2,lilou,pug,-2,false"
+    )
     task = add_raw(http, index_uid, body, "text/csv")
     assert task["details"] == {"receivedDocuments": 3, "indexedDocuments": 3}
     assert results(http, index_uid) == [
@@ -181,8 +204,10 @@ def test_add_csv_custom_delimiter_and_quotes(http: httpx.Client, index_uid: str)
     body = b'#id|name|race\n0|jean|bernese mountain\n1|"jorts | the cat"|"orange ""cat"""'
     task = add_raw(http, index_uid, body, "text/csv", csvDelimiter="|")
     assert task["details"] == {"receivedDocuments": 2, "indexedDocuments": 2}
-    assert results(http, index_uid) == [{"#id": "0", "name": "jean", "race": "bernese mountain"},
-                                        {"#id": "1", "name": "jorts | the cat", "race": 'orange "cat"'}]
+    assert results(http, index_uid) == [
+        {"#id": "0", "name": "jean", "race": "bernese mountain"},
+        {"#id": "1", "name": "jorts | the cat", "race": 'orange "cat"'},
+    ]
 
 
 def test_content_type_with_parameters(http: httpx.Client, index_uid: str) -> None:
@@ -196,8 +221,11 @@ def test_compressed_payloads(http: httpx.Client, index_uid: str, encoding: str) 
     docs = [{"id": i, "text": "lorem ipsum " * 20} for i in range(50)]
     raw = json.dumps(docs).encode()
     body = gzip.compress(raw) if encoding == "gzip" else zlib.compress(raw)
-    res = http.post(f"/indexes/{index_uid}/documents", content=body,
-                    headers={"Content-Type": "application/json", "Content-Encoding": encoding})
+    res = http.post(
+        f"/indexes/{index_uid}/documents",
+        content=body,
+        headers={"Content-Type": "application/json", "Content-Encoding": encoding},
+    )
     task = succeeded(http, summary(res, index_uid, "documentAdditionOrUpdate"))
     assert task["details"] == {"receivedDocuments": 50, "indexedDocuments": 50}
     assert results(http, index_uid) == docs
@@ -205,8 +233,11 @@ def test_compressed_payloads(http: httpx.Client, index_uid: str, encoding: str) 
 
 def test_unknown_content_encoding_is_read_as_identity(http: httpx.Client, index_uid: str) -> None:
     # actix treats an encoding it does not know as `identity`
-    res = http.post(f"/indexes/{index_uid}/documents", content=b'[{"id": 1}]',
-                    headers={"Content-Type": "application/json", "Content-Encoding": "doggo"})
+    res = http.post(
+        f"/indexes/{index_uid}/documents",
+        content=b'[{"id": 1}]',
+        headers={"Content-Type": "application/json", "Content-Encoding": "doggo"},
+    )
     succeeded(http, summary(res, index_uid, "documentAdditionOrUpdate"))
     assert results(http, index_uid) == [{"id": 1}]
 
@@ -231,11 +262,18 @@ def test_post_replaces_whole_document(http: httpx.Client, index_uid: str) -> Non
 
 def test_put_merges_top_level_fields(http: httpx.Client, index_uid: str) -> None:
     add(http, index_uid, [{"doc_id": 1, "content": "foo", "nested": {"a": 1, "b": 2}, "keep": [1, 2]}])
-    task = add(http, index_uid, [{"doc_id": 1, "content": "bar", "nested": {"c": 3}, "new": None}], method="PUT")
+    task = add(
+        http, index_uid, [{"doc_id": 1, "content": "bar", "nested": {"c": 3}, "new": None}], method="PUT"
+    )
     assert task["details"] == {"receivedDocuments": 1, "indexedDocuments": 1}
     # nested objects are replaced wholesale, absent fields kept, explicit null stored
     assert http.get(f"/indexes/{index_uid}/documents/1").json() == {
-        "doc_id": 1, "content": "bar", "nested": {"c": 3}, "keep": [1, 2], "new": None}
+        "doc_id": 1,
+        "content": "bar",
+        "nested": {"c": 3},
+        "keep": [1, 2],
+        "new": None,
+    }
 
 
 def test_put_creates_missing_documents(http: httpx.Client, index_uid: str) -> None:
@@ -266,16 +304,25 @@ def test_document_keys_follow_fields_ids_map_order(http: httpx.Client, index_uid
     add(http, index_uid, [{"c": 3, "a": 2, "id": 2, "b": 4}, {"d": 0, "id": 3}])
     res = http.get(f"/indexes/{index_uid}/documents")
     # raw bytes: the order is part of the contract, a dict comparison would not see it
-    assert res.content == (b'{"results":[{"id":1,"b":1,"a":1},{"id":2,"b":4,"a":2,"c":3},{"id":3,"d":0}],'
-                           b'"offset":0,"limit":20,"total":3}')
+    assert res.content == (
+        b'{"results":[{"id":1,"b":1,"a":1},{"id":2,"b":4,"a":2,"c":3},{"id":3,"d":0}],'
+        b'"offset":0,"limit":20,"total":3}'
+    )
     # an update merges into the stored order, new fields go last
     add(http, index_uid, [{"e": 5, "id": 1, "c": 9}], method="PUT")
     assert http.get(f"/indexes/{index_uid}/documents/1").content == b'{"id":1,"b":1,"a":1,"c":9,"e":5}'
 
 
 def test_nested_values_are_kept_as_sent(http: httpx.Client, index_uid: str) -> None:
-    doc = {"id": 0, "nested": {"z": 1, "a": {"y": [3, {"k": None}], "b": True}}, "arr": [[1, 2], {"x": 1.5}],
-           "unicode": "été 🍰", "big": 18446744073709551615, "neg": -9223372036854775808, "float": 0.1}
+    doc = {
+        "id": 0,
+        "nested": {"z": 1, "a": {"y": [3, {"k": None}], "b": True}},
+        "arr": [[1, 2], {"x": 1.5}],
+        "unicode": "été 🍰",
+        "big": 18446744073709551615,
+        "neg": -9223372036854775808,
+        "float": 0.1,
+    }
     add(http, index_uid, [doc])
     res = http.get(f"/indexes/{index_uid}/documents/0")
     assert res.json() == doc
@@ -284,21 +331,29 @@ def test_nested_values_are_kept_as_sent(http: httpx.Client, index_uid: str) -> N
 
 
 def test_vectors_hidden_unless_requested(http: httpx.Client, index_uid: str) -> None:
-    add(http, index_uid, [
-        {"id": 0, "_vectors": {"manual": [0, 0, 0]}, "name": "kefir", "age": 3},
-        {"id": 1, "name": "echo"},
-    ])
+    add(
+        http,
+        index_uid,
+        [
+            {"id": 0, "_vectors": {"manual": [0, 0, 0]}, "name": "kefir", "age": 3},
+            {"id": 1, "name": "echo"},
+        ],
+    )
     # hiding `_vectors` moves the last field into its slot (serde_json's swap_remove)
     assert http.get(f"/indexes/{index_uid}/documents").content.startswith(
-        b'{"results":[{"id":0,"age":3,"name":"kefir"},{"id":1,"name":"echo"}]')
+        b'{"results":[{"id":0,"age":3,"name":"kefir"},{"id":1,"name":"echo"}]'
+    )
     assert http.get(f"/indexes/{index_uid}/documents/0").json() == {"id": 0, "age": 3, "name": "kefir"}
     # asking for `_vectors` in `fields` is not enough
     assert results(http, index_uid, fields="name,_vectors") == [{"name": "kefir"}, {"name": "echo"}]
     assert http.get(f"/indexes/{index_uid}/documents/0", params={"fields": "name,_vectors"}).json() == {
-        "name": "kefir"}
+        "name": "kefir"
+    }
 
-    expected = [{"id": 0, "age": 3, "name": "kefir", "_vectors": {"manual": [0, 0, 0]}},
-                {"id": 1, "name": "echo", "_vectors": {}}]
+    expected = [
+        {"id": 0, "age": 3, "name": "kefir", "_vectors": {"manual": [0, 0, 0]}},
+        {"id": 1, "name": "echo", "_vectors": {}},
+    ]
     res = http.get(f"/indexes/{index_uid}/documents", params={"retrieveVectors": "true"})
     assert res.json()["results"] == expected
     assert list(res.json()["results"][0]) == ["id", "age", "name", "_vectors"]
@@ -307,12 +362,16 @@ def test_vectors_hidden_unless_requested(http: httpx.Client, index_uid: str) -> 
     assert res.json() == {"id": 1, "name": "echo", "_vectors": {}}
     # with retrieveVectors, `_vectors` comes back even when `fields` does not name it
     assert results(http, index_uid, fields="name", retrieveVectors="true") == [
-        {"name": "kefir", "_vectors": {"manual": [0, 0, 0]}}, {"name": "echo", "_vectors": {}}]
-    assert http.get(f"/indexes/{index_uid}/documents/0",
-                    params={"fields": "name", "retrieveVectors": "true"}).json() == {
-        "name": "kefir", "_vectors": {"manual": [0, 0, 0]}}
+        {"name": "kefir", "_vectors": {"manual": [0, 0, 0]}},
+        {"name": "echo", "_vectors": {}},
+    ]
+    assert http.get(
+        f"/indexes/{index_uid}/documents/0", params={"fields": "name", "retrieveVectors": "true"}
+    ).json() == {"name": "kefir", "_vectors": {"manual": [0, 0, 0]}}
     assert fetch(http, index_uid, {"fields": [], "retrieveVectors": True})["results"] == [
-        {"_vectors": {"manual": [0, 0, 0]}}, {"_vectors": {}}]
+        {"_vectors": {"manual": [0, 0, 0]}},
+        {"_vectors": {}},
+    ]
 
 
 # -- browsing ----------------------------------------------------------------------------------
@@ -320,8 +379,10 @@ def test_vectors_hidden_unless_requested(http: httpx.Client, index_uid: str) -> 
 
 @pytest.fixture
 def thirty(http: httpx.Client, index_uid: str) -> str:
-    docs = [{"id": i, "name": f"doc {i}", "tags": ["t", str(i % 3)], "nested": {"a": i, "b": {"c": i * 2}}}
-            for i in range(30)]
+    docs = [
+        {"id": i, "name": f"doc {i}", "tags": ["t", str(i % 3)], "nested": {"a": i, "b": {"c": i * 2}}}
+        for i in range(30)
+    ]
     add(http, index_uid, docs)
     return index_uid
 
@@ -344,13 +405,18 @@ def test_browse_offset_and_limit(http: httpx.Client, thirty: str) -> None:
 def test_browse_fields(http: httpx.Client, thirty: str) -> None:
     assert browse(http, thirty, limit=2, fields="name")["results"] == [{"name": "doc 0"}, {"name": "doc 1"}]
     assert browse(http, thirty, limit=1, fields="tags,id")["results"] == [{"id": 0, "tags": ["t", "0"]}]
-    assert browse(http, thirty, limit=1, fields="nested.b.c,wrong")["results"] == [{"nested": {"b": {"c": 0}}}]
+    assert browse(http, thirty, limit=1, fields="nested.b.c,wrong")["results"] == [
+        {"nested": {"b": {"c": 0}}}
+    ]
     assert browse(http, thirty, limit=1, fields="*")["results"] == browse(http, thirty, limit=1)["results"]
-    assert browse(http, thirty, limit=1, fields="*,wrong")["results"] == browse(http, thirty, limit=1)["results"]
+    assert (
+        browse(http, thirty, limit=1, fields="*,wrong")["results"] == browse(http, thirty, limit=1)["results"]
+    )
     assert browse(http, thirty, limit=2, fields="")["results"] == [{}, {}]
     assert browse(http, thirty, limit=2, fields="wrong")["results"] == [{}, {}]
     assert fetch(http, thirty, {"limit": 1, "fields": ["nested.a", "id"]})["results"] == [
-        {"id": 0, "nested": {"a": 0}}]
+        {"id": 0, "nested": {"a": 0}}
+    ]
     assert fetch(http, thirty, {"limit": 1, "fields": None}) == browse(http, thirty, limit=1)
 
 
@@ -359,10 +425,18 @@ def test_browse_by_ids(http: httpx.Client, thirty: str) -> None:
     body = browse(http, thirty, ids="12,3,99,3", fields="id")
     assert body == {"results": [{"id": 3}, {"id": 12}], "offset": 0, "limit": 20, "total": 2}
     assert fetch(http, thirty, {"ids": [12, "3", "nope"], "fields": ["id"]}) == body
-    assert fetch(http, thirty, {"ids": [], "fields": ["id"]}) == {"results": [], "offset": 0, "limit": 20,
-                                                                 "total": 0}
+    assert fetch(http, thirty, {"ids": [], "fields": ["id"]}) == {
+        "results": [],
+        "offset": 0,
+        "limit": 20,
+        "total": 0,
+    }
     assert fetch(http, thirty, {"ids": [1, 2, 3], "offset": 1, "limit": 1, "fields": ["id"]}) == {
-        "results": [{"id": 2}], "offset": 1, "limit": 1, "total": 3}
+        "results": [{"id": 2}],
+        "offset": 1,
+        "limit": 1,
+        "total": 3,
+    }
 
 
 def test_fetch_empty_body_object(http: httpx.Client, thirty: str) -> None:
@@ -370,26 +444,48 @@ def test_fetch_empty_body_object(http: httpx.Client, thirty: str) -> None:
 
 
 def test_get_document_fields(http: httpx.Client, index_uid: str) -> None:
-    add(http, index_uid, [{"id": 0, "content.truc": "foobar"},
-                          {"id": 1, "content": {"truc": "foobar", "machin": "bidule"}}])
+    add(
+        http,
+        index_uid,
+        [{"id": 0, "content.truc": "foobar"}, {"id": 1, "content": {"truc": "foobar", "machin": "bidule"}}],
+    )
     get = http.get
     assert get(f"/indexes/{index_uid}/documents/0", params={"fields": "content"}).json() == {}
     assert get(f"/indexes/{index_uid}/documents/1", params={"fields": "content"}).json() == {
-        "content": {"truc": "foobar", "machin": "bidule"}}
+        "content": {"truc": "foobar", "machin": "bidule"}
+    }
     assert get(f"/indexes/{index_uid}/documents/0", params={"fields": "content.truc"}).json() == {
-        "content.truc": "foobar"}
+        "content.truc": "foobar"
+    }
     assert get(f"/indexes/{index_uid}/documents/1", params={"fields": "content.truc"}).json() == {
-        "content": {"truc": "foobar"}}
+        "content": {"truc": "foobar"}
+    }
     assert get(f"/indexes/{index_uid}/documents/1", params={"fields": "*"}).json() == {
-        "id": 1, "content": {"truc": "foobar", "machin": "bidule"}}
+        "id": 1,
+        "content": {"truc": "foobar", "machin": "bidule"},
+    }
 
 
 def test_fields_below_a_container_keep_the_container(http: httpx.Client, index_uid: str) -> None:
     """Meilisearch keeps an object or array a selector reaches into, even when nothing matched in it."""
-    add(http, index_uid, [{"id": 0, "array": [], "object": {}, "nested": {"a": 1}, "list": [1, {"b": 2}, [{"c": 1}]],
-                           "scalar": 5}])
-    doc = http.get(f"/indexes/{index_uid}/documents/0",
-                   params={"fields": "array.name,object.name,nested.zzz,list.c,scalar.x,nested."}).json()
+    add(
+        http,
+        index_uid,
+        [
+            {
+                "id": 0,
+                "array": [],
+                "object": {},
+                "nested": {"a": 1},
+                "list": [1, {"b": 2}, [{"c": 1}]],
+                "scalar": 5,
+            }
+        ],
+    )
+    doc = http.get(
+        f"/indexes/{index_uid}/documents/0",
+        params={"fields": "array.name,object.name,nested.zzz,list.c,scalar.x,nested."},
+    ).json()
     assert doc == {"array": [], "object": {}, "nested": {}, "list": [[{"c": 1}]]}
     assert fetch(http, index_uid, {"fields": ["list.b"]})["results"] == [{"list": [{"b": 2}, []]}]
 
@@ -411,14 +507,23 @@ def test_delete_one_document(http: httpx.Client, index_uid: str) -> None:
     assert http.get(f"/indexes/{index_uid}/documents/0").status_code == 404
     assert results(http, index_uid) == [{"id": 1}]
     # deleting an unknown id succeeds and deletes nothing
-    task = succeeded(http, summary(http.delete(f"/indexes/{index_uid}/documents/42"), index_uid,
-                                   "documentDeletion"))
+    task = succeeded(
+        http, summary(http.delete(f"/indexes/{index_uid}/documents/42"), index_uid, "documentDeletion")
+    )
     assert task["details"] == {"providedIds": 1, "deletedDocuments": 0, "originalFilter": None}
 
 
 def test_delete_batch(http: httpx.Client, index_uid: str) -> None:
-    add(http, index_uid, [{"id": 1, "content": "foobar"}, {"id": 0, "content": "foobar"},
-                          {"id": 3, "content": "foobar"}, {"id": "x"}])
+    add(
+        http,
+        index_uid,
+        [
+            {"id": 1, "content": "foobar"},
+            {"id": 0, "content": "foobar"},
+            {"id": 3, "content": "foobar"},
+            {"id": "x"},
+        ],
+    )
     res = http.post(f"/indexes/{index_uid}/documents/delete-batch", json=[1, "0", 7, "x"])
     task = succeeded(http, summary(res, index_uid, "documentDeletion"))
     assert task["details"] == {"providedIds": 4, "deletedDocuments": 3, "originalFilter": None}
@@ -444,14 +549,16 @@ def test_delete_batch_non_id_values_delete_nothing(http: httpx.Client, index_uid
 
 def test_clear_all_documents(http: httpx.Client, index_uid: str) -> None:
     add(http, index_uid, [{"id": 1, "content": "foobar"}, {"id": 0, "content": "foobar"}])
-    task = succeeded(http, summary(http.delete(f"/indexes/{index_uid}/documents"), index_uid,
-                                   "documentDeletion"))
+    task = succeeded(
+        http, summary(http.delete(f"/indexes/{index_uid}/documents"), index_uid, "documentDeletion")
+    )
     assert task["details"] == {"deletedDocuments": 2}
     assert browse(http, index_uid) == {"results": [], "offset": 0, "limit": 20, "total": 0}
     # the primary key survives the clear
     assert http.get(f"/indexes/{index_uid}").json()["primaryKey"] == "id"
-    task = succeeded(http, summary(http.delete(f"/indexes/{index_uid}/documents"), index_uid,
-                                   "documentDeletion"))
+    task = succeeded(
+        http, summary(http.delete(f"/indexes/{index_uid}/documents"), index_uid, "documentDeletion")
+    )
     assert task["details"] == {"deletedDocuments": 0}
 
 

@@ -28,7 +28,12 @@ RUNTIME: Final = "Document edition runtime error encountered while running the f
 
 
 def error(code: str, message: str, type_: str = "invalid_request") -> dict[str, str]:
-    return {"message": message, "code": code, "type": type_, "link": f"https://docs.meilisearch.com/errors#{code}"}
+    return {
+        "message": message,
+        "code": code,
+        "type": type_,
+        "link": f"https://docs.meilisearch.com/errors#{code}",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +79,37 @@ def edit(http: httpx.Client, uid: str, body: dict[str, Any]) -> dict[str, Any]:
     assert list(summary) == ["taskUid", "indexUid", "status", "type", "enqueuedAt"]
     assert (summary["indexUid"], summary["status"], summary["type"]) == (uid, "enqueued", "documentEdition")
     task = wait_task(http, summary["taskUid"])
-    assert list(task) == ["uid", "batchUid", "indexUid", "status", "type", "canceledBy", "details", "error",
-                          "duration", "enqueuedAt", "startedAt", "finishedAt"]
+    assert list(task) == [
+        "uid",
+        "batchUid",
+        "indexUid",
+        "status",
+        "type",
+        "canceledBy",
+        "details",
+        "error",
+        "duration",
+        "enqueuedAt",
+        "startedAt",
+        "finishedAt",
+    ]
     return task
 
 
-def details(edited: int | None, deleted: int | None, function: str, original_filter: str | None = None,
-            context: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"editedDocuments": edited, "deletedDocuments": deleted, "originalFilter": original_filter,
-            "context": context, "function": function}
+def details(
+    edited: int | None,
+    deleted: int | None,
+    function: str,
+    original_filter: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "editedDocuments": edited,
+        "deletedDocuments": deleted,
+        "originalFilter": original_filter,
+        "context": context,
+        "function": function,
+    }
 
 
 # -- the route ------------------------------------------------------------------------------------
@@ -95,8 +122,10 @@ def test_route_is_gated(tmp_path: Path) -> None:
             r = client.post("/indexes/movies/documents/edit", json={"function": "doc.a = 1"})
             assert r.status_code == 400
             assert r.json() == error(
-                "feature_not_enabled", "Using the documents edit route requires enabling the `edit documents by "
-                "function` experimental feature. See https://github.com/orgs/meilisearch/discussions/762")
+                "feature_not_enabled",
+                "Using the documents edit route requires enabling the `edit documents by "
+                "function` experimental feature. See https://github.com/orgs/meilisearch/discussions/762",
+            )
             # the body is read before the feature is checked
             r = client.post("/indexes/movies/documents/edit", json={})
             assert r.json()["code"] == "missing_document_edition_function"
@@ -104,26 +133,51 @@ def test_route_is_gated(tmp_path: Path) -> None:
         srv.stop()
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ({}, error("missing_document_edition_function", "Missing field `function`")),
-    ({"function": 1}, error("invalid_document_edition_function_filter",
-                            "Invalid value type at `.function`: expected a string, but found a positive integer: "
-                            "`1`")),
-    ({"function": "doc.a = 1", "context": [1]},
-     error("invalid_document_edition_context", "The context must be an object")),
-    ({"function": "doc.a = 1", "context": "x"},
-     error("invalid_document_edition_context", "The context must be an object")),
-    ({"function": "doc.a = 1", "filter": ""}, error("invalid_document_filter", "Sending an empty filter is forbidden.")),
-    ({"function": "doc.a = 1", "filter": "genre ="},
-     error("invalid_document_filter", "Was expecting a value but instead got nothing.\n8:8 genre =")),
-    ({"function": "doc.a = 1", "filter": 1},
-     error("invalid_document_filter", "Invalid syntax for the filter parameter: `expected String, Array, found: 1`.")),
-    ({"function": "doc.a = 1 +"}, error("bad_request", "Script is incomplete (line 1, position 12)")),
-    ({"function": "let x = 1 let y = 2"},
-     error("bad_request", "Expecting ';' to terminate this statement (line 1, position 11)")),
-    ({"function": "doc.a = 1", "other": 1},
-     error("bad_request", "Unknown field `other`: expected one of `filter`, `context`, `function`")),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({}, error("missing_document_edition_function", "Missing field `function`")),
+        (
+            {"function": 1},
+            error(
+                "invalid_document_edition_function_filter",
+                "Invalid value type at `.function`: expected a string, but found a positive integer: `1`",
+            ),
+        ),
+        (
+            {"function": "doc.a = 1", "context": [1]},
+            error("invalid_document_edition_context", "The context must be an object"),
+        ),
+        (
+            {"function": "doc.a = 1", "context": "x"},
+            error("invalid_document_edition_context", "The context must be an object"),
+        ),
+        (
+            {"function": "doc.a = 1", "filter": ""},
+            error("invalid_document_filter", "Sending an empty filter is forbidden."),
+        ),
+        (
+            {"function": "doc.a = 1", "filter": "genre ="},
+            error("invalid_document_filter", "Was expecting a value but instead got nothing.\n8:8 genre ="),
+        ),
+        (
+            {"function": "doc.a = 1", "filter": 1},
+            error(
+                "invalid_document_filter",
+                "Invalid syntax for the filter parameter: `expected String, Array, found: 1`.",
+            ),
+        ),
+        ({"function": "doc.a = 1 +"}, error("bad_request", "Script is incomplete (line 1, position 12)")),
+        (
+            {"function": "let x = 1 let y = 2"},
+            error("bad_request", "Expecting ';' to terminate this statement (line 1, position 11)"),
+        ),
+        (
+            {"function": "doc.a = 1", "other": 1},
+            error("bad_request", "Unknown field `other`: expected one of `filter`, `context`, `function`"),
+        ),
+    ],
+)
 def test_request_errors(http: httpx.Client, body: dict[str, Any], expected: dict[str, str]) -> None:
     r = http.post("/indexes/movies/documents/edit", json=body)
     assert (r.status_code, r.json()) == (400, expected), r.text
@@ -171,20 +225,36 @@ def test_delete_one_and_edit_the_others(http: httpx.Client, movies: str) -> None
 
 def test_context_and_filter(http: httpx.Client, movies: str) -> None:
     function = "doc.comment = `Yer a wizard, ${context.ctx}!`; doc.year += context.add"
-    task = edit(http, movies, {"function": function, "filter": "genre = action",
-                               "context": {"ctx": "Harry", "add": 1}})
+    task = edit(
+        http,
+        movies,
+        {"function": function, "filter": "genre = action", "context": {"ctx": "Harry", "add": 1}},
+    )
     assert task["status"] == "succeeded", task
     assert task["details"] == details(2, 2, function, '"genre = action"', {"ctx": "Harry", "add": 1})
     docs = {d["id"]: d for d in documents(http, movies)}
-    assert docs["287947"] == {"comment": "Yer a wizard, Harry!", "genre": "action", "id": "287947",
-                              "title": "Shazam", "year": 2020}
+    assert docs["287947"] == {
+        "comment": "Yer a wizard, Harry!",
+        "genre": "action",
+        "id": "287947",
+        "title": "Shazam",
+        "year": 2020,
+    }
     assert docs["299537"]["comment"] == "Yer a wizard, Harry!"
-    assert list(http.get(f"/indexes/{movies}/documents/287947").json()) == ["id", "title", "genre", "year", "comment"]
+    assert list(http.get(f"/indexes/{movies}/documents/287947").json()) == [
+        "id",
+        "title",
+        "genre",
+        "year",
+        "comment",
+    ]
     # documents outside the filter are untouched, their field order too
     assert docs["522681"] == MOVIES[2]
     assert list(http.get(f"/indexes/{movies}/documents/522681").json()) == ["id", "title", "genre", "year"]
     # the edited fields are indexed: searchable and filterable
-    hits = http.post(f"/indexes/{movies}/search", json={"q": "wizard", "filter": "year = 2020"}).json()["hits"]
+    hits = http.post(f"/indexes/{movies}/search", json={"q": "wizard", "filter": "year = 2020"}).json()[
+        "hits"
+    ]
     assert sorted(h["id"] for h in hits) == ["287947", "299537"]
 
 
@@ -194,8 +264,12 @@ def test_array_filter_and_to_upper(http: httpx.Client, movies: str) -> None:
     assert task["status"] == "succeeded", task
     assert task["details"]["originalFilter"] == '[["genre = horror","genre = family"]]'
     titles = {d["id"]: d["title"] for d in documents(http, movies)}
-    assert titles == {"166428": "HOW TO TRAIN YOUR DRAGON", "287947": "Shazam", "299537": "Captain Marvel",
-                      "522681": "ESCAPE ROOM"}
+    assert titles == {
+        "166428": "HOW TO TRAIN YOUR DRAGON",
+        "287947": "Shazam",
+        "299537": "Captain Marvel",
+        "522681": "ESCAPE ROOM",
+    }
 
 
 def test_switch_and_loops(http: httpx.Client, movies: str) -> None:
@@ -231,10 +305,14 @@ def test_script_functions(http: httpx.Client, movies: str) -> None:
     assert task["status"] == "failed"
     assert task["error"]["message"] == (
         f"Index `{movies}`: {RUNTIME}Variable not found: doc (line 1, position 14)\nin call to function 'touch' "
-        "(line 1, position 26)")
+        "(line 1, position 26)"
+    )
     r = http.post(f"/indexes/{movies}/documents/edit", json={"function": "if true { fn f() {} }"})
-    assert r.json() == error("bad_request", "Function definitions must be at global level and cannot be inside "
-                                            "a block or another function (line 1, position 11)")
+    assert r.json() == error(
+        "bad_request",
+        "Function definitions must be at global level and cannot be inside "
+        "a block or another function (line 1, position 11)",
+    )
 
 
 def test_no_candidate(http: httpx.Client, movies: str) -> None:
@@ -252,21 +330,42 @@ def test_a_bare_expression_changes_nothing(http: httpx.Client, movies: str) -> N
     assert list(http.get(f"/indexes/{movies}/documents/522681").json()) == ["id", "title", "genre", "year"]
 
 
-@pytest.mark.parametrize(("function", "message"), [
-    ("doc.title = foo", RUNTIME + "Variable not found: foo (line 1, position 13)"),
-    ("doc.title = doc.title.len.foo", RUNTIME + "Unknown property 'foo' - a getter is not registered for type "
-                                    "'i64' (line 1, position 27)"),
-    ("doc.year = doc.title - 1", RUNTIME + "Function not found: - (&str | ImmutableString | String, i64) "
-                                "(line 1, position 22)"),
-    ('doc.title = "x"; if doc.id == "522681" { loop { } }', RUNTIME + "Too many operations (line 1, position 42)"),
-    ('doc.title = "x"; if doc.id == "522681" { throw "no" }', RUNTIME + "Runtime error: no (line 1, position 42)"),
-    ('doc.title = "x"; if doc.id == "166428" { doc = 5 }', "Document editions must keep documents as objects"),
-    ('doc.title = "x"; if doc.id == "166428" { doc.id = "1" }',
-     "Document editions cannot modify a document's primary key"),
-    ("doc.year = doc.year / 0", RUNTIME + "Division by zero: 2019 / 0 (line 1, position 21)"),
-    ("context.x = 1", RUNTIME + "Cannot modify constant context (line 1, position 11)"),
-])
-def test_a_failing_function_changes_nothing(http: httpx.Client, movies: str, function: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("doc.title = foo", RUNTIME + "Variable not found: foo (line 1, position 13)"),
+        (
+            "doc.title = doc.title.len.foo",
+            RUNTIME + "Unknown property 'foo' - a getter is not registered for type "
+            "'i64' (line 1, position 27)",
+        ),
+        (
+            "doc.year = doc.title - 1",
+            RUNTIME + "Function not found: - (&str | ImmutableString | String, i64) (line 1, position 22)",
+        ),
+        (
+            'doc.title = "x"; if doc.id == "522681" { loop { } }',
+            RUNTIME + "Too many operations (line 1, position 42)",
+        ),
+        (
+            'doc.title = "x"; if doc.id == "522681" { throw "no" }',
+            RUNTIME + "Runtime error: no (line 1, position 42)",
+        ),
+        (
+            'doc.title = "x"; if doc.id == "166428" { doc = 5 }',
+            "Document editions must keep documents as objects",
+        ),
+        (
+            'doc.title = "x"; if doc.id == "166428" { doc.id = "1" }',
+            "Document editions cannot modify a document's primary key",
+        ),
+        ("doc.year = doc.year / 0", RUNTIME + "Division by zero: 2019 / 0 (line 1, position 21)"),
+        ("context.x = 1", RUNTIME + "Cannot modify constant context (line 1, position 11)"),
+    ],
+)
+def test_a_failing_function_changes_nothing(
+    http: httpx.Client, movies: str, function: str, message: str
+) -> None:
     body: dict[str, Any] = {"function": function}
     if "context" in function:
         body["context"] = {"x": 0}
@@ -286,9 +385,11 @@ def test_filter_on_an_attribute_that_is_not_filterable(http: httpx.Client, movie
 
 
 def test_edition_runs_alone_in_its_batch(http: httpx.Client, movies: str) -> None:
-    uids = [http.post(f"/indexes/{movies}/documents", json=[{"id": "1", "title": "a"}]).json()["taskUid"],
-            http.post(f"/indexes/{movies}/documents/edit", json={"function": "doc.n = 1"}).json()["taskUid"],
-            http.post(f"/indexes/{movies}/documents", json=[{"id": "2", "title": "b"}]).json()["taskUid"]]
+    uids = [
+        http.post(f"/indexes/{movies}/documents", json=[{"id": "1", "title": "a"}]).json()["taskUid"],
+        http.post(f"/indexes/{movies}/documents/edit", json={"function": "doc.n = 1"}).json()["taskUid"],
+        http.post(f"/indexes/{movies}/documents", json=[{"id": "2", "title": "b"}]).json()["taskUid"],
+    ]
     tasks = [wait_task(http, uid) for uid in uids]
     assert [t["status"] for t in tasks] == ["succeeded"] * 3
     assert len({t["batchUid"] for t in tasks}) == 3
@@ -317,7 +418,8 @@ def test_a_late_failure_rolls_back_the_documents_already_edited(http: httpx.Clie
     task = edit(http, uid, {"function": function})
     assert task["status"] == "failed"
     assert task["error"]["message"] == (
-        f"Index `{uid}`: {RUNTIME}Function not found: len (()) (line 1, position 79)")
+        f"Index `{uid}`: {RUNTIME}Function not found: len (()) (line 1, position 79)"
+    )
     r = http.post(f"/indexes/{uid}/documents/fetch", json={"limit": 3000})
     assert sorted(r.json()["results"], key=lambda d: d["id"]) == docs
     assert http.get(f"/indexes/{uid}").json()["updatedAt"] == updated_at
@@ -326,6 +428,7 @@ def test_a_late_failure_rolls_back_the_documents_already_edited(http: httpx.Clie
     assert task["status"] == "succeeded"
     r = http.post(f"/indexes/{uid}/documents/fetch", json={"limit": 3000})
     assert sorted(r.json()["results"], key=lambda d: d["id"]) == [
-        {"id": i, "n": i + 1, "tags": ["x", f"t{i}"]} for i in range(3000)]
+        {"id": i, "n": i + 1, "tags": ["x", f"t{i}"]} for i in range(3000)
+    ]
     hits = http.post(f"/indexes/{uid}/search", json={"q": "t2999", "matchingStrategy": "all"}).json()["hits"]
     assert hits[0]["id"] == 2999  # the edited field is indexed

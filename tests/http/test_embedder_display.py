@@ -11,8 +11,10 @@ import pytest
 
 from tests.conftest import ServerProcess, wait_task
 
-TEMPLATE = ("{% for field in fields %}{% if field.is_searchable and field.value != nil %}{{ field.name }}: "
-            "{{ field.value }}\n{% endif %}{% endfor %}")
+TEMPLATE = (
+    "{% for field in fields %}{% if field.is_searchable and field.value != nil %}{{ field.name }}: "
+    "{{ field.value }}\n{% endif %}{% endfor %}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +30,9 @@ def api(srv: ServerProcess) -> Iterator[httpx.Client]:
         yield client
 
 
-def _set(api: httpx.Client, uid: str, embedders: dict[str, object],
-         details: dict[str, object] | None = None) -> dict[str, object]:
+def _set(
+    api: httpx.Client, uid: str, embedders: dict[str, object], details: dict[str, object] | None = None
+) -> dict[str, object]:
     r = api.patch(f"/indexes/{uid}/settings/embedders", json=embedders)
     assert r.status_code == 202, r.text
     task = wait_task(api, r.json()["taskUid"])
@@ -42,17 +45,35 @@ def _set(api: httpx.Client, uid: str, embedders: dict[str, object],
 
 
 def test_given_fields_are_shown_as_given(api: httpx.Client, index_uid: str) -> None:
-    conf = {"source": "ollama", "model": "m", "dimensions": 3, "documentTemplate": "{{doc.title}}",
-            "documentTemplateMaxBytes": 500, "url": "http://localhost:11434/api/embed", "binaryQuantized": False,
-            "distribution": {"mean": 0.7, "sigma": 0.3}}
+    conf = {
+        "source": "ollama",
+        "model": "m",
+        "dimensions": 3,
+        "documentTemplate": "{{doc.title}}",
+        "documentTemplateMaxBytes": 500,
+        "url": "http://localhost:11434/api/embed",
+        "binaryQuantized": False,
+        "distribution": {"mean": 0.7, "sigma": 0.3},
+    }
     assert _set(api, index_uid, {"default": conf}) == {"default": conf}
 
 
 def test_openai_shows_its_model_and_template(api: httpx.Client, index_uid: str) -> None:
-    shown = _set(api, index_uid, {"oa": {"source": "openAi", "apiKey": "sk-0123456789abcdefghij"}},
-                 {"oa": {"source": "openAi", "apiKey": "sk-XXXXX..."}})
-    assert shown == {"oa": {"source": "openAi", "model": "text-embedding-3-small", "apiKey": "sk-XXXXX...",
-                            "documentTemplate": TEMPLATE, "documentTemplateMaxBytes": 400}}
+    shown = _set(
+        api,
+        index_uid,
+        {"oa": {"source": "openAi", "apiKey": "sk-0123456789abcdefghij"}},
+        {"oa": {"source": "openAi", "apiKey": "sk-XXXXX..."}},
+    )
+    assert shown == {
+        "oa": {
+            "source": "openAi",
+            "model": "text-embedding-3-small",
+            "apiKey": "sk-XXXXX...",
+            "documentTemplate": TEMPLATE,
+            "documentTemplateMaxBytes": 400,
+        }
+    }
 
 
 def test_user_provided_shows_no_template(api: httpx.Client, index_uid: str) -> None:

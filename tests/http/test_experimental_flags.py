@@ -24,8 +24,10 @@ from tests.conftest import ServerProcess, wait_task
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """No waiting room and one search per core: a burst of fetches overflows the queue."""
-    srv = ServerProcess(tmp_path_factory.mktemp("flags") / "data.ms", extra_args=[
-        "--experimental-search-queue-size", "0", "--experimental-nb-searches-per-core", "1"]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("flags") / "data.ms",
+        extra_args=["--experimental-search-queue-size", "0", "--experimental-nb-searches-per-core", "1"],
+    ).start()
     with httpx.Client(base_url=srv.url, timeout=120) as http:
         docs = [{"id": i, "text": f"document number {i} " * 20} for i in range(2000)]
         res = http.post("/indexes/fetch/documents", json=docs)
@@ -36,8 +38,12 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 async def _burst(url: str, requests: int) -> list[httpx.Response]:
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-        calls = [client.post("/indexes/fetch/documents/fetch", json={"limit": 1000}) if i % 2
-                 else client.get("/indexes/fetch/documents", params={"limit": 1000}) for i in range(requests)]
+        calls = [
+            client.post("/indexes/fetch/documents/fetch", json={"limit": 1000})
+            if i % 2
+            else client.get("/indexes/fetch/documents", params={"limit": 1000})
+            for i in range(requests)
+        ]
         return list(await asyncio.gather(*calls))
 
 
@@ -66,7 +72,7 @@ def test_task_queue_compaction_route_needs_its_feature(http: httpx.Client) -> No
     assert res.status_code == 400
     assert res.json() == {
         "message": "Using the /tasks/compact route requires enabling the `task queue compaction route` experimental "
-                   "feature. See https://github.com/orgs/meilisearch/discussions/883",
+        "feature. See https://github.com/orgs/meilisearch/discussions/883",
         "code": "feature_not_enabled",
         "type": "invalid_request",
         "link": "https://docs.meilisearch.com/errors#feature_not_enabled",
@@ -80,7 +86,9 @@ def test_task_queue_compaction(tmp_path: Path) -> None:
     try:
         with httpx.Client(base_url=srv.url, timeout=60) as http:
             for _ in range(20):
-                res = http.post("/indexes/compact/documents", json=[{"id": j, "text": "x" * 2000} for j in range(50)])
+                res = http.post(
+                    "/indexes/compact/documents", json=[{"id": j, "text": "x" * 2000} for j in range(50)]
+                )
             wait_task(http, res.json()["taskUid"], timeout=60)
             res = http.delete("/tasks", params={"types": "documentAdditionOrUpdate"})
             assert wait_task(http, res.json()["taskUid"])["status"] == "succeeded"
@@ -90,7 +98,9 @@ def test_task_queue_compaction(tmp_path: Path) -> None:
             assert res.status_code == 200, res.text
             body = res.json()
             assert list(body) == ["preSize", "postSize", "status", "actionRequired"]
-            assert body["status"] == "succeeded" and body["actionRequired"] == "you must restart your instance"
+            assert (
+                body["status"] == "succeeded" and body["actionRequired"] == "you must restart your instance"
+            )
             pre, pre_unit = body["preSize"].split(" ")
             post, post_unit = body["postSize"].split(" ")
             assert pre_unit.endswith("B") and post_unit.endswith("B") and int(pre) > 0 and int(post) > 0
@@ -113,4 +123,10 @@ def test_exact_size() -> None:
     from hanzo_engine.server.routes.compaction import exact_size
 
     assert [exact_size(n) for n in (0, 1234, 4096, 3_000_000, 1 << 20, 466944)] == [
-        "0 B", "1234 B", "4 KiB", "3 MB", "1 MiB", "456 KiB"]
+        "0 B",
+        "1234 B",
+        "4 KiB",
+        "3 MB",
+        "1 MiB",
+        "456 KiB",
+    ]

@@ -24,17 +24,37 @@ DATASET = [
     {"id": 1, "title": "Alice In Wonderland", "genres": ["adventure"]},
 ]
 CASES: list[tuple[dict[str, Any], dict[str, Any]]] = [
-    ({"facetQuery": "a", "facetName": "genres"},
-     {"facetHits": [{"value": "action", "count": 1}, {"value": "adventure", "count": 2}], "facetQuery": "a"}),
-    ({"facetName": "genres"},
-     {"facetHits": [{"value": "action", "count": 1}, {"value": "adventure", "count": 2},
-                    {"value": "comedy", "count": 1}, {"value": "romance", "count": 2}], "facetQuery": None}),
-    ({"facetName": "genres", "facetQuery": "a", "filter": ["genres = action"]},
-     {"facetHits": [{"value": "action", "count": 1}], "facetQuery": "a"}),
-    ({"facetName": "genres", "facetQuery": "a", "q": "Alice"},
-     {"facetHits": [{"value": "adventure", "count": 1}], "facetQuery": "a"}),
-    ({"facetName": "genres", "facetQuery": "a", "q": "Alice", "exhaustiveFacetCount": True},
-     {"facetHits": [{"value": "adventure", "count": 1}], "facetQuery": "a"}),
+    (
+        {"facetQuery": "a", "facetName": "genres"},
+        {
+            "facetHits": [{"value": "action", "count": 1}, {"value": "adventure", "count": 2}],
+            "facetQuery": "a",
+        },
+    ),
+    (
+        {"facetName": "genres"},
+        {
+            "facetHits": [
+                {"value": "action", "count": 1},
+                {"value": "adventure", "count": 2},
+                {"value": "comedy", "count": 1},
+                {"value": "romance", "count": 2},
+            ],
+            "facetQuery": None,
+        },
+    ),
+    (
+        {"facetName": "genres", "facetQuery": "a", "filter": ["genres = action"]},
+        {"facetHits": [{"value": "action", "count": 1}], "facetQuery": "a"},
+    ),
+    (
+        {"facetName": "genres", "facetQuery": "a", "q": "Alice"},
+        {"facetHits": [{"value": "adventure", "count": 1}], "facetQuery": "a"},
+    ),
+    (
+        {"facetName": "genres", "facetQuery": "a", "q": "Alice", "exhaustiveFacetCount": True},
+        {"facetHits": [{"value": "adventure", "count": 1}], "facetQuery": "a"},
+    ),
 ]
 
 
@@ -48,7 +68,9 @@ def movies(http: httpx.Client, index_uid: str) -> str:
 
 
 @pytest.mark.parametrize(("body", "expected"), CASES)
-def test_sdk_snapshot_bodies(http: httpx.Client, movies: str, body: dict[str, Any], expected: dict[str, Any]) -> None:
+def test_sdk_snapshot_bodies(
+    http: httpx.Client, movies: str, body: dict[str, Any], expected: dict[str, Any]
+) -> None:
     res = http.post(f"/indexes/{movies}/facet-search", json=body)
     assert res.status_code == 200, res.text
     answer = res.json()
@@ -93,8 +115,10 @@ def test_first_facet_search_loads_nothing() -> None:
 
 @pytest.fixture
 def movies_with_vectors(http: httpx.Client, index_uid: str) -> str:
-    settings = {"filterableAttributes": ["genres", "title"],
-                "embedders": {"manual": {"source": "userProvided", "dimensions": 2}}}
+    settings = {
+        "filterableAttributes": ["genres", "title"],
+        "embedders": {"manual": {"source": "userProvided", "dimensions": 2}},
+    }
     res = http.patch(f"/indexes/{index_uid}/settings", json=settings)
     assert wait_task(http, res.json()["taskUid"])["status"] == "succeeded"
     docs = [{**doc, "_vectors": {"manual": [float(i), 1.0]}} for i, doc in enumerate(DATASET)]
@@ -109,12 +133,18 @@ def _facet_hits(http: httpx.Client, uid: str, body: dict[str, Any]) -> Any:
     return res.json()["facetHits"]
 
 
-def test_hybrid_facet_search_counts_every_filtered_document(http: httpx.Client, movies_with_vectors: str) -> None:
+def test_hybrid_facet_search_counts_every_filtered_document(
+    http: httpx.Client, movies_with_vectors: str
+) -> None:
     """milli's `execute_for_candidates`: a hybrid or semantic search's candidates are all the documents its
     filter allows, not only those matching `q`."""
     uid = movies_with_vectors
-    everything = [{"value": "action", "count": 1}, {"value": "adventure", "count": 2},
-                  {"value": "comedy", "count": 1}, {"value": "romance", "count": 2}]
+    everything = [
+        {"value": "action", "count": 1},
+        {"value": "adventure", "count": 2},
+        {"value": "comedy", "count": 1},
+        {"value": "romance", "count": 2},
+    ]
     # keyword only (no hybrid, or a ratio of 0): the documents matching `q`
     assert _facet_hits(http, uid, {"q": "Alice"}) == [{"value": "adventure", "count": 1}]
     keyword = {"q": "Alice", "vector": [1.0, 1.0], "hybrid": {"embedder": "manual", "semanticRatio": 0.0}}
@@ -122,16 +152,27 @@ def test_hybrid_facet_search_counts_every_filtered_document(http: httpx.Client, 
     hybrid = {"q": "Alice", "vector": [1.0, 1.0], "hybrid": {"embedder": "manual", "semanticRatio": 0.5}}
     assert _facet_hits(http, uid, hybrid) == everything
     semantic = {"vector": [1.0, 1.0], "hybrid": {"embedder": "manual"}, "filter": "genres = romance"}
-    assert _facet_hits(http, uid, semantic) == [{"value": "action", "count": 1}, {"value": "romance", "count": 2}]
+    assert _facet_hits(http, uid, semantic) == [
+        {"value": "action", "count": 1},
+        {"value": "romance", "count": 2},
+    ]
     # the search's own errors: a vector of the wrong dimensions, a query a userProvided embedder cannot embed
-    res = http.post(f"/indexes/{uid}/facet-search",
-                    json={"facetName": "genres", "vector": [1.0], "hybrid": {"embedder": "manual"}})
+    res = http.post(
+        f"/indexes/{uid}/facet-search",
+        json={"facetName": "genres", "vector": [1.0], "hybrid": {"embedder": "manual"}},
+    )
     assert res.status_code == 400 and res.json()["code"] == "invalid_vector_dimensions"
-    res = http.post(f"/indexes/{uid}/facet-search",
-                    json={"facetName": "genres", "q": "Alice", "hybrid": {"embedder": "manual", "semanticRatio": 1.0}})
+    res = http.post(
+        f"/indexes/{uid}/facet-search",
+        json={"facetName": "genres", "q": "Alice", "hybrid": {"embedder": "manual", "semanticRatio": 1.0}},
+    )
     assert res.status_code == 400 and res.json()["code"] == "vector_embedding_error"
-    res = http.post(f"/indexes/{uid}/facet-search",
-                    json={"facetName": "genres", "media": {"a": 1}, "hybrid": {"embedder": "manual"}})
+    res = http.post(
+        f"/indexes/{uid}/facet-search",
+        json={"facetName": "genres", "media": {"a": 1}, "hybrid": {"embedder": "manual"}},
+    )
     assert res.status_code == 400
-    assert res.json()["message"] == ("passing `media` in a search query requires enabling the `multimodal` "
-                                     "experimental feature. See https://github.com/orgs/meilisearch/discussions/846")
+    assert res.json()["message"] == (
+        "passing `media` in a search query requires enabling the `multimodal` "
+        "experimental feature. See https://github.com/orgs/meilisearch/discussions/846"
+    )

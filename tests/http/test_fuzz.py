@@ -62,8 +62,14 @@ ERROR_TYPES: Final = {"invalid_request", "internal", "auth", "system"}
 LINK: Final = "https://docs.meilisearch.com/errors#"
 
 # routes the master-key campaign leaves out (see the module doc)
-MASTER_SKIPPED: Final = {("POST", "/dumps"), ("POST", "/snapshots"), ("POST", "/logs/stream"),
-                         ("DELETE", "/logs/stream"), ("POST", "/logs/stderr"), ("POST", "/tasks/compact")}
+MASTER_SKIPPED: Final = {
+    ("POST", "/dumps"),
+    ("POST", "/snapshots"),
+    ("POST", "/logs/stream"),
+    ("DELETE", "/logs/stream"),
+    ("POST", "/logs/stderr"),
+    ("POST", "/tasks/compact"),
+}
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
@@ -72,36 +78,172 @@ METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # -------------------------------------------------------------------------------------------------
 
 QUERY_NAMES: Final = (
-    "offset", "limit", "fields", "filter", "q", "sort", "facets", "uids", "batchUids", "statuses", "types",
-    "indexUids", "canceledBy", "from", "reverse", "beforeEnqueuedAt", "afterEnqueuedAt", "beforeStartedAt",
-    "afterStartedAt", "beforeFinishedAt", "afterFinishedAt", "primaryKey", "csvDelimiter", "customMetadata",
-    "skipCreation", "showInternalDatabaseSizes", "sizeFormat", "retrieveVectors", "ids", "attributesToRetrieve",
-    "attributesToCrop", "cropLength", "cropMarker", "attributesToHighlight", "highlightPreTag",
-    "highlightPostTag", "showMatchesPosition", "page", "hitsPerPage", "matchingStrategy",
-    "rankingScoreThreshold", "showRankingScore", "showRankingScoreDetails", "vector", "hybridEmbedder",
-    "hybridSemanticRatio", "locales", "distinct", "id", "embedder", "attributesToSearchOn", "dryRun",
+    "offset",
+    "limit",
+    "fields",
+    "filter",
+    "q",
+    "sort",
+    "facets",
+    "uids",
+    "batchUids",
+    "statuses",
+    "types",
+    "indexUids",
+    "canceledBy",
+    "from",
+    "reverse",
+    "beforeEnqueuedAt",
+    "afterEnqueuedAt",
+    "beforeStartedAt",
+    "afterStartedAt",
+    "beforeFinishedAt",
+    "afterFinishedAt",
+    "primaryKey",
+    "csvDelimiter",
+    "customMetadata",
+    "skipCreation",
+    "showInternalDatabaseSizes",
+    "sizeFormat",
+    "retrieveVectors",
+    "ids",
+    "attributesToRetrieve",
+    "attributesToCrop",
+    "cropLength",
+    "cropMarker",
+    "attributesToHighlight",
+    "highlightPreTag",
+    "highlightPostTag",
+    "showMatchesPosition",
+    "page",
+    "hitsPerPage",
+    "matchingStrategy",
+    "rankingScoreThreshold",
+    "showRankingScore",
+    "showRankingScoreDetails",
+    "vector",
+    "hybridEmbedder",
+    "hybridSemanticRatio",
+    "locales",
+    "distinct",
+    "id",
+    "embedder",
+    "attributesToSearchOn",
+    "dryRun",
 )
 FIELD_NAMES: Final = (
-    *QUERY_NAMES, "uid", "actions", "indexes", "expiresAt", "name", "description", "queries", "federation",
-    "indexUid", "federationOptions", "weight", "facetsByIndex", "mergeFacets", "maxValuesPerFacet", "hybrid",
-    "semanticRatio", "facetName", "facetQuery", "exhaustiveFacetCount", "target", "mode", "rename",
-    "displayedAttributes", "searchableAttributes", "filterableAttributes", "sortableAttributes", "rankingRules",
-    "stopWords", "nonSeparatorTokens", "separatorTokens", "dictionary", "synonyms", "distinctAttribute",
-    "proximityPrecision", "typoTolerance", "faceting", "pagination", "embedders", "searchCutoffMs",
-    "localizedAttributes", "facetSearch", "prefixSearch", "metrics", "logsRoute", "containsFilter",
-    "editDocumentsByFunction", "network", "_geo", "_vectors", "lat", "lng", "minWordSizeForTypos",
-    "oneTypo", "twoTypos", "disableOnWords", "disableOnAttributes", "enabled", "sortFacetValuesBy",
-    "maxTotalHits", "source", "dimensions", "documentTemplate", "attributePatterns", "features",
-    "personalize", "userContext", "media", "retrieveVectors", "showPerformanceDetails", "useNetwork",
+    *QUERY_NAMES,
+    "uid",
+    "actions",
+    "indexes",
+    "expiresAt",
+    "name",
+    "description",
+    "queries",
+    "federation",
+    "indexUid",
+    "federationOptions",
+    "weight",
+    "facetsByIndex",
+    "mergeFacets",
+    "maxValuesPerFacet",
+    "hybrid",
+    "semanticRatio",
+    "facetName",
+    "facetQuery",
+    "exhaustiveFacetCount",
+    "target",
+    "mode",
+    "rename",
+    "displayedAttributes",
+    "searchableAttributes",
+    "filterableAttributes",
+    "sortableAttributes",
+    "rankingRules",
+    "stopWords",
+    "nonSeparatorTokens",
+    "separatorTokens",
+    "dictionary",
+    "synonyms",
+    "distinctAttribute",
+    "proximityPrecision",
+    "typoTolerance",
+    "faceting",
+    "pagination",
+    "embedders",
+    "searchCutoffMs",
+    "localizedAttributes",
+    "facetSearch",
+    "prefixSearch",
+    "metrics",
+    "logsRoute",
+    "containsFilter",
+    "editDocumentsByFunction",
+    "network",
+    "_geo",
+    "_vectors",
+    "lat",
+    "lng",
+    "minWordSizeForTypos",
+    "oneTypo",
+    "twoTypos",
+    "disableOnWords",
+    "disableOnAttributes",
+    "enabled",
+    "sortFacetValuesBy",
+    "maxTotalHits",
+    "source",
+    "dimensions",
+    "documentTemplate",
+    "attributePatterns",
+    "features",
+    "personalize",
+    "userContext",
+    "media",
+    "retrieveVectors",
+    "showPerformanceDetails",
+    "useNetwork",
 )
 
-huge_ints = st.sampled_from([2**31, 2**32, 2**53 + 1, 2**63, 2**64, 2**64 + 1, -(2**63) - 1, 10**40, -(10**40)])
+huge_ints = st.sampled_from(
+    [2**31, 2**32, 2**53 + 1, 2**63, 2**64, 2**64 + 1, -(2**63) - 1, 10**40, -(10**40)]
+)
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), huge_ints,
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
-    st.sampled_from(["*", "", "id", "title", "a = 1", "title:asc", "_geo(0, 0)", "_geoRadius(0,0,1)",
-                     "NOT a", "a IN [1,2]", "a EXISTS", "a IS NULL", "a 1 TO 2", "words", "typo", "attribute:asc",
-                     "last", "all", "frequency", "alpha", "count", "default", "userProvided", "1e999", "-0"]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    huge_ints,
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(
+        [
+            "*",
+            "",
+            "id",
+            "title",
+            "a = 1",
+            "title:asc",
+            "_geo(0, 0)",
+            "_geoRadius(0,0,1)",
+            "NOT a",
+            "a IN [1,2]",
+            "a EXISTS",
+            "a IS NULL",
+            "a 1 TO 2",
+            "words",
+            "typo",
+            "attribute:asc",
+            "last",
+            "all",
+            "frequency",
+            "alpha",
+            "count",
+            "default",
+            "userProvided",
+            "1e999",
+            "-0",
+        ]
+    ),
 )
 json_values = st.recursive(
     json_scalars,
@@ -123,26 +265,59 @@ def dumps(value: Any) -> bytes:
 # -------------------------------------------------------------------------------------------------
 
 SEARCH_SEED: Final = {
-    "q": "shared", "offset": 0, "limit": 5, "filter": "color = red", "sort": ["price:asc"], "facets": ["color"],
-    "attributesToRetrieve": ["*"], "attributesToCrop": ["title"], "cropLength": 3, "attributesToHighlight": ["*"],
-    "showMatchesPosition": True, "matchingStrategy": "last", "rankingScoreThreshold": 0.1,
-    "showRankingScore": True, "showRankingScoreDetails": True, "page": 1, "hitsPerPage": 3,
-    "distinct": "color", "locales": ["eng"], "attributesToSearchOn": ["title"],
-    "hybrid": {"embedder": "default", "semanticRatio": 0.5}, "vector": [0.1, 0.2],
+    "q": "shared",
+    "offset": 0,
+    "limit": 5,
+    "filter": "color = red",
+    "sort": ["price:asc"],
+    "facets": ["color"],
+    "attributesToRetrieve": ["*"],
+    "attributesToCrop": ["title"],
+    "cropLength": 3,
+    "attributesToHighlight": ["*"],
+    "showMatchesPosition": True,
+    "matchingStrategy": "last",
+    "rankingScoreThreshold": 0.1,
+    "showRankingScore": True,
+    "showRankingScoreDetails": True,
+    "page": 1,
+    "hitsPerPage": 3,
+    "distinct": "color",
+    "locales": ["eng"],
+    "attributesToSearchOn": ["title"],
+    "hybrid": {"embedder": "default", "semanticRatio": 0.5},
+    "vector": [0.1, 0.2],
 }
 SETTINGS_SEED: Final = {
-    "displayedAttributes": ["*"], "searchableAttributes": ["title"], "filterableAttributes": ["color", "price"],
-    "sortableAttributes": ["price"], "rankingRules": ["words", "typo", "price:asc"], "stopWords": ["the"],
-    "synonyms": {"a": ["b"]}, "distinctAttribute": "color", "typoTolerance": {"enabled": True},
-    "faceting": {"maxValuesPerFacet": 10}, "pagination": {"maxTotalHits": 50}, "proximityPrecision": "byWord",
-    "searchCutoffMs": 100, "dictionary": ["J.R.R."], "separatorTokens": ["|"], "nonSeparatorTokens": ["-"],
-    "localizedAttributes": [{"attributePatterns": ["*"], "locales": ["eng"]}], "facetSearch": True,
+    "displayedAttributes": ["*"],
+    "searchableAttributes": ["title"],
+    "filterableAttributes": ["color", "price"],
+    "sortableAttributes": ["price"],
+    "rankingRules": ["words", "typo", "price:asc"],
+    "stopWords": ["the"],
+    "synonyms": {"a": ["b"]},
+    "distinctAttribute": "color",
+    "typoTolerance": {"enabled": True},
+    "faceting": {"maxValuesPerFacet": 10},
+    "pagination": {"maxTotalHits": 50},
+    "proximityPrecision": "byWord",
+    "searchCutoffMs": 100,
+    "dictionary": ["J.R.R."],
+    "separatorTokens": ["|"],
+    "nonSeparatorTokens": ["-"],
+    "localizedAttributes": [{"attributePatterns": ["*"], "locales": ["eng"]}],
+    "facetSearch": True,
     "prefixSearch": "indexingTime",
     "embedders": {"default": {"source": "userProvided", "dimensions": 2}},
 }
 DOCUMENT_SEED: Final = [
     {"id": 1, "title": "shared one", "color": "red", "price": 3, "_geo": {"lat": 1.5, "lng": 2.5}},
-    {"id": "b-2", "title": "shared two", "nested": {"a": [1, {"b": None}]}, "_vectors": {"default": [0.1, 0.2]}},
+    {
+        "id": "b-2",
+        "title": "shared two",
+        "nested": {"a": [1, {"b": None}]},
+        "_vectors": {"default": [0.1, 0.2]},
+    },
 ]
 
 
@@ -152,18 +327,43 @@ def seeds(uids: tuple[str, ...]) -> dict[str, Any]:
         "search": SEARCH_SEED,
         "settings": SETTINGS_SEED,
         "documents": DOCUMENT_SEED,
-        "fetch": {"offset": 0, "limit": 3, "fields": ["title"], "filter": "price > 1", "ids": [1, "b-2"],
-                  "sort": ["price:desc"], "retrieveVectors": True},
-        "keys": {"actions": ["search", "documents.*"], "indexes": [f"{a}*"], "expiresAt": "2099-01-01",
-                 "name": "fuzz", "description": None},
-        "multi": {"queries": [{**SEARCH_SEED, "indexUid": a}, {"indexUid": b, "q": "x",
-                                                                "federationOptions": {"weight": 2.0}}],
-                  "federation": {"limit": 5, "offset": 0, "facetsByIndex": {a: ["color"]},
-                                 "mergeFacets": {"maxValuesPerFacet": 3}}},
+        "fetch": {
+            "offset": 0,
+            "limit": 3,
+            "fields": ["title"],
+            "filter": "price > 1",
+            "ids": [1, "b-2"],
+            "sort": ["price:desc"],
+            "retrieveVectors": True,
+        },
+        "keys": {
+            "actions": ["search", "documents.*"],
+            "indexes": [f"{a}*"],
+            "expiresAt": "2099-01-01",
+            "name": "fuzz",
+            "description": None,
+        },
+        "multi": {
+            "queries": [
+                {**SEARCH_SEED, "indexUid": a},
+                {"indexUid": b, "q": "x", "federationOptions": {"weight": 2.0}},
+            ],
+            "federation": {
+                "limit": 5,
+                "offset": 0,
+                "facetsByIndex": {a: ["color"]},
+                "mergeFacets": {"maxValuesPerFacet": 3},
+            },
+        },
         "swap": [{"indexes": [a, b], "rename": False}],
         "index": {"uid": a, "primaryKey": "id"},
-        "facet": {"facetName": "color", "facetQuery": "r", "q": "shared", "filter": "price > 0",
-                  "exhaustiveFacetCount": True},
+        "facet": {
+            "facetName": "color",
+            "facetQuery": "r",
+            "q": "shared",
+            "filter": "price > 0",
+            "exhaustiveFacetCount": True,
+        },
         "similar": {"id": 1, "embedder": "default", "limit": 3, "filter": "price > 0"},
         "features": {"metrics": True, "containsFilter": True},
         "fields": {"offset": 0, "limit": 5, "filter": {"attributePatterns": ["*"], "filterable": True}},
@@ -178,14 +378,24 @@ def seed_for(spec: RouteSpec) -> str | None:
         return "multi" if path == "/multi-search" else "search"
     if "/settings" in path:
         return "settings"
-    table = {"/documents/fetch": "fetch", "/documents/delete-batch": "delete_batch",
-             "/documents/delete": "delete_filter", "/facet-search": "facet", "/similar": "similar",
-             "/fields": "fields", "/documents": "documents"}
+    table = {
+        "/documents/fetch": "fetch",
+        "/documents/delete-batch": "delete_batch",
+        "/documents/delete": "delete_filter",
+        "/facet-search": "facet",
+        "/similar": "similar",
+        "/fields": "fields",
+        "/documents": "documents",
+    }
     for suffix, name in table.items():
         if path.endswith(suffix):
             return name
-    return {"/keys": "keys", "/swap-indexes": "swap", "/indexes": "index", "/experimental-features": "features"
-            }.get(path, "index" if path == "/indexes/{index_uid}" else None)
+    return {
+        "/keys": "keys",
+        "/swap-indexes": "swap",
+        "/indexes": "index",
+        "/experimental-features": "features",
+    }.get(path, "index" if path == "/indexes/{index_uid}" else None)
 
 
 @st.composite
@@ -236,7 +446,15 @@ PATHOLOGICAL: Final[tuple[bytes, ...]] = (
     b'{"q": "a\x00b"}',
     b"\xff\xfe\xfd",
     b'{"q": "' + b"x" * (PAYLOAD_LIMIT + 10) + b'"}',  # over the size limit
-    b"null", b"[]", b"{}", b'""', b"0", b"true", b"[null]", b"[{}]", b"{" * 3,
+    b"null",
+    b"[]",
+    b"{}",
+    b'""',
+    b"0",
+    b"true",
+    b"[null]",
+    b"[{}]",
+    b"{" * 3,
     b'{"filter": "' + b"(" * 2_000 + b"a = 1" + b")" * 2_000 + b'"}',
     b'{"filter": "' + b"NOT " * 5_000 + b'a = 1"}',
     b'{"filter": "' + b" OR ".join([b"a = 1"] * 3_000) + b'"}',
@@ -281,41 +499,95 @@ class FuzzRequest:
 def path_values(uids: tuple[str, ...]) -> dict[str, st.SearchStrategy[str]]:
     random_text = st.text(max_size=40)
     return {
-        "index_uid": st.one_of(st.sampled_from(uids), st.sampled_from(uids), random_text,
-                               st.just("a" * 401), st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True)),
+        "index_uid": st.one_of(
+            st.sampled_from(uids),
+            st.sampled_from(uids),
+            random_text,
+            st.just("a" * 401),
+            st.from_regex(r"[A-Za-z0-9_-]{1,12}", fullmatch=True),
+        ),
         "document_id": st.one_of(st.integers().map(str), random_text, st.just("b-2")),
         "task_uid": st.one_of(st.integers(-(2**70), 2**70).map(str), random_text),
         "batch_uid": st.one_of(st.integers(-(2**70), 2**70).map(str), random_text),
-        "key_or_uid": st.one_of(st.uuids().map(str), random_text, st.text("0123456789abcdef", min_size=64,
-                                                                          max_size=64)),
+        "key_or_uid": st.one_of(
+            st.uuids().map(str), random_text, st.text("0123456789abcdef", min_size=64, max_size=64)
+        ),
         "uuid": st.one_of(st.uuids().map(str), random_text),
     }
 
 
 query_values = st.one_of(
-    st.text(max_size=30), st.integers().map(str), huge_ints.map(str), st.floats().map(repr),
-    st.sampled_from(["true", "false", "", "*", "1,2,3", "a,,b", "succeeded,failed", "documentAdditionOrUpdate",
-                     "2024-01-01", "2024-01-01T00:00:00Z", "raw", "human", "a = 1", "title:asc", "-1", "0"]),
+    st.text(max_size=30),
+    st.integers().map(str),
+    huge_ints.map(str),
+    st.floats().map(repr),
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "",
+            "*",
+            "1,2,3",
+            "a,,b",
+            "succeeded,failed",
+            "documentAdditionOrUpdate",
+            "2024-01-01",
+            "2024-01-01T00:00:00Z",
+            "raw",
+            "human",
+            "a = 1",
+            "title:asc",
+            "-1",
+            "0",
+        ]
+    ),
 )
 # mostly JSON, so that bodies get past the content-type check to the validators
 content_types = st.one_of(
     st.just("application/json"),
-    st.sampled_from([None, "application/json", "application/json; charset=utf-8", "application/x-ndjson",
-                     "text/csv", "text/plain", "application/xml", "multipart/form-data; boundary=x", "",
-                     "application/json; charset=latin1", "application/JSON", "text/csv; charset=utf-8"]),
+    st.sampled_from(
+        [
+            None,
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/x-ndjson",
+            "text/csv",
+            "text/plain",
+            "application/xml",
+            "multipart/form-data; boundary=x",
+            "",
+            "application/json; charset=latin1",
+            "application/JSON",
+            "text/csv; charset=utf-8",
+        ]
+    ),
     st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=30),
 )
-encodings = st.sampled_from([None, None, None, "gzip", "deflate", "br", "zstd", "identity", "gzip, br", "x-bogus"])
+encodings = st.sampled_from(
+    [None, None, None, "gzip", "deflate", "br", "zstd", "identity", "gzip, br", "x-bogus"]
+)
 
 
 @st.composite
-def fuzz_requests(draw: st.DrawFn, routes: list[RouteSpec], uids: tuple[str, ...],
-                  auth: st.SearchStrategy[dict[str, str]], focus: list[RouteSpec] | None = None) -> FuzzRequest:
+def fuzz_requests(
+    draw: st.DrawFn,
+    routes: list[RouteSpec],
+    uids: tuple[str, ...],
+    auth: st.SearchStrategy[dict[str, str]],
+    focus: list[RouteSpec] | None = None,
+) -> FuzzRequest:
     """One request on `routes` (half of the time on `focus`, the routes the credentials open, if given)."""
     values = path_values(uids)
     if draw(st.integers(0, 19)) == 0:
-        segments = draw(st.lists(st.one_of(st.sampled_from(["indexes", "documents", "settings", "keys", "tasks",
-                                                            *uids]), st.text(max_size=10)), max_size=6))
+        segments = draw(
+            st.lists(
+                st.one_of(
+                    st.sampled_from(["indexes", "documents", "settings", "keys", "tasks", *uids]),
+                    st.text(max_size=10),
+                ),
+                max_size=6,
+            )
+        )
         spec = None
         path = "/" + "/".join(quote(s, safe="") for s in segments)
     else:
@@ -327,11 +599,17 @@ def fuzz_requests(draw: st.DrawFn, routes: list[RouteSpec], uids: tuple[str, ...
         if draw(st.integers(0, 9)) == 0:
             path += "/"  # trimmed by the server
     method = spec.method if spec is not None and draw(st.integers(0, 6)) else draw(st.sampled_from(METHODS))
-    query = draw(st.lists(st.tuples(st.one_of(st.sampled_from(QUERY_NAMES), st.text(max_size=10)), query_values),
-                          max_size=4))
+    query = draw(
+        st.lists(
+            st.tuples(st.one_of(st.sampled_from(QUERY_NAMES), st.text(max_size=10)), query_values), max_size=4
+        )
+    )
 
-    kind = draw(st.sampled_from(["seed", "seed", "seed", "json", "json", "pathological", "bytes", "empty",
-                                 "ndjson", "csv"]))
+    kind = draw(
+        st.sampled_from(
+            ["seed", "seed", "seed", "json", "json", "pathological", "bytes", "empty", "ndjson", "csv"]
+        )
+    )
     seed_name = seed_for(spec) if spec is not None else None
     if kind == "seed" and seed_name is not None:
         body = dumps(draw(mutated(seeds(uids)[seed_name])))
@@ -344,8 +622,19 @@ def fuzz_requests(draw: st.DrawFn, routes: list[RouteSpec], uids: tuple[str, ...
     elif kind == "ndjson":
         body = b"\n".join(dumps(v) for v in draw(st.lists(json_values, max_size=4)))
     elif kind == "csv":
-        body = draw(st.sampled_from([b"id,title\n1,a\n", b"id\n", b'"unclosed\n', b"id:number,x\nabc,1\n",
-                                     b"id,id\n1,2\n", b",,,\n\n", b"id;title\n1;a\n"]))
+        body = draw(
+            st.sampled_from(
+                [
+                    b"id,title\n1,a\n",
+                    b"id\n",
+                    b'"unclosed\n',
+                    b"id:number,x\nabc,1\n",
+                    b"id,id\n1,2\n",
+                    b",,,\n\n",
+                    b"id;title\n1;a\n",
+                ]
+            )
+        )
     else:
         body = b""
 
@@ -405,8 +694,9 @@ def check_response(req: FuzzRequest, r: httpx.Response) -> None:
         assert (r.status_code, code) == (503, "too_many_search_requests"), context
 
 
-def run_campaign(client: httpx.Client, strategy: st.SearchStrategy[FuzzRequest], seconds: float,
-                 base_seed: int) -> Stats:
+def run_campaign(
+    client: httpx.Client, strategy: st.SearchStrategy[FuzzRequest], seconds: float, base_seed: int
+) -> Stats:
     """Send requests drawn from `strategy` for `seconds`, in rounds of 100 examples with fixed seeds.
 
     Past the deadline, examples are no longer sent, unless a failure was seen: hypothesis then
@@ -420,8 +710,9 @@ def run_campaign(client: httpx.Client, strategy: st.SearchStrategy[FuzzRequest],
         if time.monotonic() >= deadline and not failing[0]:
             return
         try:
-            r = client.request(req.method, req.path, params=tuple(req.query), headers=req.headers,
-                               content=req.body)
+            r = client.request(
+                req.method, req.path, params=tuple(req.query), headers=req.headers, content=req.body
+            )
         except (httpx.InvalidURL, httpx.LocalProtocolError):
             stats.unsendable += 1  # a URL or header the client refuses to send (h11's own checks)
             return
@@ -437,10 +728,15 @@ def run_campaign(client: httpx.Client, strategy: st.SearchStrategy[FuzzRequest],
 
     round_no = 0
     while time.monotonic() < deadline:
-        test = seed(base_seed + round_no)(settings(
-            max_examples=100, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
-            suppress_health_check=list(HealthCheck),
-        )(given(strategy)(attempt)))
+        test = seed(base_seed + round_no)(
+            settings(
+                max_examples=100,
+                deadline=None,
+                database=None,
+                phases=[Phase.generate, Phase.shrink],
+                suppress_health_check=list(HealthCheck),
+            )(given(strategy)(attempt))
+        )
         test()
         round_no += 1
     return stats
@@ -451,13 +747,25 @@ def run_campaign(client: httpx.Client, strategy: st.SearchStrategy[FuzzRequest],
 # -------------------------------------------------------------------------------------------------
 
 INTEGRITY_DOCUMENTS: Final = [
-    {"id": i, "title": f"shared document {i} ünïcødé 東京", "color": ["red", "blue", "green"][i % 3],
-     "price": i * 1.5, "nested": {"deep": [i, {"x": str(i)}]}, "_geo": {"lat": i % 90, "lng": i % 180},
-     "big": 2**53 + i, "flag": i % 2 == 0, "none": None}
+    {
+        "id": i,
+        "title": f"shared document {i} ünïcødé 東京",
+        "color": ["red", "blue", "green"][i % 3],
+        "price": i * 1.5,
+        "nested": {"deep": [i, {"x": str(i)}]},
+        "_geo": {"lat": i % 90, "lng": i % 180},
+        "big": 2**53 + i,
+        "flag": i % 2 == 0,
+        "none": None,
+    }
     for i in range(40)
 ]
-INTEGRITY_SETTINGS: Final = {"filterableAttributes": ["color", "price", "_geo"], "sortableAttributes": ["price"],
-                             "searchableAttributes": ["title", "nested"], "synonyms": {"shared": ["common"]}}
+INTEGRITY_SETTINGS: Final = {
+    "filterableAttributes": ["color", "price", "_geo"],
+    "sortableAttributes": ["price"],
+    "searchableAttributes": ["title", "nested"],
+    "synonyms": {"shared": ["common"]},
+}
 
 
 @dataclass
@@ -480,26 +788,35 @@ def snapshot(admin: httpx.Client) -> dict[str, bytes]:
             out[uid + suffix] = r.content
         r = admin.post(f"/indexes/{uid}/search", json={"q": "shared", "limit": 1000, "facets": ["color"]})
         assert r.status_code == 200, r.text
-        out[uid + " search"] = json.dumps({k: v for k, v in r.json().items()
-                                           if k not in ("processingTimeMs", "requestUid")}).encode()
+        out[uid + " search"] = json.dumps(
+            {k: v for k, v in r.json().items() if k not in ("processingTimeMs", "requestUid")}
+        ).encode()
     return out
 
 
 @pytest.fixture(scope="module")
 def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
-    srv = ServerProcess(tmp_path_factory.mktemp("fuzz") / "data.ms",
-                        extra_args=["--master-key", MASTER_KEY, "--http-payload-size-limit", str(PAYLOAD_LIMIT)])
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("fuzz") / "data.ms",
+        extra_args=["--master-key", MASTER_KEY, "--http-payload-size-limit", str(PAYLOAD_LIMIT)],
+    )
     srv.start()
     try:
-        with httpx.Client(base_url=srv.url, timeout=30, headers={"Authorization": f"Bearer {MASTER_KEY}"}) as admin:
+        with httpx.Client(
+            base_url=srv.url, timeout=30, headers={"Authorization": f"Bearer {MASTER_KEY}"}
+        ) as admin:
             last = 0
             for uid in (INTEGRITY, SEARCHABLE):
-                for r in (admin.patch(f"/indexes/{uid}/settings", json=INTEGRITY_SETTINGS),
-                          admin.post(f"/indexes/{uid}/documents", json=INTEGRITY_DOCUMENTS)):
+                for r in (
+                    admin.patch(f"/indexes/{uid}/settings", json=INTEGRITY_SETTINGS),
+                    admin.post(f"/indexes/{uid}/documents", json=INTEGRITY_DOCUMENTS),
+                ):
                     task = wait_task(admin, r.json()["taskUid"])
                     assert task["status"] == "succeeded", task
                     last = max(last, task["uid"])
-            key = admin.post("/keys", json={"actions": ["search"], "indexes": [SEARCHABLE], "expiresAt": None})
+            key = admin.post(
+                "/keys", json={"actions": ["search"], "indexes": [SEARCHABLE], "expiresAt": None}
+            )
             assert key.status_code == 201, key.text
             yield Fuzz(srv, admin, key.json()["uid"], key.json()["key"], snapshot(admin), last)
     finally:
@@ -514,32 +831,47 @@ def report(fz: Fuzz, name: str, stats: Stats, capsys: pytest.CaptureFixture[str]
     fz.report[name] = stats
     with capsys.disabled():
         top = ", ".join(f"{c}:{n}" for c, n in stats.codes.most_common(6))
-        print(f"\nfuzz[{name}]: {stats.sent} requests ({stats.unsendable} unsendable), statuses {dict(sorted(stats.statuses.items()))}; "
-              f"top error codes {top}")
+        print(
+            f"\nfuzz[{name}]: {stats.sent} requests ({stats.unsendable} unsendable), statuses {dict(sorted(stats.statuses.items()))}; "
+            f"top error codes {top}"
+        )
     assert stats.sent >= 20, "the campaign sent almost nothing: is the server answering?"
 
 
 def test_fuzz_restricted_key(fuzz: Fuzz, capsys: pytest.CaptureFixture[str]) -> None:
-    rules = st.one_of(json_values, st.dictionaries(st.sampled_from([SEARCHABLE, "*", "fuzz_*", INTEGRITY]),
-                                                   st.one_of(st.none(), st.fixed_dictionaries(
-                                                       {"filter": json_values})), max_size=3))
-    tokens = st.builds(lambda r, alg: encode_token({"apiKeyUid": fuzz.restricted_uid, "searchRules": r}, fuzz.restricted_key, alg),
-                       rules, st.sampled_from(["HS256", "HS384", "HS512"]))
-    auth = st.one_of(st.just(bearer(fuzz.restricted_key)), st.just(bearer(fuzz.restricted_key)),
-                     tokens.map(bearer))
+    rules = st.one_of(
+        json_values,
+        st.dictionaries(
+            st.sampled_from([SEARCHABLE, "*", "fuzz_*", INTEGRITY]),
+            st.one_of(st.none(), st.fixed_dictionaries({"filter": json_values})),
+            max_size=3,
+        ),
+    )
+    tokens = st.builds(
+        lambda r, alg: encode_token(
+            {"apiKeyUid": fuzz.restricted_uid, "searchRules": r}, fuzz.restricted_key, alg
+        ),
+        rules,
+        st.sampled_from(["HS256", "HS384", "HS512"]),
+    )
+    auth = st.one_of(
+        st.just(bearer(fuzz.restricted_key)), st.just(bearer(fuzz.restricted_key)), tokens.map(bearer)
+    )
     uids = (SEARCHABLE, INTEGRITY, *THROWAWAY)
     search_routes = [r for r in ROUTES if r.action == "search"]
     with httpx.Client(base_url=fuzz.server.url, timeout=30) as client:
-        stats = run_campaign(client, fuzz_requests(list(ROUTES), uids, auth, search_routes), FUZZ_SECONDS * 0.4,
-                             1_000)
+        stats = run_campaign(
+            client, fuzz_requests(list(ROUTES), uids, auth, search_routes), FUZZ_SECONDS * 0.4, 1_000
+        )
     report(fuzz, "restricted", stats, capsys)
 
 
 def test_fuzz_master_key_on_throwaway_indexes(fuzz: Fuzz, capsys: pytest.CaptureFixture[str]) -> None:
     routes = [r for r in ROUTES if (r.method, r.path) not in MASTER_SKIPPED]
     with httpx.Client(base_url=fuzz.server.url, timeout=30) as client:
-        stats = run_campaign(client, fuzz_requests(routes, THROWAWAY, st.just(bearer(MASTER_KEY))),
-                             FUZZ_SECONDS * 0.4, 2_000)
+        stats = run_campaign(
+            client, fuzz_requests(routes, THROWAWAY, st.just(bearer(MASTER_KEY))), FUZZ_SECONDS * 0.4, 2_000
+        )
     report(fuzz, "master", stats, capsys)
 
 
@@ -548,16 +880,23 @@ def test_fuzz_hostile_authorization_headers(fuzz: Fuzz, capsys: pytest.CaptureFi
     # no leading/trailing blanks: h11 refuses to send those
     visible = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80).map(str.strip)
     values = st.one_of(
-        visible, visible.map(lambda t: ("Bearer " + t).strip()), st.just("Bearer"),
+        visible,
+        visible.map(lambda t: ("Bearer " + t).strip()),
+        st.just("Bearer"),
         st.tuples(b64, b64, b64).map(lambda p: "Bearer " + ".".join(p)),
-        st.tuples(json_values, json_values).map(lambda p: "Bearer " + ".".join(
-            [_b64(p[0]), _b64(p[1]), "c2ln"])),
+        st.tuples(json_values, json_values).map(
+            lambda p: "Bearer " + ".".join([_b64(p[0]), _b64(p[1]), "c2ln"])
+        ),
         st.text("0123456789abcdefABCDEF", min_size=63, max_size=65).map(lambda t: "Bearer " + t),
     )
     auth = values.map(lambda v: {"Authorization": v})
     with httpx.Client(base_url=fuzz.server.url, timeout=30) as client:
-        stats = run_campaign(client, fuzz_requests(list(ROUTES), (INTEGRITY, SEARCHABLE, *THROWAWAY), auth),
-                             FUZZ_SECONDS * 0.2, 3_000)
+        stats = run_campaign(
+            client,
+            fuzz_requests(list(ROUTES), (INTEGRITY, SEARCHABLE, *THROWAWAY), auth),
+            FUZZ_SECONDS * 0.2,
+            3_000,
+        )
     report(fuzz, "hostile_auth", stats, capsys)
 
 
@@ -583,8 +922,10 @@ def test_stored_documents_unchanged(fuzz: Fuzz, capsys: pytest.CaptureFixture[st
     assert [t["uid"] for t in tasks["results"] if t["uid"] > fuzz.last_setup_task] == []
     total = sum(s.sent for s in fuzz.report.values())
     with capsys.disabled():
-        print(f"\nfuzz total: {total} requests in {FUZZ_SECONDS:.0f} s; integrity index and searchable index "
-              "byte-identical")
+        print(
+            f"\nfuzz total: {total} requests in {FUZZ_SECONDS:.0f} s; integrity index and searchable index "
+            "byte-identical"
+        )
 
 
 def test_server_log_has_no_unexpected_exceptions(fuzz: Fuzz) -> None:
@@ -592,4 +933,3 @@ def test_server_log_has_no_unexpected_exceptions(fuzz: Fuzz) -> None:
     log = fuzz.server.output()
     for marker in ("internal error on", "Exception in ASGI application", "Traceback"):
         assert marker not in log, log[-5000:]
-

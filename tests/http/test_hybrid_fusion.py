@@ -24,8 +24,12 @@ DOCS = [
     {"id": 2, "text": "banana cherry", "tag": "b", "_vectors": {"manual": [0.0, 1.0, 0.0]}},
     {"id": 3, "text": "cherry", "tag": "b", "_vectors": {"manual": [0.0, 0.0, 1.0]}},
     {"id": 4, "text": "date", "tag": "a", "_vectors": {"manual": [0.5, 0.5, 0.0]}},
-    {"id": 5, "text": "apple apple cherry pie with a long description", "tag": "b",
-     "_vectors": {"manual": [0.0, 0.2, 1.0]}},
+    {
+        "id": 5,
+        "text": "apple apple cherry pie with a long description",
+        "tag": "b",
+        "_vectors": {"manual": [0.0, 0.2, 1.0]},
+    },
     {"id": 6, "text": "elderberry", "tag": "a", "_vectors": {"manual": [-1.0, 0.0, 0.1]}},
 ]
 Q = "apple cherry"
@@ -33,8 +37,11 @@ VECTOR = [1.0, 0.0, 0.4]
 
 
 def _setup(http: httpx.Client, uid: str) -> None:
-    settings = {"rankingRules": BM25_FIRST, "filterableAttributes": ["tag"],
-                "embedders": {"manual": {"source": "userProvided", "dimensions": 3}}}
+    settings = {
+        "rankingRules": BM25_FIRST,
+        "filterableAttributes": ["tag"],
+        "embedders": {"manual": {"source": "userProvided", "dimensions": 3}},
+    }
     res = http.patch(f"/indexes/{uid}/settings", json=settings)
     assert wait_task(http, res.json()["taskUid"])["status"] == "succeeded"
     res = http.post(f"/indexes/{uid}/documents", json=DOCS)
@@ -47,14 +54,30 @@ def _search(http: httpx.Client, uid: str, **body: Any) -> dict[str, Any]:
     return dict(res.json())
 
 
-def _sides(http: httpx.Client, uid: str, **extra: Any) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+def _sides(
+    http: httpx.Client, uid: str, **extra: Any
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """(keyword list as (id, raw BM25), semantic list as (id, ranking score)), best first."""
-    kw = _search(http, uid, hybrid={"embedder": "manual", "semanticRatio": 0.0}, showRankingScoreDetails=True,
-                 limit=100, **extra)["hits"]
-    sem = _search(http, uid, hybrid={"embedder": "manual", "semanticRatio": 1.0}, showRankingScore=True,
-                  limit=100, **extra)["hits"]
-    return ([(h["id"], h["_rankingScoreDetails"]["bm25"]["value"]) for h in kw],
-            [(h["id"], h["_rankingScore"]) for h in sem])
+    kw = _search(
+        http,
+        uid,
+        hybrid={"embedder": "manual", "semanticRatio": 0.0},
+        showRankingScoreDetails=True,
+        limit=100,
+        **extra,
+    )["hits"]
+    sem = _search(
+        http,
+        uid,
+        hybrid={"embedder": "manual", "semanticRatio": 1.0},
+        showRankingScore=True,
+        limit=100,
+        **extra,
+    )["hits"]
+    return (
+        [(h["id"], h["_rankingScoreDetails"]["bm25"]["value"]) for h in kw],
+        [(h["id"], h["_rankingScore"]) for h in sem],
+    )
 
 
 def _norm(values: list[float]) -> list[float]:
@@ -62,8 +85,9 @@ def _norm(values: list[float]) -> list[float]:
     return [1.0] * len(values) if hi == lo else [(v - lo) / (hi - lo) for v in values]
 
 
-def _expected(fusion: str, ratio: float, kw: list[tuple[int, float]],
-              sem: list[tuple[int, float]]) -> list[tuple[int, float, bool]]:
+def _expected(
+    fusion: str, ratio: float, kw: list[tuple[int, float]], sem: list[tuple[int, float]]
+) -> list[tuple[int, float, bool]]:
     """(id, fused score, won by the semantic side), in fused order."""
     if fusion == "convex":
         kv, sv = _norm([s for _, s in kw]), _norm([s for _, s in sem])
@@ -92,8 +116,14 @@ def test_fusion_orders_by_fused_score(http: httpx.Client, index_uid: str, fusion
     assert {d for d, _ in kw} == {0, 1, 2, 3, 5}  # bm25 first: any query word matches
     assert len(sem) == len(DOCS)
     expected = _expected(fusion, ratio, kw, sem)
-    body = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": ratio, "fusion": fusion},
-                   showRankingScore=True, showRankingScoreDetails=True, limit=5)
+    body = _search(
+        http,
+        index_uid,
+        hybrid={"embedder": "manual", "semanticRatio": ratio, "fusion": fusion},
+        showRankingScore=True,
+        showRankingScoreDetails=True,
+        limit=5,
+    )
     hits = body["hits"]
     assert [h["id"] for h in hits] == [d for d, _, _ in expected[:5]]
     for hit, (_, score, semantic_won) in zip(hits, expected, strict=False):
@@ -103,8 +133,13 @@ def test_fusion_orders_by_fused_score(http: httpx.Client, index_uid: str, fusion
     assert body["semanticHitCount"] == sum(won for _, _, won in expected[:5])
     assert body["estimatedTotalHits"] == len(DOCS)
     # pages of the fused list
-    page = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": ratio, "fusion": fusion},
-                   offset=2, limit=3)["hits"]
+    page = _search(
+        http,
+        index_uid,
+        hybrid={"embedder": "manual", "semanticRatio": ratio, "fusion": fusion},
+        offset=2,
+        limit=3,
+    )["hits"]
     assert [h["id"] for h in page] == [d for d, _, _ in expected[2:5]]
 
 
@@ -123,8 +158,14 @@ def test_fusion_with_threshold_and_filter(http: httpx.Client, index_uid: str) ->
     _setup(http, index_uid)
     kw, sem = _sides(http, index_uid, filter="tag = b")
     expected = _expected("convex", 0.5, kw, sem)
-    body = _search(http, index_uid, hybrid={"embedder": "manual", "fusion": "convex"}, filter="tag = b",
-                   rankingScoreThreshold=0.5, showRankingScore=True)
+    body = _search(
+        http,
+        index_uid,
+        hybrid={"embedder": "manual", "fusion": "convex"},
+        filter="tag = b",
+        rankingScoreThreshold=0.5,
+        showRankingScore=True,
+    )
     kept = [(d, s) for d, s, _ in expected if s >= 0.5]
     assert 0 < len(kept) < len(expected)
     assert [(h["id"], pytest.approx(h["_rankingScore"], abs=1e-6)) for h in body["hits"]] == kept
@@ -136,9 +177,15 @@ def test_fusion_keeps_the_search_kinds(http: httpx.Client, index_uid: str) -> No
     _setup(http, index_uid)
     keyword = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": 0.0, "fusion": "rrf"})
     assert "semanticHitCount" not in keyword
-    semantic = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": 1.0, "fusion": "rrf"},
-                       showRankingScore=True)
-    plain = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": 1.0}, showRankingScore=True)
+    semantic = _search(
+        http,
+        index_uid,
+        hybrid={"embedder": "manual", "semanticRatio": 1.0, "fusion": "rrf"},
+        showRankingScore=True,
+    )
+    plain = _search(
+        http, index_uid, hybrid={"embedder": "manual", "semanticRatio": 1.0}, showRankingScore=True
+    )
     assert semantic["hits"] == plain["hits"]
     assert semantic["semanticHitCount"] == len(semantic["hits"])
 
@@ -147,8 +194,13 @@ def test_no_semantic_score(http: httpx.Client, index_uid: str) -> None:
     """Meilisearch >= 1.8 returns the similarity as `_rankingScore` and no `_semanticScore`."""
     _setup(http, index_uid)
     for ratio in (0.5, 1.0):
-        body = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": ratio},
-                       showRankingScore=True, showRankingScoreDetails=True)
+        body = _search(
+            http,
+            index_uid,
+            hybrid={"embedder": "manual", "semanticRatio": ratio},
+            showRankingScore=True,
+            showRankingScoreDetails=True,
+        )
         assert body["hits"]
         for hit in body["hits"]:
             assert "_semanticScore" not in hit
@@ -156,33 +208,48 @@ def test_no_semantic_score(http: httpx.Client, index_uid: str) -> None:
             if detail is not None:
                 assert set(detail) == {"order", "similarity"}
                 assert hit["_rankingScore"] == pytest.approx(detail["similarity"])
-    top = _search(http, index_uid, hybrid={"embedder": "manual", "semanticRatio": 1.0}, showRankingScore=True,
-                  limit=1)["hits"][0]
+    top = _search(
+        http, index_uid, hybrid={"embedder": "manual", "semanticRatio": 1.0}, showRankingScore=True, limit=1
+    )["hits"][0]
     assert top["id"] == 0  # cos([1, 0, 0], [1, 0, 0.4]) = 1 / sqrt(1.16)
     assert top["_rankingScore"] == pytest.approx((1 + 1 / 1.16**0.5) / 2, abs=1e-6)
 
 
-@pytest.mark.parametrize(("hybrid", "message"), [
-    ({"embedder": "manual", "fusion": "nope"},
-     "Unknown value `nope` at `.hybrid.fusion`: expected one of `convex`, `rrf`"),
-    ({"embedder": "manual", "fusion": 1},
-     "Invalid value type at `.hybrid.fusion`: expected a string, but found a positive integer: `1`"),
-    ({"embedder": "manual", "foo": 1},  # Meilisearch's list of hybrid fields, without `fusion`
-     "Unknown field `foo` inside `.hybrid`: expected one of `semanticRatio`, `embedder`"),
-    ({"fusion": "rrf"}, "Missing field `embedder` inside `.hybrid`"),
-])
+@pytest.mark.parametrize(
+    ("hybrid", "message"),
+    [
+        (
+            {"embedder": "manual", "fusion": "nope"},
+            "Unknown value `nope` at `.hybrid.fusion`: expected one of `convex`, `rrf`",
+        ),
+        (
+            {"embedder": "manual", "fusion": 1},
+            "Invalid value type at `.hybrid.fusion`: expected a string, but found a positive integer: `1`",
+        ),
+        (
+            {"embedder": "manual", "foo": 1},  # Meilisearch's list of hybrid fields, without `fusion`
+            "Unknown field `foo` inside `.hybrid`: expected one of `semanticRatio`, `embedder`",
+        ),
+        ({"fusion": "rrf"}, "Missing field `embedder` inside `.hybrid`"),
+    ],
+)
 def test_fusion_errors(http: httpx.Client, index_uid: str, hybrid: dict[str, Any], message: str) -> None:
     _setup(http, index_uid)
     res = http.post(f"/indexes/{index_uid}/search", json={"q": Q, "vector": VECTOR, "hybrid": hybrid})
     assert res.status_code == 400
-    assert res.json() == {"message": message, "code": "invalid_search_hybrid_query", "type": "invalid_request",
-                          "link": "https://docs.meilisearch.com/errors#invalid_search_hybrid_query"}
+    assert res.json() == {
+        "message": message,
+        "code": "invalid_search_hybrid_query",
+        "type": "invalid_request",
+        "link": "https://docs.meilisearch.com/errors#invalid_search_hybrid_query",
+    }
 
 
 def test_meilisearch_errors_come_first(http: httpx.Client, index_uid: str) -> None:
     _setup(http, index_uid)
-    res = http.post(f"/indexes/{index_uid}/search",
-                    json={"hybrid": {"embedder": "manual", "fusion": "nope"}, "limit": -1})
+    res = http.post(
+        f"/indexes/{index_uid}/search", json={"hybrid": {"embedder": "manual", "fusion": "nope"}, "limit": -1}
+    )
     assert res.status_code == 400
     assert res.json()["code"] == "invalid_search_limit"
 
@@ -191,15 +258,29 @@ def test_fusion_in_multi_search(http: httpx.Client, index_uid: str) -> None:
     _setup(http, index_uid)
     hybrid = {"embedder": "manual", "fusion": "rrf", "semanticRatio": 0.7}
     single = _search(http, index_uid, hybrid=hybrid, limit=5)
-    res = http.post("/multi-search", json={"queries": [
-        {"indexUid": index_uid, "q": Q, "vector": VECTOR, "hybrid": hybrid, "limit": 5}]})
+    res = http.post(
+        "/multi-search",
+        json={"queries": [{"indexUid": index_uid, "q": Q, "vector": VECTOR, "hybrid": hybrid, "limit": 5}]},
+    )
     assert res.status_code == 200, res.text
     assert res.json()["results"][0]["hits"] == single["hits"]
-    bad = http.post("/multi-search", json={"queries": [
-        {"indexUid": index_uid, "q": Q, "vector": VECTOR, "hybrid": {"embedder": "manual", "fusion": "x"}}]})
+    bad = http.post(
+        "/multi-search",
+        json={
+            "queries": [
+                {
+                    "indexUid": index_uid,
+                    "q": Q,
+                    "vector": VECTOR,
+                    "hybrid": {"embedder": "manual", "fusion": "x"},
+                }
+            ]
+        },
+    )
     assert bad.status_code == 400
-    assert bad.json()["message"] == ("Unknown value `x` at `.queries[0].hybrid.fusion`: "
-                                     "expected one of `convex`, `rrf`")
+    assert bad.json()["message"] == (
+        "Unknown value `x` at `.queries[0].hybrid.fusion`: expected one of `convex`, `rrf`"
+    )
     assert bad.json()["code"] == "invalid_search_hybrid_query"
 
 
@@ -209,8 +290,13 @@ def test_federated_queries_search_semantically(http: httpx.Client, index_uid: st
     semantic = {"vector": VECTOR, "hybrid": {"embedder": "manual", "semanticRatio": 1.0}}
     alone = http.post(f"/indexes/{index_uid}/search", json={**semantic, "limit": 4, "showRankingScore": True})
     assert alone.status_code == 200, alone.text
-    res = http.post("/multi-search", json={"federation": {"limit": 4}, "queries": [
-        {"indexUid": index_uid, **semantic, "showRankingScore": True}]})
+    res = http.post(
+        "/multi-search",
+        json={
+            "federation": {"limit": 4},
+            "queries": [{"indexUid": index_uid, **semantic, "showRankingScore": True}],
+        },
+    )
     assert res.status_code == 200, res.text
     hits = res.json()["hits"]
     assert [h["id"] for h in hits] == [h["id"] for h in alone.json()["hits"]]

@@ -19,8 +19,20 @@ from tests.conftest import ServerProcess, wait_task
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
 SUMMARY_KEYS = ["taskUid", "indexUid", "status", "type", "enqueuedAt"]
-TASK_KEYS = ["uid", "batchUid", "indexUid", "status", "type", "canceledBy", "details", "error", "duration",
-             "enqueuedAt", "startedAt", "finishedAt"]
+TASK_KEYS = [
+    "uid",
+    "batchUid",
+    "indexUid",
+    "status",
+    "type",
+    "canceledBy",
+    "details",
+    "error",
+    "duration",
+    "enqueuedAt",
+    "startedAt",
+    "finishedAt",
+]
 
 
 def assert_summary(res: httpx.Response, index_uid: str | None, type_: str) -> int:
@@ -83,12 +95,18 @@ def test_create_index_with_null_primary_key(http: httpx.Client, index_uid: str) 
 
 def test_create_index_gzip_and_deflate_bodies(http: httpx.Client, index_uid: str) -> None:
     body = json.dumps({"uid": f"{index_uid}_gz", "primaryKey": None}).encode()
-    res = http.post("/indexes", content=gzip.compress(body),
-                    headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    res = http.post(
+        "/indexes",
+        content=gzip.compress(body),
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
     succeeded(http, assert_summary(res, f"{index_uid}_gz", "indexCreation"))
     body = json.dumps({"uid": f"{index_uid}_zl"}).encode()
-    res = http.post("/indexes", content=zlib.compress(body),
-                    headers={"Content-Type": "application/json", "Content-Encoding": "deflate"})
+    res = http.post(
+        "/indexes",
+        content=zlib.compress(body),
+        headers={"Content-Type": "application/json", "Content-Encoding": "deflate"},
+    )
     succeeded(http, assert_summary(res, f"{index_uid}_zl", "indexCreation"))
     assert http.get(f"/indexes/{index_uid}_gz").status_code == 200
     assert http.get(f"/indexes/{index_uid}_zl").status_code == 200
@@ -116,8 +134,12 @@ def test_list_indexes_sorted_and_paginated(http: httpx.Client, index_uid: str) -
 
     start = uids.index(mine[0])
     page = http.get("/indexes", params={"offset": start + 1, "limit": 2}).json()
-    assert page == {"results": everything["results"][start + 1 : start + 3], "offset": start + 1, "limit": 2,
-                    "total": len(uids)}
+    assert page == {
+        "results": everything["results"][start + 1 : start + 3],
+        "offset": start + 1,
+        "limit": 2,
+        "total": len(uids),
+    }
     empty = http.get("/indexes", params={"limit": 0}).json()
     assert empty == {"results": [], "offset": 0, "limit": 0, "total": len(uids)}
     past_end = http.get("/indexes", params={"offset": 1_000_000}).json()
@@ -138,7 +160,9 @@ def test_update_primary_key(http: httpx.Client, index_uid: str) -> None:
 
 def test_update_nothing_succeeds(http: httpx.Client, index_uid: str) -> None:
     create(http, index_uid, "id")
-    task = succeeded(http, assert_summary(http.patch(f"/indexes/{index_uid}", json={}), index_uid, "indexUpdate"))
+    task = succeeded(
+        http, assert_summary(http.patch(f"/indexes/{index_uid}", json={}), index_uid, "indexUpdate")
+    )
     assert task["details"] == {"primaryKey": None}
     assert http.get(f"/indexes/{index_uid}").json()["primaryKey"] == "id"
 
@@ -193,8 +217,9 @@ def test_swap_indexes(http: httpx.Client, index_uid: str) -> None:
     res = http.post("/swap-indexes", json=[{"indexes": [a, b]}, {"indexes": [c, d]}])
     task = succeeded(http, assert_summary(res, None, "indexSwap"))
     assert task["indexUid"] is None
-    assert task["details"] == {"swaps": [{"indexes": [a, b], "rename": False},
-                                         {"indexes": [c, d], "rename": False}]}
+    assert task["details"] == {
+        "swaps": [{"indexes": [a, b], "rename": False}, {"indexes": [c, d], "rename": False}]
+    }
     assert http.get(f"/indexes/{a}/documents").json()["results"] == [{"id": 1, "index": b}]
     assert http.get(f"/indexes/{b}/documents").json()["results"] == [{"id": 1, "index": a}]
     assert http.get(f"/indexes/{c}/documents").json()["results"] == [{"id": 1, "index": d}]
@@ -236,10 +261,16 @@ def test_unknown_path_is_404_with_empty_body(http: httpx.Client, index_uid: str)
 
 
 def test_wrong_method_is_405_with_empty_body(http: httpx.Client, index_uid: str) -> None:
-    for method, path in (("PUT", f"/indexes/{index_uid}"), ("DELETE", "/indexes"), ("PATCH", "/indexes"),
-                         ("GET", "/swap-indexes"), ("PATCH", f"/indexes/{index_uid}/documents"),
-                         ("PUT", f"/indexes/{index_uid}/documents/1"), ("GET", f"/indexes/{index_uid}/documents/fetch"),
-                         ("GET", f"/indexes/{index_uid}/documents/delete-batch")):
+    for method, path in (
+        ("PUT", f"/indexes/{index_uid}"),
+        ("DELETE", "/indexes"),
+        ("PATCH", "/indexes"),
+        ("GET", "/swap-indexes"),
+        ("PATCH", f"/indexes/{index_uid}/documents"),
+        ("PUT", f"/indexes/{index_uid}/documents/1"),
+        ("GET", f"/indexes/{index_uid}/documents/fetch"),
+        ("GET", f"/indexes/{index_uid}/documents/delete-batch"),
+    ):
         res = http.request(method, path)
         assert res.status_code == 405, (method, path)
         assert res.content == b"", (method, path)
@@ -254,7 +285,9 @@ def test_reading_many_indexes_during_a_batch_does_not_break_it(tmp_path: Path) -
                 last = client.post("/indexes", json={"uid": f"many_{i:03d}"}).json()["taskUid"]
             wait_task(client, last, 60)
             docs = json.dumps([{"id": i, "text": "lorem ipsum"} for i in range(100_000)]).encode()
-            res = client.post("/indexes/big/documents", content=docs, headers={"Content-Type": "application/json"})
+            res = client.post(
+                "/indexes/big/documents", content=docs, headers={"Content-Type": "application/json"}
+            )
             uid = res.json()["taskUid"]
             while True:
                 # listing a page opens every index on it

@@ -33,8 +33,9 @@ def task_count(http: httpx.Client) -> int:
     return total
 
 
-def assert_rejected(http: httpx.Client, response: httpx.Response, status: int, body: dict[str, str],
-                    tasks_before: int) -> None:
+def assert_rejected(
+    http: httpx.Client, response: httpx.Response, status: int, body: dict[str, str], tasks_before: int
+) -> None:
     """A synchronous refusal: exact status and body, JSON content type, and no task registered."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
@@ -56,8 +57,11 @@ def failed_task_view(task: dict[str, Any]) -> dict[str, Any]:
     assert task["status"] == "failed", task
     for key in ("duration", "enqueuedAt", "startedAt", "finishedAt"):
         assert isinstance(task[key], str)
-    return {k: v for k, v in task.items() if k not in ("uid", "batchUid", "duration", "enqueuedAt", "startedAt",
-                                                       "finishedAt")}
+    return {
+        k: v
+        for k, v in task.items()
+        if k not in ("uid", "batchUid", "duration", "enqueuedAt", "startedAt", "finishedAt")
+    }
 
 
 # -- GET /indexes ------------------------------------------------------------------------------
@@ -66,19 +70,52 @@ def failed_task_view(task: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("query", "body"),
     [
-        ("offset=doggo", error("invalid_index_offset",
-                               "Invalid value in parameter `offset`: could not parse `doggo` as a positive integer")),
-        ("offset=-1", error("invalid_index_offset",
-                            "Invalid value in parameter `offset`: could not parse `-1` as a positive integer")),
-        ("offset=", error("invalid_index_offset",
-                          "Invalid value in parameter `offset`: could not parse `` as a positive integer")),
-        ("limit=doggo", error("invalid_index_limit",
-                              "Invalid value in parameter `limit`: could not parse `doggo` as a positive integer")),
-        ("limit=1.5", error("invalid_index_limit",
-                            "Invalid value in parameter `limit`: could not parse `1.5` as a positive integer")),
-        ("doggo=nolimit", error("bad_request", "Unknown parameter `doggo`: expected one of `offset`, `limit`")),
-        ("limt=1", error("bad_request",
-                         "Unknown parameter `limt`: did you mean `limit`? expected one of `offset`, `limit`")),
+        (
+            "offset=doggo",
+            error(
+                "invalid_index_offset",
+                "Invalid value in parameter `offset`: could not parse `doggo` as a positive integer",
+            ),
+        ),
+        (
+            "offset=-1",
+            error(
+                "invalid_index_offset",
+                "Invalid value in parameter `offset`: could not parse `-1` as a positive integer",
+            ),
+        ),
+        (
+            "offset=",
+            error(
+                "invalid_index_offset",
+                "Invalid value in parameter `offset`: could not parse `` as a positive integer",
+            ),
+        ),
+        (
+            "limit=doggo",
+            error(
+                "invalid_index_limit",
+                "Invalid value in parameter `limit`: could not parse `doggo` as a positive integer",
+            ),
+        ),
+        (
+            "limit=1.5",
+            error(
+                "invalid_index_limit",
+                "Invalid value in parameter `limit`: could not parse `1.5` as a positive integer",
+            ),
+        ),
+        (
+            "doggo=nolimit",
+            error("bad_request", "Unknown parameter `doggo`: expected one of `offset`, `limit`"),
+        ),
+        (
+            "limt=1",
+            error(
+                "bad_request",
+                "Unknown parameter `limt`: did you mean `limit`? expected one of `offset`, `limit`",
+            ),
+        ),
     ],
 )
 def test_list_indexes_bad_query(http: httpx.Client, query: str, body: dict[str, str]) -> None:
@@ -94,24 +131,58 @@ def test_list_indexes_bad_query(http: httpx.Client, query: str, body: dict[str, 
     ("payload", "body"),
     [
         ({"primaryKey": "doggo"}, error("missing_index_uid", "Missing field `uid`")),
-        ({"uid": "the best doggo"},
-         error("invalid_index_uid", f"Invalid value at `.uid`: `the best doggo` {UID_RULE}")),
-        ({"uid": "a" * 401}, error("invalid_index_uid", f"Invalid value at `.uid`: `{'a' * 401}` {UID_RULE}")),
+        (
+            {"uid": "the best doggo"},
+            error("invalid_index_uid", f"Invalid value at `.uid`: `the best doggo` {UID_RULE}"),
+        ),
+        (
+            {"uid": "a" * 401},
+            error("invalid_index_uid", f"Invalid value at `.uid`: `{'a' * 401}` {UID_RULE}"),
+        ),
         ({"uid": ""}, error("invalid_index_uid", f"Invalid value at `.uid`: `` {UID_RULE}")),
-        ({"uid": True},
-         error("invalid_index_uid", "Invalid value type at `.uid`: expected a string, but found a boolean: `true`")),
-        ({"uid": 12}, error("invalid_index_uid",
-                            "Invalid value type at `.uid`: expected a string, but found a positive integer: `12`")),
-        ({"uid": "doggo", "primaryKey": ["the", "best", "doggo"]},
-         error("invalid_index_primary_key",
-               'Invalid value type at `.primaryKey`: expected a string, but found an array: `["the","best","doggo"]`')),
-        ({"uid": "doggo", "doggo": "bernese"},
-         error("bad_request", "Unknown field `doggo`: expected one of `uid`, `primaryKey`")),
-        ({"uid": "doggo", "primaryKy": "id"},
-         error("bad_request", "Unknown field `primaryKy`: did you mean `primaryKey`? expected one of `uid`, `primaryKey`")),
-        ([{"uid": "doggo"}],
-         error("bad_request", 'Invalid value type: expected an object, but found an array: `[{"uid":"doggo"}]`')),
-        ("doggo", error("bad_request", 'Invalid value type: expected an object, but found a string: `"doggo"`')),
+        (
+            {"uid": True},
+            error(
+                "invalid_index_uid",
+                "Invalid value type at `.uid`: expected a string, but found a boolean: `true`",
+            ),
+        ),
+        (
+            {"uid": 12},
+            error(
+                "invalid_index_uid",
+                "Invalid value type at `.uid`: expected a string, but found a positive integer: `12`",
+            ),
+        ),
+        (
+            {"uid": "doggo", "primaryKey": ["the", "best", "doggo"]},
+            error(
+                "invalid_index_primary_key",
+                'Invalid value type at `.primaryKey`: expected a string, but found an array: `["the","best","doggo"]`',
+            ),
+        ),
+        (
+            {"uid": "doggo", "doggo": "bernese"},
+            error("bad_request", "Unknown field `doggo`: expected one of `uid`, `primaryKey`"),
+        ),
+        (
+            {"uid": "doggo", "primaryKy": "id"},
+            error(
+                "bad_request",
+                "Unknown field `primaryKy`: did you mean `primaryKey`? expected one of `uid`, `primaryKey`",
+            ),
+        ),
+        (
+            [{"uid": "doggo"}],
+            error(
+                "bad_request",
+                'Invalid value type: expected an object, but found an array: `[{"uid":"doggo"}]`',
+            ),
+        ),
+        (
+            "doggo",
+            error("bad_request", 'Invalid value type: expected an object, but found a string: `"doggo"`'),
+        ),
     ],
 )
 def test_create_index_bad_body(http: httpx.Client, payload: Any, body: dict[str, str]) -> None:
@@ -130,56 +201,106 @@ def test_create_index_max_uid_length_is_400_bytes(http: httpx.Client) -> None:
 
 def test_create_index_payload_errors(http: httpx.Client) -> None:
     before = task_count(http)
-    assert_rejected(http, http.post("/indexes", content=b"", headers=JSON), 400,
-                    error("missing_payload", "A json payload is missing."), before)
-    assert_rejected(http, http.post("/indexes", content=b'{"uid": "doggo",}', headers=JSON), 400,
-                    error("malformed_payload",
-                          "The json payload provided is malformed. `trailing comma at line 1 column 17`."), before)
-    assert_rejected(http, http.post("/indexes", content=b'{"uid": "doggo"', headers=JSON), 400,
-                    error("malformed_payload",
-                          "The json payload provided is malformed. `EOF while parsing an object at line 1 column 15`."),
-                    before)
+    assert_rejected(
+        http,
+        http.post("/indexes", content=b"", headers=JSON),
+        400,
+        error("missing_payload", "A json payload is missing."),
+        before,
+    )
+    assert_rejected(
+        http,
+        http.post("/indexes", content=b'{"uid": "doggo",}', headers=JSON),
+        400,
+        error(
+            "malformed_payload",
+            "The json payload provided is malformed. `trailing comma at line 1 column 17`.",
+        ),
+        before,
+    )
+    assert_rejected(
+        http,
+        http.post("/indexes", content=b'{"uid": "doggo"', headers=JSON),
+        400,
+        error(
+            "malformed_payload",
+            "The json payload provided is malformed. `EOF while parsing an object at line 1 column 15`.",
+        ),
+        before,
+    )
 
 
 def test_create_index_content_type_errors(http: httpx.Client) -> None:
     before = task_count(http)
     assert_rejected(
-        http, http.post("/indexes", content=b'{"uid": "doggo"}'), 415,
-        error("missing_content_type",
-              "A Content-Type header is missing. Accepted values for the Content-Type header are: `application/json`"),
-        before)
+        http,
+        http.post("/indexes", content=b'{"uid": "doggo"}'),
+        415,
+        error(
+            "missing_content_type",
+            "A Content-Type header is missing. Accepted values for the Content-Type header are: `application/json`",
+        ),
+        before,
+    )
     assert_rejected(
-        http, http.post("/indexes", content=b'{"uid": "doggo"}', headers={"Content-Type": "text/plain"}), 415,
-        error("invalid_content_type",
-              "The Content-Type `text/plain` is invalid. Accepted values for the Content-Type header are: "
-              "`application/json`"),
-        before)
+        http,
+        http.post("/indexes", content=b'{"uid": "doggo"}', headers={"Content-Type": "text/plain"}),
+        415,
+        error(
+            "invalid_content_type",
+            "The Content-Type `text/plain` is invalid. Accepted values for the Content-Type header are: "
+            "`application/json`",
+        ),
+        before,
+    )
     # parameters on the JSON media type are fine
-    res = http.post("/indexes", content=b'{"uid": "charset_ok"}',
-                    headers={"Content-Type": "application/json; charset=utf-8"})
+    res = http.post(
+        "/indexes",
+        content=b'{"uid": "charset_ok"}',
+        headers={"Content-Type": "application/json; charset=utf-8"},
+    )
     assert res.status_code == 202
     wait_task(http, res.json()["taskUid"])
 
 
 def test_create_index_broken_gzip_is_incomplete_payload(http: httpx.Client) -> None:
     before = task_count(http)
-    res = http.post("/indexes", content=b'{"uid": "doggo"}',
-                    headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
-    assert_rejected(http, res, 400,
-                    error("bad_request", "The provided payload is incomplete and cannot be parsed"), before)
+    res = http.post(
+        "/indexes",
+        content=b'{"uid": "doggo"}',
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
+    assert_rejected(
+        http,
+        res,
+        400,
+        error("bad_request", "The provided payload is incomplete and cannot be parsed"),
+        before,
+    )
     # a truncated gzip stream is refused the same way
     truncated = gzip.compress(b'{"uid": "doggo"}')[:-6]
-    res = http.post("/indexes", content=truncated,
-                    headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
-    assert_rejected(http, res, 400,
-                    error("bad_request", "The provided payload is incomplete and cannot be parsed"), before)
+    res = http.post(
+        "/indexes",
+        content=truncated,
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
+    assert_rejected(
+        http,
+        res,
+        400,
+        error("bad_request", "The provided payload is incomplete and cannot be parsed"),
+        before,
+    )
 
 
 def test_create_existing_index_fails_the_task(http: httpx.Client, index_uid: str) -> None:
     assert create(http, index_uid, "primary")["status"] == "succeeded"
     task = create(http, index_uid, "other")
     assert failed_task_view(task) == {
-        "indexUid": index_uid, "status": "failed", "type": "indexCreation", "canceledBy": None,
+        "indexUid": index_uid,
+        "status": "failed",
+        "type": "indexCreation",
+        "canceledBy": None,
         "details": {"primaryKey": "other"},
         "error": error("index_already_exists", f"Index `{index_uid}` already exists."),
     }
@@ -211,19 +332,44 @@ def test_get_missing_index_is_404(http: httpx.Client, index_uid: str) -> None:
 @pytest.mark.parametrize(
     ("payload", "body"),
     [
-        ({"primaryKey": ["doggo"]}, error("invalid_index_primary_key",
-                                          'Invalid value type at `.primaryKey`: expected a string, but found an array: `["doggo"]`')),
-        ({"createdAt": "doggo"},
-         error("immutable_index_created_at", "Immutable field `createdAt`: expected one of `primaryKey`, `uid`")),
-        ({"updatedAt": "doggo"},
-         error("immutable_index_updated_at", "Immutable field `updatedAt`: expected one of `primaryKey`, `uid`")),
-        ({"doggo": "bork"}, error("bad_request", "Unknown field `doggo`: expected one of `primaryKey`, `uid`")),
-        ({"uid": 3}, error("invalid_index_uid",
-                           "Invalid value type at `.uid`: expected a string, but found a positive integer: `3`")),
+        (
+            {"primaryKey": ["doggo"]},
+            error(
+                "invalid_index_primary_key",
+                'Invalid value type at `.primaryKey`: expected a string, but found an array: `["doggo"]`',
+            ),
+        ),
+        (
+            {"createdAt": "doggo"},
+            error(
+                "immutable_index_created_at",
+                "Immutable field `createdAt`: expected one of `primaryKey`, `uid`",
+            ),
+        ),
+        (
+            {"updatedAt": "doggo"},
+            error(
+                "immutable_index_updated_at",
+                "Immutable field `updatedAt`: expected one of `primaryKey`, `uid`",
+            ),
+        ),
+        (
+            {"doggo": "bork"},
+            error("bad_request", "Unknown field `doggo`: expected one of `primaryKey`, `uid`"),
+        ),
+        (
+            {"uid": 3},
+            error(
+                "invalid_index_uid",
+                "Invalid value type at `.uid`: expected a string, but found a positive integer: `3`",
+            ),
+        ),
         ({"uid": "Invalid UID!"}, error("invalid_index_uid", f"`Invalid UID!` {UID_RULE}")),
     ],
 )
-def test_update_index_bad_body(http: httpx.Client, index_uid: str, payload: Any, body: dict[str, str]) -> None:
+def test_update_index_bad_body(
+    http: httpx.Client, index_uid: str, payload: Any, body: dict[str, str]
+) -> None:
     create(http, index_uid)
     before = task_count(http)
     assert_rejected(http, http.patch(f"/indexes/{index_uid}", json=payload), 400, body, before)
@@ -231,11 +377,21 @@ def test_update_index_bad_body(http: httpx.Client, index_uid: str, payload: Any,
 
 def test_update_index_bad_uid(http: httpx.Client) -> None:
     before = task_count(http)
-    assert_rejected(http, http.patch("/indexes/the good doggo", json={"primaryKey": "doggo"}), 400,
-                    error("invalid_index_uid", f"`the good doggo` {UID_RULE}"), before)
+    assert_rejected(
+        http,
+        http.patch("/indexes/the good doggo", json={"primaryKey": "doggo"}),
+        400,
+        error("invalid_index_uid", f"`the good doggo` {UID_RULE}"),
+        before,
+    )
     # the body is read before the path is validated, as actix runs the extractors first
-    assert_rejected(http, http.patch("/indexes/the good doggo", json={"doggo": 1}), 400,
-                    error("bad_request", "Unknown field `doggo`: expected one of `primaryKey`, `uid`"), before)
+    assert_rejected(
+        http,
+        http.patch("/indexes/the good doggo", json={"doggo": 1}),
+        400,
+        error("bad_request", "Unknown field `doggo`: expected one of `primaryKey`, `uid`"),
+        before,
+    )
 
 
 def test_update_missing_index_fails_the_task(http: httpx.Client, index_uid: str) -> None:
@@ -243,7 +399,10 @@ def test_update_missing_index_fails_the_task(http: httpx.Client, index_uid: str)
     assert res.status_code == 202
     task = wait_task(http, res.json()["taskUid"])
     assert failed_task_view(task) == {
-        "indexUid": index_uid, "status": "failed", "type": "indexUpdate", "canceledBy": None,
+        "indexUid": index_uid,
+        "status": "failed",
+        "type": "indexUpdate",
+        "canceledBy": None,
         "details": {"primaryKey": "id"},
         "error": error("index_not_found", f"Index `{index_uid}` not found."),
     }
@@ -257,10 +416,14 @@ def test_update_primary_key_of_index_with_documents_fails(http: httpx.Client, in
     res = http.patch(f"/indexes/{index_uid}", json={"primaryKey": "primary"})
     task = wait_task(http, res.json()["taskUid"])
     assert failed_task_view(task) == {
-        "indexUid": index_uid, "status": "failed", "type": "indexUpdate", "canceledBy": None,
+        "indexUid": index_uid,
+        "status": "failed",
+        "type": "indexUpdate",
+        "canceledBy": None,
         "details": {"primaryKey": "primary"},
-        "error": error("index_primary_key_already_exists",
-                       f"Index `{index_uid}`: Index already has a primary key: `id`."),
+        "error": error(
+            "index_primary_key_already_exists", f"Index `{index_uid}`: Index already has a primary key: `id`."
+        ),
     }
     assert http.get(f"/indexes/{index_uid}").json()["primaryKey"] == "id"
 
@@ -272,7 +435,10 @@ def test_rename_to_existing_index_fails(http: httpx.Client, index_uid: str) -> N
     res = http.patch(f"/indexes/{index_uid}", json={"uid": other})
     task = wait_task(http, res.json()["taskUid"])
     assert failed_task_view(task) == {
-        "indexUid": index_uid, "status": "failed", "type": "indexUpdate", "canceledBy": None,
+        "indexUid": index_uid,
+        "status": "failed",
+        "type": "indexUpdate",
+        "canceledBy": None,
         "details": {"primaryKey": None, "oldIndexUid": index_uid, "newIndexUid": other},
         "error": error("index_already_exists", f"Index `{other}` already exists."),
     }
@@ -291,8 +457,13 @@ def test_rename_missing_index_fails(http: httpx.Client, index_uid: str) -> None:
 
 def test_delete_index_bad_uid(http: httpx.Client) -> None:
     before = task_count(http)
-    assert_rejected(http, http.delete("/indexes/the good doggo"), 400,
-                    error("invalid_index_uid", f"`the good doggo` {UID_RULE}"), before)
+    assert_rejected(
+        http,
+        http.delete("/indexes/the good doggo"),
+        400,
+        error("invalid_index_uid", f"`the good doggo` {UID_RULE}"),
+        before,
+    )
 
 
 def test_delete_missing_index_fails_the_task(http: httpx.Client, index_uid: str) -> None:
@@ -300,7 +471,10 @@ def test_delete_missing_index_fails_the_task(http: httpx.Client, index_uid: str)
     assert res.status_code == 202
     task = wait_task(http, res.json()["taskUid"])
     assert failed_task_view(task) == {
-        "indexUid": index_uid, "status": "failed", "type": "indexDeletion", "canceledBy": None,
+        "indexUid": index_uid,
+        "status": "failed",
+        "type": "indexDeletion",
+        "canceledBy": None,
         "details": {"deletedDocuments": 0},
         "error": error("index_not_found", f"Index `{index_uid}` not found."),
     }
@@ -312,28 +486,71 @@ def test_delete_missing_index_fails_the_task(http: httpx.Client, index_uid: str)
 @pytest.mark.parametrize(
     ("payload", "body"),
     [
-        ("doggo", error("bad_request", 'Invalid value type: expected an array, but found a string: `"doggo"`')),
-        ({"indexes": ["a", "b"]},
-         error("bad_request", 'Invalid value type: expected an array, but found an object: `{"indexes":["a","b"]}`')),
-        (["doggo"], error("bad_request", 'Invalid value type at `[0]`: expected an object, but found a string: `"doggo"`')),
-        ([{"indexes": "doggo"}], error("invalid_swap_indexes",
-                                       'Invalid value type at `[0].indexes`: expected an array, but found a string: `"doggo"`')),
-        ([{"indexes": ["doggo"]}], error("invalid_swap_indexes",
-                                         'Two indexes must be given for each swap. The list `["doggo"]` contains 1 indexes.')),
-        ([{"indexes": ["doggo", "crabo", "croco"]}],
-         error("invalid_swap_indexes",
-               'Two indexes must be given for each swap. The list `["doggo", "crabo", "croco"]` contains 3 indexes.')),
-        ([{"indexes": ["doggo", "doggo"]}],
-         error("invalid_swap_duplicate_index_found",
-               "Indexes must be declared only once during a swap. `doggo` was specified several times.")),
-        ([{"indexes": ["doggo", "catto"]}, {"indexes": ["girafo", "doggo"]}],
-         error("invalid_swap_duplicate_index_found",
-               "Indexes must be declared only once during a swap. `doggo` was specified several times.")),
-        ([{"indexes": ["doggo", "catto"], "rename": "yes"}],
-         error("invalid_swap_rename", 'Invalid value type at `[0].rename`: expected a boolean, but found a string: `"yes"`')),
+        (
+            "doggo",
+            error("bad_request", 'Invalid value type: expected an array, but found a string: `"doggo"`'),
+        ),
+        (
+            {"indexes": ["a", "b"]},
+            error(
+                "bad_request",
+                'Invalid value type: expected an array, but found an object: `{"indexes":["a","b"]}`',
+            ),
+        ),
+        (
+            ["doggo"],
+            error(
+                "bad_request",
+                'Invalid value type at `[0]`: expected an object, but found a string: `"doggo"`',
+            ),
+        ),
+        (
+            [{"indexes": "doggo"}],
+            error(
+                "invalid_swap_indexes",
+                'Invalid value type at `[0].indexes`: expected an array, but found a string: `"doggo"`',
+            ),
+        ),
+        (
+            [{"indexes": ["doggo"]}],
+            error(
+                "invalid_swap_indexes",
+                'Two indexes must be given for each swap. The list `["doggo"]` contains 1 indexes.',
+            ),
+        ),
+        (
+            [{"indexes": ["doggo", "crabo", "croco"]}],
+            error(
+                "invalid_swap_indexes",
+                'Two indexes must be given for each swap. The list `["doggo", "crabo", "croco"]` contains 3 indexes.',
+            ),
+        ),
+        (
+            [{"indexes": ["doggo", "doggo"]}],
+            error(
+                "invalid_swap_duplicate_index_found",
+                "Indexes must be declared only once during a swap. `doggo` was specified several times.",
+            ),
+        ),
+        (
+            [{"indexes": ["doggo", "catto"]}, {"indexes": ["girafo", "doggo"]}],
+            error(
+                "invalid_swap_duplicate_index_found",
+                "Indexes must be declared only once during a swap. `doggo` was specified several times.",
+            ),
+        ),
+        (
+            [{"indexes": ["doggo", "catto"], "rename": "yes"}],
+            error(
+                "invalid_swap_rename",
+                'Invalid value type at `[0].rename`: expected a boolean, but found a string: `"yes"`',
+            ),
+        ),
         ([{}], error("missing_swap_indexes", "Missing field `indexes` inside `[0]`")),
-        ([{"indexes": ["doggo", "catto"], "doggo": 1}],
-         error("bad_request", "Unknown field `doggo` inside `[0]`: expected one of `indexes`, `rename`")),
+        (
+            [{"indexes": ["doggo", "catto"], "doggo": 1}],
+            error("bad_request", "Unknown field `doggo` inside `[0]`: expected one of `indexes`, `rename`"),
+        ),
     ],
 )
 def test_swap_indexes_bad_payload(http: httpx.Client, payload: Any, body: dict[str, str]) -> None:

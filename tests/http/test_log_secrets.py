@@ -30,21 +30,35 @@ def exercise(url: str) -> set[str]:
         r = admin.patch("/indexes/logs/settings", json={"filterableAttributes": ["tenant"]})
         wait_task(admin, r.json()["taskUid"])
         keys: list[dict[str, Any]] = admin.get("/keys").json()["results"]  # the default keys
-        created = admin.post("/keys", json={"actions": ["search", "documents.get"], "indexes": ["logs"],
-                                            "expiresAt": None, "name": "log test"}).json()
+        created = admin.post(
+            "/keys",
+            json={
+                "actions": ["search", "documents.get"],
+                "indexes": ["logs"],
+                "expiresAt": None,
+                "name": "log test",
+            },
+        ).json()
         keys.append(created)
         secrets.update(k["key"] for k in keys)
         # a key in the path, as `/keys/{key_or_uid}` allows
         assert admin.get(f"/keys/{created['key']}").status_code == 200
         assert admin.patch(f"/keys/{created['key']}", json={"description": "d"}).status_code == 200
         tokens = [
-            encode_token({"apiKeyUid": created["uid"], "searchRules": {"logs": {"filter": "tenant = a"}}},
-                         created["key"]),
-            encode_token({"apiKeyUid": created["uid"], "searchRules": ["*"], "exp": int(time.time()) - 5},
-                         created["key"]),  # expired
+            encode_token(
+                {"apiKeyUid": created["uid"], "searchRules": {"logs": {"filter": "tenant = a"}}},
+                created["key"],
+            ),
+            encode_token(
+                {"apiKeyUid": created["uid"], "searchRules": ["*"], "exp": int(time.time()) - 5},
+                created["key"],
+            ),  # expired
             encode_token({"apiKeyUid": created["uid"], "searchRules": ["*"]}, MASTER_KEY),  # bad signature
-            encode_token({"apiKeyUid": created["uid"], "searchRules": {"logs": {"filter": "nope = ("}}},
-                         created["key"], "HS512"),  # a filter the index refuses
+            encode_token(
+                {"apiKeyUid": created["uid"], "searchRules": {"logs": {"filter": "nope = ("}}},
+                created["key"],
+                "HS512",
+            ),  # a filter the index refuses
         ]
         secrets.update(tokens)
         wrong = [MASTER_KEY + "x", created["key"][:-1] + "0", "Bearer-less-" + created["key"]]
@@ -66,15 +80,20 @@ def exercise(url: str) -> set[str]:
     return secrets
 
 
-@pytest.mark.parametrize("level", [
-    "INFO",
-    "DEBUG",
-    "TRACE",
-])
+@pytest.mark.parametrize(
+    "level",
+    [
+        "INFO",
+        "DEBUG",
+        "TRACE",
+    ],
+)
 @pytest.mark.parametrize("log_format", ["human", "json"])
 def test_logs_contain_no_key_nor_token(tmp_path: Path, level: str, log_format: str) -> None:
-    srv = ServerProcess(tmp_path / "data.ms", extra_args=["--master-key", MASTER_KEY, "--log-level", level,
-                                                          "--experimental-logs-mode", log_format]).start()
+    srv = ServerProcess(
+        tmp_path / "data.ms",
+        extra_args=["--master-key", MASTER_KEY, "--log-level", level, "--experimental-logs-mode", log_format],
+    ).start()
     try:
         secrets = exercise(srv.url)
     finally:
@@ -82,4 +101,4 @@ def test_logs_contain_no_key_nor_token(tmp_path: Path, level: str, log_format: s
     log = srv.output()
     assert "/indexes/logs" in log or level == "INFO"  # the requests were logged at the verbose levels
     leaked = sorted(s for s in secrets if s.lower() in log.lower())
-    assert leaked == [], [f"{s[:12]}...: {log[log.lower().index(s.lower()) - 200:][:400]}" for s in leaked]
+    assert leaked == [], [f"{s[:12]}...: {log[log.lower().index(s.lower()) - 200 :][:400]}" for s in leaked]

@@ -13,15 +13,26 @@ from tests.conftest import ServerProcess, wait_task
 from tests.http.test_tasks import DATE_RE, to_ns
 
 INDEX_STATS_KEYS = [
-    "numberOfDocuments", "rawDocumentDbSize", "avgDocumentSize", "indexSize", "usedIndexSize", "isIndexing",
+    "numberOfDocuments",
+    "rawDocumentDbSize",
+    "avgDocumentSize",
+    "indexSize",
+    "usedIndexSize",
+    "isIndexing",
     "numberOfEmbeddings",
-    "numberOfEmbeddedDocuments", "fieldDistribution",
+    "numberOfEmbeddedDocuments",
+    "fieldDistribution",
 ]
 PRODUCTION_KEY = "0123456789abcdef"  # exactly the 16 bytes production requires
 
 
 def error(code: str, message: str, type_: str = "invalid_request") -> dict[str, str]:
-    return {"message": message, "code": code, "type": type_, "link": f"https://docs.meilisearch.com/errors#{code}"}
+    return {
+        "message": message,
+        "code": code,
+        "type": type_,
+        "link": f"https://docs.meilisearch.com/errors#{code}",
+    }
 
 
 def add_documents(http: httpx.Client, uid: str, docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -32,11 +43,14 @@ def add_documents(http: httpx.Client, uid: str, docs: list[dict[str, Any]]) -> d
 
 @pytest.fixture(scope="module")
 def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    srv = ServerProcess(Path(tmp_path_factory.mktemp("production")) / "data.ms",
-                        extra_args=["--env", "production", "--master-key", PRODUCTION_KEY]).start()
+    srv = ServerProcess(
+        Path(tmp_path_factory.mktemp("production")) / "data.ms",
+        extra_args=["--env", "production", "--master-key", PRODUCTION_KEY],
+    ).start()
     try:
-        with httpx.Client(base_url=srv.url, timeout=30,
-                          headers={"Authorization": f"Bearer {PRODUCTION_KEY}"}) as client:
+        with httpx.Client(
+            base_url=srv.url, timeout=30, headers={"Authorization": f"Bearer {PRODUCTION_KEY}"}
+        ) as client:
             yield client
     finally:
         srv.stop()
@@ -110,7 +124,9 @@ def test_index_stats(http: httpx.Client, index_uid: str) -> None:
     overall = http.get("/stats").json()["indexes"][index_uid]
     assert list(overall) == INDEX_STATS_KEYS
     human = http.get(f"/indexes/{index_uid}/stats", params={"sizeFormat": "human"}).json()
-    assert all(isinstance(human[key], str) and human[key].endswith("B") for key in ("indexSize", "usedIndexSize"))
+    assert all(
+        isinstance(human[key], str) and human[key].endswith("B") for key in ("indexSize", "usedIndexSize")
+    )
 
     internal = http.get(f"/indexes/{index_uid}/stats", params={"showInternalDatabaseSizes": "true"}).json()
     keys = list(internal)
@@ -129,7 +145,8 @@ def test_index_stats_errors(http: httpx.Client, index_uid: str) -> None:
         assert r.json() == error(
             "invalid_stats_show_internal_database_sizes",
             "Invalid value in parameter `showInternalDatabaseSizes`: could not parse `doggo` as a boolean, "
-            "expected either `true` or `false`")
+            "expected either `true` or `false`",
+        )
 
 
 def test_global_stats(http: httpx.Client, index_uid: str) -> None:

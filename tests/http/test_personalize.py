@@ -11,7 +11,7 @@ from tests.conftest import wait_task
 
 GATE = {
     "message": "reranking search results requires enabling the `personalization` experimental feature. "
-               "See https://github.com/orgs/meilisearch/discussions/866",
+    "See https://github.com/orgs/meilisearch/discussions/866",
     "code": "feature_not_enabled",
     "type": "invalid_request",
     "link": "https://docs.meilisearch.com/errors#feature_not_enabled",
@@ -20,7 +20,9 @@ PERSONALIZE = {"userContext": "a cook who likes spicy food"}
 
 
 def _index(http: httpx.Client, uid: str) -> None:
-    res = http.post(f"/indexes/{uid}/documents", json=[{"id": 1, "title": "chili"}, {"id": 2, "title": "pie"}])
+    res = http.post(
+        f"/indexes/{uid}/documents", json=[{"id": 1, "title": "chili"}, {"id": 2, "title": "pie"}]
+    )
     assert wait_task(http, res.json()["taskUid"])["status"] == "succeeded"
 
 
@@ -41,7 +43,9 @@ def test_search_errors_come_first(http: httpx.Client, index_uid: str) -> None:
     res = http.post("/indexes/no-such-index-personalize/search", json={"personalize": PERSONALIZE})
     assert res.status_code == 404 and res.json()["code"] == "index_not_found"
     _index(http, index_uid)
-    res = http.post(f"/indexes/{index_uid}/search", json={"filter": "title = chili", "personalize": PERSONALIZE})
+    res = http.post(
+        f"/indexes/{index_uid}/search", json={"filter": "title = chili", "personalize": PERSONALIZE}
+    )
     assert res.status_code == 400 and res.json()["code"] == "invalid_search_filter"
     # the parameter's own shape is checked when the body is read
     res = http.post(f"/indexes/{index_uid}/search", json={"personalize": {}})
@@ -50,7 +54,14 @@ def test_search_errors_come_first(http: httpx.Client, index_uid: str) -> None:
 
 def test_multi_search_with_personalize(http: httpx.Client, index_uid: str) -> None:
     _index(http, index_uid)
-    res = http.post("/multi-search", json={"queries": [{"indexUid": index_uid, "q": "pie"},
-                                                       {"indexUid": index_uid, "personalize": PERSONALIZE}]})
+    res = http.post(
+        "/multi-search",
+        json={
+            "queries": [
+                {"indexUid": index_uid, "q": "pie"},
+                {"indexUid": index_uid, "personalize": PERSONALIZE},
+            ]
+        },
+    )
     assert res.status_code == 400
     assert res.json() == {**GATE, "message": f"Inside `.queries[1]`: {GATE['message']}"}

@@ -55,8 +55,14 @@ def _forward(socket_path: str, headers: list[tuple[bytes, bytes]]) -> tuple[dict
 
     async def run() -> None:
         proxy = PrimaryProxy(socket_path)
-        scope = {"type": "http", "method": "GET", "path": "/tasks", "raw_path": b"/tasks", "query_string": b"",
-                 "headers": [(b"host", b"127.0.0.1:7700"), *headers]}
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": "/tasks",
+            "raw_path": b"/tasks",
+            "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1:7700"), *headers],
+        }
         try:
             await proxy(scope, receive, send)
         finally:
@@ -79,7 +85,11 @@ def test_no_default_headers_are_added(primary_socket: str) -> None:
 
 
 def test_client_headers_pass_through(primary_socket: str) -> None:
-    client = [(b"accept-encoding", b"br"), (b"accept", b"application/json"), (b"user-agent", b"Meilisearch JS")]
+    client = [
+        (b"accept-encoding", b"br"),
+        (b"accept", b"application/json"),
+        (b"user-agent", b"Meilisearch JS"),
+    ]
     _, seen = _forward(primary_socket, client)
     assert seen["accept-encoding"] == "br"
     assert seen["accept"] == "application/json"

@@ -91,11 +91,13 @@ class FakeService:
             return 200, {"output": [{"embedding": embed(t)} for t in body["input"]]}
         if path == "/v1/embeddings":  # OpenAI
             dims = body.get("dimensions", 1536)
-            return 200, {"data": [{"embedding": embed(t, dims), "index": i} for i, t in enumerate(body["input"])],
-                         "model": body["model"]}
+            return 200, {
+                "data": [{"embedding": embed(t, dims), "index": i} for i, t in enumerate(body["input"])],
+                "model": body["model"],
+            }
         if path == "/api/embed":  # Ollama, batched
             if body["model"] != "nomic":
-                return 404, {"error": f"model \"{body['model']}\" not found, try pulling it first"}
+                return 404, {"error": f'model "{body["model"]}" not found, try pulling it first'}
             return 200, {"embeddings": [embed(t) for t in body["input"]]}
         if path == "/api/embeddings":  # Ollama, one text
             return 200, {"embedding": embed(body["prompt"])}
@@ -131,11 +133,16 @@ def service() -> Iterator[FakeService]:
 
 @pytest.fixture(scope="module")
 def rest_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(Path(tmp_path_factory.mktemp("rest")) / "data.ms",
-                        env={"MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
-                             "MEILI_OPENAI_API_KEY": "", "OPENAI_API_KEY": "",
-                             # the fake service listens on loopback, refused by default
-                             "MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"}).start()
+    srv = ServerProcess(
+        Path(tmp_path_factory.mktemp("rest")) / "data.ms",
+        env={
+            "MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
+            "MEILI_OPENAI_API_KEY": "",
+            "OPENAI_API_KEY": "",
+            # the fake service listens on loopback, refused by default
+            "MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8",
+        },
+    ).start()
     yield srv
     srv.stop()
 
@@ -148,8 +155,15 @@ def http(rest_server: ServerProcess, service: FakeService) -> Iterator[httpx.Cli
 
 
 def rest(service: FakeService, **extra: Any) -> dict[str, Any]:
-    return {"source": "rest", "url": service.url("/single"), "request": "{{text}}",
-            "response": {"data": "{{embedding}}"}, "dimensions": DIM, "documentTemplate": "{{doc.title}}", **extra}
+    return {
+        "source": "rest",
+        "url": service.url("/single"),
+        "request": "{{text}}",
+        "response": {"data": "{{embedding}}"},
+        "dimensions": DIM,
+        "documentTemplate": "{{doc.title}}",
+        **extra,
+    }
 
 
 def task_of(http: httpx.Client, res: httpx.Response) -> dict[str, Any]:
@@ -157,14 +171,17 @@ def task_of(http: httpx.Client, res: httpx.Response) -> dict[str, Any]:
     return wait_task(http, res.json()["taskUid"], timeout=60)
 
 
-def set_embedders(http: httpx.Client, uid: str, embedders: dict[str, Any], status: str = "succeeded") -> dict[str, Any]:
+def set_embedders(
+    http: httpx.Client, uid: str, embedders: dict[str, Any], status: str = "succeeded"
+) -> dict[str, Any]:
     task = task_of(http, http.patch(f"/indexes/{uid}/settings", json={"embedders": embedders}))
     assert task["status"] == status, task
     return task
 
 
-def add(http: httpx.Client, uid: str, docs: list[dict[str, Any]], status: str = "succeeded",
-        method: str = "post") -> dict[str, Any]:
+def add(
+    http: httpx.Client, uid: str, docs: list[dict[str, Any]], status: str = "succeeded", method: str = "post"
+) -> dict[str, Any]:
     task = task_of(http, getattr(http, method)(f"/indexes/{uid}/documents", json=docs))
     assert task["status"] == status, task
     return task
@@ -189,8 +206,12 @@ def close(a: list[float], b: list[float]) -> bool:
 # -- indexing -----------------------------------------------------------------------------------------
 
 
-def test_documents_are_embedded_from_their_template(http: httpx.Client, service: FakeService, index_uid: str) -> None:
-    set_embedders(http, index_uid, {"rest": rest(service, apiKey="my-secret-key", headers={"X-Tenant": "hanzo"})})
+def test_documents_are_embedded_from_their_template(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
+    set_embedders(
+        http, index_uid, {"rest": rest(service, apiKey="my-secret-key", headers={"X-Tenant": "hanzo"})}
+    )
     assert service.requests == []  # dimensions given: no test embedding
     add(http, index_uid, DOCS)
     assert sorted(service.texts()) == sorted(d["title"] for d in DOCS)
@@ -208,31 +229,56 @@ def test_documents_are_embedded_from_their_template(http: httpx.Client, service:
     assert stats["numberOfDocuments"] == 5
 
 
-def test_semantic_and_hybrid_search_embed_the_query(http: httpx.Client, service: FakeService, index_uid: str) -> None:
-    task = task_of(http, http.patch(f"/indexes/{index_uid}/settings",
-                                    json={"filterableAttributes": ["color"], "embedders": {"rest": rest(service)}}))
+def test_semantic_and_hybrid_search_embed_the_query(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
+    task = task_of(
+        http,
+        http.patch(
+            f"/indexes/{index_uid}/settings",
+            json={"filterableAttributes": ["color"], "embedders": {"rest": rest(service)}},
+        ),
+    )
     assert task["status"] == "succeeded"
     add(http, index_uid, DOCS)
     service.reset()
-    body = search(http, index_uid, {"q": "blue car", "hybrid": {"embedder": "rest", "semanticRatio": 1.0},
-                                    "showRankingScore": True, "retrieveVectors": True})
+    body = search(
+        http,
+        index_uid,
+        {
+            "q": "blue car",
+            "hybrid": {"embedder": "rest", "semanticRatio": 1.0},
+            "showRankingScore": True,
+            "retrieveVectors": True,
+        },
+    )
     assert service.texts() == ["blue car"]  # the query itself, not a template
     assert [h["id"] for h in body["hits"]][:2] == [3, 4]
     assert body["hits"][0]["_rankingScore"] == pytest.approx(1.0)
     assert close(body["queryVector"], embed("blue car"))
     assert body["semanticHitCount"] == 5
     # filters apply to the semantic list
-    body = search(http, index_uid, {"q": "blue car", "hybrid": {"embedder": "rest", "semanticRatio": 1.0},
-                                    "filter": "color = red"})
+    body = search(
+        http,
+        index_uid,
+        {"q": "blue car", "hybrid": {"embedder": "rest", "semanticRatio": 1.0}, "filter": "color = red"},
+    )
     assert body["hits"][0]["id"] == 4
     # hybrid: both lists merged; the keyword side finds the exact titles too
-    body = search(http, index_uid, {"q": "apple", "hybrid": {"embedder": "rest", "semanticRatio": 0.5},
-                                    "showRankingScore": True})
+    body = search(
+        http,
+        index_uid,
+        {"q": "apple", "hybrid": {"embedder": "rest", "semanticRatio": 0.5}, "showRankingScore": True},
+    )
     assert {h["id"] for h in body["hits"][:2]} == {1, 2}
     assert "semanticHitCount" in body
     # an explicit vector is not embedded again
     service.reset()
-    body = search(http, index_uid, {"vector": embed("ocean waves"), "hybrid": {"embedder": "rest", "semanticRatio": 1.0}})
+    body = search(
+        http,
+        index_uid,
+        {"vector": embed("ocean waves"), "hybrid": {"embedder": "rest", "semanticRatio": 1.0}},
+    )
     assert body["hits"][0]["id"] == 5 and service.requests == []
 
 
@@ -242,8 +288,12 @@ def test_update_reembeds_only_changed_texts(http: httpx.Client, service: FakeSer
     add(http, index_uid, [{"id": 6, "title": "user vectors", "_vectors": {"rest": [0.5] * DIM}}])
     service.reset()
     # partial update: the title of 1 changes, 2 changes a field its template does not use
-    add(http, index_uid, [{"id": 1, "title": "yellow banana"}, {"id": 2, "color": "yellow"}, {"id": 6, "color": "x"}],
-        method="put")
+    add(
+        http,
+        index_uid,
+        [{"id": 1, "title": "yellow banana"}, {"id": 2, "color": "yellow"}, {"id": 6, "color": "x"}],
+        method="put",
+    )
     assert service.texts() == ["yellow banana"]
     stored = vectors_of(http, index_uid)
     assert close(stored[1]["rest"]["embeddings"][0], embed("yellow banana"))
@@ -254,16 +304,31 @@ def test_update_reembeds_only_changed_texts(http: httpx.Client, service: FakeSer
     assert body["hits"][0]["id"] == 1
     # replacing a document re-renders it too; `regenerate: true` with no embeddings asks for an embedding
     service.reset()
-    add(http, index_uid, [{"id": 6, "title": "now generated", "_vectors": {"rest": {"regenerate": True}}},
-                          {"id": 3, "title": "blue car"}])
+    add(
+        http,
+        index_uid,
+        [
+            {"id": 6, "title": "now generated", "_vectors": {"rest": {"regenerate": True}}},
+            {"id": 3, "title": "blue car"},
+        ],
+    )
     assert service.texts() == ["now generated"]
     stored = vectors_of(http, index_uid)
-    assert stored[6]["rest"]["regenerate"] is True and close(stored[6]["rest"]["embeddings"][0], embed("now generated"))
+    assert stored[6]["rest"]["regenerate"] is True and close(
+        stored[6]["rest"]["embeddings"][0], embed("now generated")
+    )
 
 
-def test_batched_requests_and_inferred_dimensions(http: httpx.Client, service: FakeService, index_uid: str) -> None:
-    conf = {"source": "rest", "url": service.url("/batch"), "request": {"input": ["{{text}}", "{{..}}"]},
-            "response": {"output": [{"embedding": "{{embedding}}"}, "{{..}}"]}, "documentTemplate": "{{doc.title}}"}
+def test_batched_requests_and_inferred_dimensions(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
+    conf = {
+        "source": "rest",
+        "url": service.url("/batch"),
+        "request": {"input": ["{{text}}", "{{..}}"]},
+        "response": {"output": [{"embedding": "{{embedding}}"}, "{{..}}"]},
+        "documentTemplate": "{{doc.title}}",
+    }
     set_embedders(http, index_uid, {"batched": conf})
     assert service.texts() == ["test"]  # no `dimensions`: one test embedding
     service.reset()
@@ -275,23 +340,33 @@ def test_batched_requests_and_inferred_dimensions(http: httpx.Client, service: F
     assert all(len(stored[i]["batched"]["embeddings"][0]) == DIM for i in range(25))
 
 
-def test_default_template_renders_searchable_fields(http: httpx.Client, service: FakeService, index_uid: str) -> None:
+def test_default_template_renders_searchable_fields(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
     conf = rest(service)
     del conf["documentTemplate"]
-    task = task_of(http, http.patch(f"/indexes/{index_uid}/settings",
-                                    json={"searchableAttributes": ["title"], "embedders": {"rest": conf}}))
+    task = task_of(
+        http,
+        http.patch(
+            f"/indexes/{index_uid}/settings",
+            json={"searchableAttributes": ["title"], "embedders": {"rest": conf}},
+        ),
+    )
     assert task["status"] == "succeeded"
     add(http, index_uid, [{"id": 1, "title": "kefir", "breed": "patou", "nothing": None}])
     assert service.texts() == ["title: kefir\n"]
     service.reset()
     # the default template depends on searchableAttributes: changing them re-renders
-    task = task_of(http, http.patch(f"/indexes/{index_uid}/settings", json={"searchableAttributes": ["breed", "id"]}))
+    task = task_of(
+        http, http.patch(f"/indexes/{index_uid}/settings", json={"searchableAttributes": ["breed", "id"]})
+    )
     assert task["status"] == "succeeded", task
     assert service.texts() == ["id: 1\nbreed: patou\n"]
 
 
-def test_template_change_reembeds_generated_vectors_only(http: httpx.Client, service: FakeService,
-                                                         index_uid: str) -> None:
+def test_template_change_reembeds_generated_vectors_only(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
     set_embedders(http, index_uid, {"rest": rest(service)})
     add(http, index_uid, [*DOCS[:2], {"id": 9, "title": "mine", "_vectors": {"rest": [1.0] * DIM}}])
     service.reset()
@@ -310,19 +385,33 @@ def test_template_change_reembeds_generated_vectors_only(http: httpx.Client, ser
     assert stored[1] == {} and stored[9] == {"rest": {"embeddings": [[1.0] * DIM], "regenerate": False}}
 
 
-def test_new_embedder_takes_vectors_documents_already_carry(http: httpx.Client, service: FakeService,
-                                                             index_uid: str) -> None:
-    add(http, index_uid, [{"id": 1, "title": "given", "_vectors": {"later": [0.25] * DIM}},
-                          {"id": 2, "title": "opted out", "_vectors": {"later": None}},
-                          {"id": 3, "title": "to embed"}])
+def test_new_embedder_takes_vectors_documents_already_carry(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
+    add(
+        http,
+        index_uid,
+        [
+            {"id": 1, "title": "given", "_vectors": {"later": [0.25] * DIM}},
+            {"id": 2, "title": "opted out", "_vectors": {"later": None}},
+            {"id": 3, "title": "to embed"},
+        ],
+    )
     set_embedders(http, index_uid, {"later": rest(service)})
     assert service.texts() == ["to embed"]
     stored = vectors_of(http, index_uid)
     assert stored[1]["later"] == {"embeddings": [[0.25] * DIM], "regenerate": False}
     assert stored[2]["later"] == {"embeddings": [], "regenerate": False}
     assert close(stored[3]["later"]["embeddings"][0], embed("to embed"))
-    body = search(http, index_uid, {"vector": [0.25] * DIM, "hybrid": {"embedder": "later", "semanticRatio": 1.0},
-                                    "showRankingScore": True})
+    body = search(
+        http,
+        index_uid,
+        {
+            "vector": [0.25] * DIM,
+            "hybrid": {"embedder": "later", "semanticRatio": 1.0},
+            "showRankingScore": True,
+        },
+    )
     assert body["hits"][0]["id"] == 1 and body["hits"][0]["_rankingScore"] == pytest.approx(1.0)
     # a url change regenerates every generated vector, never the given ones
     service.reset()
@@ -333,8 +422,9 @@ def test_new_embedder_takes_vectors_documents_already_carry(http: httpx.Client, 
 # -- failures -----------------------------------------------------------------------------------------
 
 
-def test_service_failure_fails_the_task_and_writes_nothing(http: httpx.Client, service: FakeService,
-                                                          index_uid: str) -> None:
+def test_service_failure_fails_the_task_and_writes_nothing(
+    http: httpx.Client, service: FakeService, index_uid: str
+) -> None:
     set_embedders(http, index_uid, {"rest": rest(service)})
     add(http, index_uid, DOCS[:1])
     service.fail_all = 500
@@ -344,7 +434,8 @@ def test_service_failure_fails_the_task_and_writes_nothing(http: httpx.Client, s
     assert task["error"]["type"] == "invalid_request"
     assert task["error"]["message"] == (
         f"Index `{index_uid}`: While embedding documents for embedder `rest`: runtime error: received internal "
-        'error HTTP 500 from embedding server\n  - server replied with `{"error": "failing with 500"}`')
+        'error HTTP 500 from embedding server\n  - server replied with `{"error": "failing with 500"}`'
+    )
     assert task["details"]["indexedDocuments"] == 0
     assert http.get(f"/indexes/{index_uid}/documents/2").status_code == 404
     assert http.get(f"/indexes/{index_uid}/stats").json()["numberOfDocuments"] == 1
@@ -359,7 +450,8 @@ def test_service_failure_fails_the_task_and_writes_nothing(http: httpx.Client, s
     assert task["error"]["message"] == (
         f"Index `{index_uid}`: While embedding documents for embedder `rest`: user error: sent a bad request to "
         "embedding server\n  - Hint: check that the `request` in the embedder configuration matches the remote "
-        'server\'s API\n  - server replied with `{"error": "failing with 400"}`')
+        'server\'s API\n  - server replied with `{"error": "failing with 400"}`'
+    )
 
 
 def test_transient_failures_are_retried(http: httpx.Client, service: FakeService, index_uid: str) -> None:
@@ -374,18 +466,24 @@ def test_wrong_dimensions(http: httpx.Client, service: FakeService, index_uid: s
     set_embedders(http, index_uid, {"rest": rest(service, url=service.url("/three"))})
     task = add(http, index_uid, DOCS[:1], status="failed")
     assert task["error"]["code"] == "vector_embedding_error"
-    assert task["error"]["message"] == (f"Index `{index_uid}`: While embedding documents for embedder `rest`: "
-                                        "runtime error: was expecting embeddings of dimension `16`, got embeddings "
-                                        "of dimensions `3`")
+    assert task["error"]["message"] == (
+        f"Index `{index_uid}`: While embedding documents for embedder `rest`: "
+        "runtime error: was expecting embeddings of dimension `16`, got embeddings "
+        "of dimensions `3`"
+    )
     # vectors sent by the user are checked against the embedder's dimensions too
     task = add(http, index_uid, [{"id": 7, "title": "x", "_vectors": {"rest": [1.0, 2.0]}}], status="failed")
     assert task["error"]["code"] == "invalid_vector_dimensions"
-    assert task["error"]["message"] == (f"Index `{index_uid}`: Invalid vector dimensions in document with id `7` in "
-                                        "`._vectors.rest`.\n  - note: embedding #0 has dimensions 2\n  - note: "
-                                        "embedder `rest` requires 16")
+    assert task["error"]["message"] == (
+        f"Index `{index_uid}`: Invalid vector dimensions in document with id `7` in "
+        "`._vectors.rest`.\n  - note: embedding #0 has dimensions 2\n  - note: "
+        "embedder `rest` requires 16"
+    )
     # a query vector of the wrong length
-    res = http.post(f"/indexes/{index_uid}/search",
-                    json={"vector": [1.0], "hybrid": {"embedder": "rest", "semanticRatio": 1.0}})
+    res = http.post(
+        f"/indexes/{index_uid}/search",
+        json={"vector": [1.0], "hybrid": {"embedder": "rest", "semanticRatio": 1.0}},
+    )
     assert res.status_code == 400 and res.json()["code"] == "invalid_vector_dimensions"
 
 
@@ -395,10 +493,13 @@ def test_template_needing_a_missing_field(http: httpx.Client, service: FakeServi
     assert task["error"]["code"] == "invalid_document_fields"
     assert task["error"]["message"] == (
         f"Index `{index_uid}`: user error: missing field in document `1`: liquid: Unknown index\n  with:\n"
-        "    variable=doc\n    requested index=name\n    available indexes=id, title\n")
+        "    variable=doc\n    requested index=name\n    available indexes=id, title\n"
+    )
     assert service.requests == []
     # a guarded template renders documents that lack the field
-    set_embedders(http, index_uid, {"rest": {"documentTemplate": "{% if doc.name %}{{doc.name}}{% endif %}!"}})
+    set_embedders(
+        http, index_uid, {"rest": {"documentTemplate": "{% if doc.name %}{{doc.name}}{% endif %}!"}}
+    )
     add(http, index_uid, [{"id": 1, "title": "no name"}])
     assert service.texts() == ["!"]
 
@@ -413,40 +514,74 @@ def test_settings_errors(http: httpx.Client, service: FakeService, index_uid: st
         assert res.status_code == 400, res.text
         return dict(res.json())
 
-    err = rejected({"source": "rest", "url": service.url("/single"), "request": "54", "response": "{{embedding}}"})
+    err = rejected(
+        {"source": "rest", "url": service.url("/single"), "request": "54", "response": "{{embedding}}"}
+    )
     assert err["code"] == "vector_embedding_error"
-    assert err["message"] == ('Error while generating embeddings: user error: in `request`: "{{text}}" not found\n'
-                              "  - Note: this template is using a document template, and so expects to contain the "
-                              'placeholder "{{text}}" rather than "{{fragment}}"')
-    err = rejected({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
-                    "response": {"data": ["{{embedding}}", "{{..}}"]}})
-    assert err["message"].endswith("in `response`: `response` has multiple embeddings, but `request` has only one "
-                                   "text to embed")
+    assert err["message"] == (
+        'Error while generating embeddings: user error: in `request`: "{{text}}" not found\n'
+        "  - Note: this template is using a document template, and so expects to contain the "
+        'placeholder "{{text}}" rather than "{{fragment}}"'
+    )
+    err = rejected(
+        {
+            "source": "rest",
+            "url": service.url("/single"),
+            "request": "{{text}}",
+            "response": {"data": ["{{embedding}}", "{{..}}"]},
+        }
+    )
+    assert err["message"].endswith(
+        "in `response`: `response` has multiple embeddings, but `request` has only one text to embed"
+    )
     err = rejected({"source": "rest", "url": service.url("/single"), "response": "{{embedding}}"})
-    assert (err["code"], err["message"]) == ("invalid_settings_embedders", "`.embedders.e`: Missing field `request` "
-                                             "(note: this field is mandatory for source `rest`)")
+    assert (err["code"], err["message"]) == (
+        "invalid_settings_embedders",
+        "`.embedders.e`: Missing field `request` (note: this field is mandatory for source `rest`)",
+    )
     err = rejected({"source": "rest", "url": "kefir", "request": "{{text}}", "response": "{{embedding}}"})
     assert err["message"] == "`.embedders.e.url`: could not parse `kefir`: relative URL without a base"
-    err = rejected({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
-                    "response": "{{embedding}}", "model": "x"})
-    assert err["message"].startswith("`.embedders.e`: Field `model` unavailable for source `rest`.\n  - note: "
-                                     "`model` is available for sources: `openAi`, `huggingFace`, `ollama`")
+    err = rejected(
+        {
+            "source": "rest",
+            "url": service.url("/single"),
+            "request": "{{text}}",
+            "response": "{{embedding}}",
+            "model": "x",
+        }
+    )
+    assert err["message"].startswith(
+        "`.embedders.e`: Field `model` unavailable for source `rest`.\n  - note: "
+        "`model` is available for sources: `openAi`, `huggingFace`, `ollama`"
+    )
     err = rejected({**rest(service), "documentTemplate": "{{doc.title"})
     assert err["code"] == "invalid_settings_embedders"
-    assert err["message"].startswith("`.embedders.e.documentTemplate`: Invalid template: user error: cannot parse "
-                                     "template: liquid: ")
+    assert err["message"].startswith(
+        "`.embedders.e.documentTemplate`: Invalid template: user error: cannot parse template: liquid: "
+    )
     # no dimensions: the test embedding fails (the response has no `data` array of numbers)
-    err = failure({"source": "rest", "url": service.url("/single"), "request": "{{text}}", "response": "{{embedding}}"})
+    err = failure(
+        {"source": "rest", "url": service.url("/single"), "request": "{{text}}", "response": "{{embedding}}"}
+    )
     assert err["message"] == (
         f"Index `{index_uid}`: Error while generating embeddings: runtime error: could not determine model "
         "dimensions:\n  - test embedding failed with runtime error: error extracting embeddings from the response:\n"
         '  - in `response`, while extracting a single "{{embedding}}", expected `response` to be an array of '
-        "numbers, but failed to parse server response:\n  - invalid type: map, expected a sequence")
-    err = failure({"source": "rest", "url": service.url("/single"), "request": "{{text}}",
-                   "response": {"data": {"embeddings": "{{embedding}}"}}})
-    assert err["message"].endswith('in `response.data`, while extracting a single "{{embedding}}", configuration '
-                                   "expects `data` to be an object with key `embeddings` but server sent an array "
-                                   f"of size {DIM}")
+        "numbers, but failed to parse server response:\n  - invalid type: map, expected a sequence"
+    )
+    err = failure(
+        {
+            "source": "rest",
+            "url": service.url("/single"),
+            "request": "{{text}}",
+            "response": {"data": {"embeddings": "{{embedding}}"}},
+        }
+    )
+    assert err["message"].endswith(
+        'in `response.data`, while extracting a single "{{embedding}}", configuration '
+        "expects `data` to be an object with key `embeddings` but server sent an array "
+        f"of size {DIM}"
+    )
     assert http.get(f"/indexes/{index_uid}/settings/embedders").json() == {}
 
 
@@ -454,16 +589,23 @@ def test_search_when_the_service_fails(http: httpx.Client, service: FakeService,
     set_embedders(http, index_uid, {"rest": rest(service)})
     add(http, index_uid, DOCS)
     service.fail_all = 500
-    res = http.post(f"/indexes/{index_uid}/search", json={"q": "apple", "hybrid": {"embedder": "rest",
-                                                                                    "semanticRatio": 1.0}})
+    res = http.post(
+        f"/indexes/{index_uid}/search",
+        json={"q": "apple", "hybrid": {"embedder": "rest", "semanticRatio": 1.0}},
+    )
     assert res.status_code == 400
     error = res.json()
     assert error["code"] == "vector_embedding_error"
-    assert error["message"] == ("Error while generating embeddings: runtime error: received internal error HTTP 500 "
-                                'from embedding server\n  - server replied with `{"error": "failing with 500"}`')
+    assert error["message"] == (
+        "Error while generating embeddings: runtime error: received internal error HTTP 500 "
+        'from embedding server\n  - server replied with `{"error": "failing with 500"}`'
+    )
     # hybrid falls back to the keyword results
-    body = search(http, index_uid, {"q": "apple", "hybrid": {"embedder": "rest", "semanticRatio": 0.5},
-                                    "retrieveVectors": True})
+    body = search(
+        http,
+        index_uid,
+        {"q": "apple", "hybrid": {"embedder": "rest", "semanticRatio": 0.5}, "retrieveVectors": True},
+    )
     assert {h["id"] for h in body["hits"]} == {1, 2}
     assert body["semanticHitCount"] == 0 and "queryVector" not in body
 
@@ -472,8 +614,14 @@ def test_search_when_the_service_fails(http: httpx.Client, service: FakeService,
 
 
 def test_openai_preset(http: httpx.Client, service: FakeService, index_uid: str) -> None:
-    conf = {"source": "openAi", "url": service.url("/v1/embeddings"), "apiKey": "sk-test-0123456789",
-            "model": "text-embedding-3-small", "dimensions": DIM, "documentTemplate": "{{doc.title}}"}
+    conf = {
+        "source": "openAi",
+        "url": service.url("/v1/embeddings"),
+        "apiKey": "sk-test-0123456789",
+        "model": "text-embedding-3-small",
+        "dimensions": DIM,
+        "documentTemplate": "{{doc.title}}",
+    }
     set_embedders(http, index_uid, {"openai": conf})
     assert service.requests == []  # the model's dimensions are known
     add(http, index_uid, DOCS)
@@ -482,20 +630,35 @@ def test_openai_preset(http: httpx.Client, service: FakeService, index_uid: str)
     assert request["body"]["model"] == "text-embedding-3-small" and request["body"]["dimensions"] == DIM
     assert sorted(service.texts()) == sorted(d["title"] for d in DOCS)
     assert close(vectors_of(http, index_uid)[3]["openai"]["embeddings"][0], embed("blue car"))
-    body = search(http, index_uid, {"q": "ocean", "hybrid": {"embedder": "openai", "semanticRatio": 1.0},
-                                    "showRankingScore": True})
+    body = search(
+        http,
+        index_uid,
+        {"q": "ocean", "hybrid": {"embedder": "openai", "semanticRatio": 1.0}, "showRankingScore": True},
+    )
     assert body["hits"][0]["id"] == 5
     settings = http.get(f"/indexes/{index_uid}/settings/embedders").json()
     assert settings["openai"]["apiKey"] == "skXXXX..."
     err = set_embedders(http, index_uid, {"openai": {"model": "text-embedding-4"}}, status="failed")["error"]
-    assert err["message"] == (f"Index `{index_uid}`: `.embedders.openai.model`: Invalid model `text-embedding-4` for "
-                              'OpenAI. Supported models: ["text-embedding-ada-002", "text-embedding-3-small", '
-                              '"text-embedding-3-large"]')
+    assert err["message"] == (
+        f"Index `{index_uid}`: `.embedders.openai.model`: Invalid model `text-embedding-4` for "
+        'OpenAI. Supported models: ["text-embedding-ada-002", "text-embedding-3-small", '
+        '"text-embedding-3-large"]'
+    )
 
 
 def test_ollama_preset(http: httpx.Client, service: FakeService, index_uid: str) -> None:
-    set_embedders(http, index_uid, {"ollama": {"source": "ollama", "url": service.url("/api/embed"), "model": "nomic",
-                                               "documentTemplate": "{{doc.title}}"}})
+    set_embedders(
+        http,
+        index_uid,
+        {
+            "ollama": {
+                "source": "ollama",
+                "url": service.url("/api/embed"),
+                "model": "nomic",
+                "documentTemplate": "{{doc.title}}",
+            }
+        },
+    )
     assert service.texts() == ["test"]  # dimensions learned from a test embedding
     assert service.requests[0]["body"] == {"model": "nomic", "input": ["test"]}
     add(http, index_uid, DOCS)
@@ -503,19 +666,41 @@ def test_ollama_preset(http: httpx.Client, service: FakeService, index_uid: str)
     body = search(http, index_uid, {"q": "red car", "hybrid": {"embedder": "ollama", "semanticRatio": 1.0}})
     assert body["hits"][0]["id"] == 4
     # the one-text endpoint
-    set_embedders(http, index_uid, {"single": {"source": "ollama", "url": service.url("/api/embeddings"),
-                                               "model": "nomic", "dimensions": DIM,
-                                               "documentTemplate": "{{doc.title}}"}})
+    set_embedders(
+        http,
+        index_uid,
+        {
+            "single": {
+                "source": "ollama",
+                "url": service.url("/api/embeddings"),
+                "model": "nomic",
+                "dimensions": DIM,
+                "documentTemplate": "{{doc.title}}",
+            }
+        },
+    )
     assert close(vectors_of(http, index_uid)[5]["single"]["embeddings"][0], embed("ocean waves"))
     # a model the server does not have
-    err = set_embedders(http, index_uid, {"missing": {"source": "ollama", "url": service.url("/api/embed"),
-                                                      "model": "llama"}}, status="failed")["error"]
-    assert err["message"] == (f"Index `{index_uid}`: Error while generating embeddings: runtime error: could not "
-                              "determine model dimensions:\n  - test embedding failed with user error: model not "
-                              "found. Meilisearch will not automatically download models from the Ollama library, "
-                              "please pull the model manually\n  - server replied with "
-                              '`{"error": "model \\"llama\\" not found, try pulling it first"}`')
-    err = set_embedders(http, index_uid, {"bad": {"source": "ollama", "url": service.url("/elsewhere"),
-                                                  "model": "nomic"}}, status="failed")["error"]
-    assert err["message"].endswith("unsupported Ollama URL.\n  - For `ollama` sources, the URL must end with "
-                                   f"`/api/embed` or `/api/embeddings`\n  - Got `{service.url('/elsewhere')}`")
+    err = set_embedders(
+        http,
+        index_uid,
+        {"missing": {"source": "ollama", "url": service.url("/api/embed"), "model": "llama"}},
+        status="failed",
+    )["error"]
+    assert err["message"] == (
+        f"Index `{index_uid}`: Error while generating embeddings: runtime error: could not "
+        "determine model dimensions:\n  - test embedding failed with user error: model not "
+        "found. Meilisearch will not automatically download models from the Ollama library, "
+        "please pull the model manually\n  - server replied with "
+        '`{"error": "model \\"llama\\" not found, try pulling it first"}`'
+    )
+    err = set_embedders(
+        http,
+        index_uid,
+        {"bad": {"source": "ollama", "url": service.url("/elsewhere"), "model": "nomic"}},
+        status="failed",
+    )["error"]
+    assert err["message"].endswith(
+        "unsupported Ollama URL.\n  - For `ollama` sources, the URL must end with "
+        f"`/api/embed` or `/api/embeddings`\n  - Got `{service.url('/elsewhere')}`"
+    )

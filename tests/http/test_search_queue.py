@@ -31,8 +31,12 @@ async def settle() -> None:
 
 def refused(task: asyncio.Task[None], capacity: int) -> bool:
     err = task.exception()
-    return (isinstance(err, MeiliError) and err.code == "too_many_search_requests" and err.status == 503
-            and err.message == TOO_MANY.format(capacity))
+    return (
+        isinstance(err, MeiliError)
+        and err.code == "too_many_search_requests"
+        and err.status == 503
+        and err.message == TOO_MANY.format(capacity)
+    )
 
 
 # -- scheduling rules ---------------------------------------------------------------------------------
@@ -134,8 +138,10 @@ def _documents(n: int) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """No waiting room and one search per core."""
-    srv = ServerProcess(tmp_path_factory.mktemp("queue") / "data.ms", extra_args=[
-        "--experimental-search-queue-size", "0", "--experimental-nb-searches-per-core", "1"]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("queue") / "data.ms",
+        extra_args=["--experimental-search-queue-size", "0", "--experimental-nb-searches-per-core", "1"],
+    ).start()
     with httpx.Client(base_url=srv.url, timeout=120) as http:
         res = http.post("/indexes/queue/documents", json=_documents(1000))
         assert wait_task(http, res.json()["taskUid"], timeout=120)["status"] == "succeeded"
@@ -157,8 +163,12 @@ def test_burst_past_the_queue_gets_503_with_retry_after(tight: ServerProcess) ->
     for res in responses:
         if res.status_code == 503:
             assert res.headers["retry-after"] == "10"
-            assert res.json() == {"message": TOO_MANY.format(0), "code": "too_many_search_requests",
-                                  "type": "system", "link": "https://docs.meilisearch.com/errors#too_many_search_requests"}
+            assert res.json() == {
+                "message": TOO_MANY.format(0),
+                "code": "too_many_search_requests",
+                "type": "system",
+                "link": "https://docs.meilisearch.com/errors#too_many_search_requests",
+            }
         else:
             assert len(res.json()["results"]) == 10
     # the single-index search route goes through the same queue

@@ -45,14 +45,27 @@ CASES: dict[str, tuple[Any, Any, Any]] = {
     "searchableAttributes": (["title", "overview"], ["title", "overview"], ["title", "overview"]),
     "filterableAttributes": (
         ["genre", {"attributePatterns": ["price"]}],
-        ["genre", {"attributePatterns": ["price"],
-                   "features": {"facetSearch": False, "filter": {"equality": True, "comparison": False}}}],
-        ["genre", {"attributePatterns": ["price"],
-                   "features": {"facetSearch": False, "filter": {"equality": True, "comparison": False}}}],
+        [
+            "genre",
+            {
+                "attributePatterns": ["price"],
+                "features": {"facetSearch": False, "filter": {"equality": True, "comparison": False}},
+            },
+        ],
+        [
+            "genre",
+            {
+                "attributePatterns": ["price"],
+                "features": {"facetSearch": False, "filter": {"equality": True, "comparison": False}},
+            },
+        ],
     ),
     "sortableAttributes": (["price", "genre", "price"], ["genre", "price"], ["genre", "price"]),
-    "rankingRules": (["words", "attribute", "price:desc"], ["words", "attribute", "price:desc"],
-                     ["words", "attribute", "price:desc"]),
+    "rankingRules": (
+        ["words", "attribute", "price:desc"],
+        ["words", "attribute", "price:desc"],
+        ["words", "attribute", "price:desc"],
+    ),
     "stopWords": (["the", "a", "the"], ["a", "the"], ["a", "the"]),
     "nonSeparatorTokens": (["@", "#"], ["#", "@"], ["#", "@"]),
     "separatorTokens": (["|"], ["|"], ["|"]),
@@ -62,20 +75,32 @@ CASES: dict[str, tuple[Any, Any, Any]] = {
     "proximityPrecision": ("byAttribute", "byAttribute", "byAttribute"),
     "typoTolerance": (
         {"enabled": False},
-        {"enabled": False, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9}, "disableOnWords": [],
-         "disableOnAttributes": [], "disableOnNumbers": False},
+        {
+            "enabled": False,
+            "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9},
+            "disableOnWords": [],
+            "disableOnAttributes": [],
+            "disableOnNumbers": False,
+        },
         {"enabled": False},
     ),
-    "faceting": ({"maxValuesPerFacet": 10}, {"maxValuesPerFacet": 10, "sortFacetValuesBy": {"*": "alpha"}},
-                 {"maxValuesPerFacet": 10}),
+    "faceting": (
+        {"maxValuesPerFacet": 10},
+        {"maxValuesPerFacet": 10, "sortFacetValuesBy": {"*": "alpha"}},
+        {"maxValuesPerFacet": 10},
+    ),
     "pagination": ({"maxTotalHits": 50}, {"maxTotalHits": 50}, {"maxTotalHits": 50}),
-    "embedders": ({"e": {"source": "userProvided", "dimensions": 2}},
-                  {"e": {"source": "userProvided", "dimensions": 2}},
-                  {"e": {"source": "userProvided", "dimensions": 2}}),
+    "embedders": (
+        {"e": {"source": "userProvided", "dimensions": 2}},
+        {"e": {"source": "userProvided", "dimensions": 2}},
+        {"e": {"source": "userProvided", "dimensions": 2}},
+    ),
     "searchCutoffMs": (150, 150, 150),
-    "localizedAttributes": ([{"attributePatterns": ["*_ja"], "locales": ["ja"]}],
-                            [{"attributePatterns": ["*_ja"], "locales": ["jpn"]}],
-                            [{"attributePatterns": ["*_ja"], "locales": ["jpn"]}]),
+    "localizedAttributes": (
+        [{"attributePatterns": ["*_ja"], "locales": ["ja"]}],
+        [{"attributePatterns": ["*_ja"], "locales": ["jpn"]}],
+        [{"attributePatterns": ["*_ja"], "locales": ["jpn"]}],
+    ),
     "facetSearch": (False, False, False),
     "prefixSearch": ("disabled", "disabled", "disabled"),
 }
@@ -91,7 +116,9 @@ def error(res: httpx.Response, status: int, code: str, message: str | None = Non
         assert body["message"] == message
 
 
-def settings_task(http: httpx.Client, res: httpx.Response, uid: str, status: str = "succeeded") -> dict[str, Any]:
+def settings_task(
+    http: httpx.Client, res: httpx.Response, uid: str, status: str = "succeeded"
+) -> dict[str, Any]:
     assert res.status_code == 202, res.text
     summary = res.json()
     assert summary["type"] == "settingsUpdate" and summary["indexUid"] == uid
@@ -124,7 +151,12 @@ def test_fresh_index_has_the_contract_defaults(http: httpx.Client, index_uid: st
 
 @pytest.mark.parametrize("path", ["", *(f"/{p}" for p, _ in SUB_ROUTES.values())])
 def test_get_on_missing_index_is_404(http: httpx.Client, index_uid: str, path: str) -> None:
-    error(http.get(f"/indexes/{index_uid}/settings{path}"), 404, "index_not_found", f"Index `{index_uid}` not found.")
+    error(
+        http.get(f"/indexes/{index_uid}/settings{path}"),
+        404,
+        "index_not_found",
+        f"Index `{index_uid}` not found.",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -151,8 +183,11 @@ def test_sub_route_update_get_and_reset(http: httpx.Client, index_uid: str, name
 
     # `null` as the body resets too
     settings_task(http, http.request(verb, url, json=sent), index_uid)
-    settings_task(http, http.request(verb, url, content=b"null", headers={"content-type": "application/json"}),
-                  index_uid)
+    settings_task(
+        http,
+        http.request(verb, url, content=b"null", headers={"content-type": "application/json"}),
+        index_uid,
+    )
     assert http.get(f"/indexes/{index_uid}/settings").json() == CONTRACT_DEFAULTS
 
 
@@ -167,15 +202,33 @@ def test_sub_route_wrong_verb_is_405(http: httpx.Client, index_uid: str, name: s
 
 def test_patch_sub_routes_merge(http: httpx.Client, index_uid: str) -> None:
     url = f"/indexes/{index_uid}/settings/typo-tolerance"
-    settings_task(http, http.patch(url, json={"disableOnWords": ["b", "a"], "minWordSizeForTypos": {"oneTypo": 4}}),
-                  index_uid)
-    settings_task(http, http.patch(url, json={"enabled": False, "minWordSizeForTypos": {"twoTypos": 7}}), index_uid)
-    assert http.get(url).json() == {"enabled": False, "minWordSizeForTypos": {"oneTypo": 4, "twoTypos": 7},
-                                    "disableOnWords": ["a", "b"], "disableOnAttributes": [],
-                                    "disableOnNumbers": False}
+    settings_task(
+        http,
+        http.patch(url, json={"disableOnWords": ["b", "a"], "minWordSizeForTypos": {"oneTypo": 4}}),
+        index_uid,
+    )
+    settings_task(
+        http, http.patch(url, json={"enabled": False, "minWordSizeForTypos": {"twoTypos": 7}}), index_uid
+    )
+    assert http.get(url).json() == {
+        "enabled": False,
+        "minWordSizeForTypos": {"oneTypo": 4, "twoTypos": 7},
+        "disableOnWords": ["a", "b"],
+        "disableOnAttributes": [],
+        "disableOnNumbers": False,
+    }
     url = f"/indexes/{index_uid}/settings/embedders"
-    settings_task(http, http.patch(url, json={"a": {"source": "userProvided", "dimensions": 2},
-                                              "b": {"source": "userProvided", "dimensions": 3}}), index_uid)
+    settings_task(
+        http,
+        http.patch(
+            url,
+            json={
+                "a": {"source": "userProvided", "dimensions": 2},
+                "b": {"source": "userProvided", "dimensions": 3},
+            },
+        ),
+        index_uid,
+    )
     settings_task(http, http.patch(url, json={"a": None, "b": {"dimensions": 4}}), index_uid)
     assert http.get(url).json() == {"b": {"source": "userProvided", "dimensions": 4}}
 
@@ -187,12 +240,25 @@ def test_patch_sub_routes_merge(http: httpx.Client, index_uid: str) -> None:
 
 def test_partial_updates_and_reset_all(http: httpx.Client, index_uid: str) -> None:
     url = f"/indexes/{index_uid}/settings"
-    task = settings_task(http, http.patch(url, json={"searchableAttributes": ["bar"], "displayedAttributes": ["foo"]}),
-                         index_uid)
+    task = settings_task(
+        http,
+        http.patch(url, json={"searchableAttributes": ["bar"], "displayedAttributes": ["foo"]}),
+        index_uid,
+    )
     assert task["details"] == {"displayedAttributes": ["foo"], "searchableAttributes": ["bar"]}
     assert list(task["details"]) == ["displayedAttributes", "searchableAttributes"]
-    settings_task(http, http.patch(url, json={"stopWords": ["the"], "rankingRules": ["typo", "words"],
-                                              "displayedAttributes": ["*", "foo"]}), index_uid)
+    settings_task(
+        http,
+        http.patch(
+            url,
+            json={
+                "stopWords": ["the"],
+                "rankingRules": ["typo", "words"],
+                "displayedAttributes": ["*", "foo"],
+            },
+        ),
+        index_uid,
+    )
     current = http.get(url).json()
     assert current["displayedAttributes"] == ["*"] and current["searchableAttributes"] == ["bar"]
     assert current["stopWords"] == ["the"] and current["rankingRules"] == ["typo", "words"]
@@ -206,22 +272,48 @@ def test_partial_updates_and_reset_all(http: httpx.Client, index_uid: str) -> No
 
 
 def test_settings_details_mask_embedder_api_keys(http: httpx.Client, index_uid: str) -> None:
-    body = {"embedders": {"default": {"source": "rest", "url": "https://localhost:7777",
-                                      "apiKey": "My super secret value you will never guess", "dimensions": 4,
-                                      "request": "{{text}}", "response": "{{embedding}}"}}}
+    body = {
+        "embedders": {
+            "default": {
+                "source": "rest",
+                "url": "https://localhost:7777",
+                "apiKey": "My super secret value you will never guess",
+                "dimensions": 4,
+                "request": "{{text}}",
+                "response": "{{embedding}}",
+            }
+        }
+    }
     task = settings_task(http, http.patch(f"/indexes/{index_uid}/settings", json=body), index_uid)
-    assert task["details"] == {"embedders": {"default": {
-        "source": "rest", "apiKey": "My suXXXXXX...", "dimensions": 4, "url": "https://localhost:7777",
-        "request": "{{text}}", "response": "{{embedding}}"}}}
-    assert http.get(f"/indexes/{index_uid}/settings/embedders").json()["default"]["apiKey"] == "My suXXXXXX..."
+    assert task["details"] == {
+        "embedders": {
+            "default": {
+                "source": "rest",
+                "apiKey": "My suXXXXXX...",
+                "dimensions": 4,
+                "url": "https://localhost:7777",
+                "request": "{{text}}",
+                "response": "{{embedding}}",
+            }
+        }
+    }
+    assert (
+        http.get(f"/indexes/{index_uid}/settings/embedders").json()["default"]["apiKey"] == "My suXXXXXX..."
+    )
 
 
 def test_update_creates_the_index_but_deletion_does_not(http: httpx.Client, index_uid: str) -> None:
     task = settings_task(http, http.delete(f"/indexes/{index_uid}/settings"), index_uid, status="failed")
     assert task["error"]["code"] == "index_not_found"
-    task = settings_task(http, http.delete(f"/indexes/{index_uid}/settings/stop-words"), index_uid, status="failed")
-    assert task["error"] == {"message": f"Index `{index_uid}` not found.", "code": "index_not_found",
-                             "type": "invalid_request", "link": LINK + "index_not_found"}
+    task = settings_task(
+        http, http.delete(f"/indexes/{index_uid}/settings/stop-words"), index_uid, status="failed"
+    )
+    assert task["error"] == {
+        "message": f"Index `{index_uid}` not found.",
+        "code": "index_not_found",
+        "type": "invalid_request",
+        "link": LINK + "index_not_found",
+    }
     assert http.get(f"/indexes/{index_uid}").status_code == 404
     settings_task(http, http.patch(f"/indexes/{index_uid}/settings", json={}), index_uid)
     assert http.get(f"/indexes/{index_uid}").status_code == 200
@@ -246,22 +338,46 @@ def test_settings_and_documents_batch_together(http: httpx.Client, index_uid: st
 
 def test_validation_errors(http: httpx.Client, index_uid: str) -> None:
     url = f"/indexes/{index_uid}/settings"
-    error(http.patch(url, json={"displayedAttributes": "doggo"}), 400, "invalid_settings_displayed_attributes",
-          'Invalid value type at `.displayedAttributes`: expected an array, but found a string: `"doggo"`')
-    error(http.put(f"{url}/displayed-attributes", json="doggo"), 400, "invalid_settings_displayed_attributes",
-          'Invalid value type: expected an array, but found a string: `"doggo"`')
-    error(http.patch(url, json={"rankingRules": ["manyTheFish"]}), 400, "invalid_settings_ranking_rules",
-          "Invalid value at `.rankingRules[0]`: `manyTheFish` ranking rule is invalid. Valid ranking rules are "
-          "words, typo, sort, proximity, attribute, exactness and custom ranking rules.")
-    error(http.put(f"{url}/ranking-rules", json=["attribute", "attributeRank"]), 400, "invalid_settings_ranking_rules",
-          "Mixed usage of the attribute, attributeRank, and wordPosition ranking rules. You must either use the "
-          "attribute ranking rule alone or the attributeRank and wordPosition ranking rules.")
-    error(http.patch(f"{url}/pagination", json={"maxTotalHits": 0}), 400, "invalid_settings_pagination",
-          "Invalid value at `.maxTotalHits`: a non-zero integer value lower than `18446744073709551615` was "
-          "expected, but found a zero")
+    error(
+        http.patch(url, json={"displayedAttributes": "doggo"}),
+        400,
+        "invalid_settings_displayed_attributes",
+        'Invalid value type at `.displayedAttributes`: expected an array, but found a string: `"doggo"`',
+    )
+    error(
+        http.put(f"{url}/displayed-attributes", json="doggo"),
+        400,
+        "invalid_settings_displayed_attributes",
+        'Invalid value type: expected an array, but found a string: `"doggo"`',
+    )
+    error(
+        http.patch(url, json={"rankingRules": ["manyTheFish"]}),
+        400,
+        "invalid_settings_ranking_rules",
+        "Invalid value at `.rankingRules[0]`: `manyTheFish` ranking rule is invalid. Valid ranking rules are "
+        "words, typo, sort, proximity, attribute, exactness and custom ranking rules.",
+    )
+    error(
+        http.put(f"{url}/ranking-rules", json=["attribute", "attributeRank"]),
+        400,
+        "invalid_settings_ranking_rules",
+        "Mixed usage of the attribute, attributeRank, and wordPosition ranking rules. You must either use the "
+        "attribute ranking rule alone or the attributeRank and wordPosition ranking rules.",
+    )
+    error(
+        http.patch(f"{url}/pagination", json={"maxTotalHits": 0}),
+        400,
+        "invalid_settings_pagination",
+        "Invalid value at `.maxTotalHits`: a non-zero integer value lower than `18446744073709551615` was "
+        "expected, but found a zero",
+    )
     error(http.patch(url, json={"foo": 12}), 400, "bad_request")
-    error(http.patch(url, content=b"", headers={"content-type": "application/json"}), 400, "missing_payload",
-          "A json payload is missing.")
+    error(
+        http.patch(url, content=b"", headers={"content-type": "application/json"}),
+        400,
+        "missing_payload",
+        "A json payload is missing.",
+    )
     error(http.patch(url, content=b"{}"), 415, "missing_content_type")
     error(http.patch("/indexes/bad!uid/settings", json={}), 400, "invalid_index_uid")
     error(http.get("/indexes/bad!uid/settings/stop-words"), 400, "invalid_index_uid")
@@ -270,7 +386,9 @@ def test_validation_errors(http: httpx.Client, index_uid: str) -> None:
 
 
 def test_typo_bound_conflicting_with_stored_one_fails_the_task(http: httpx.Client, index_uid: str) -> None:
-    res = http.patch(f"/indexes/{index_uid}/settings/typo-tolerance", json={"minWordSizeForTypos": {"oneTypo": 10}})
+    res = http.patch(
+        f"/indexes/{index_uid}/settings/typo-tolerance", json={"minWordSizeForTypos": {"oneTypo": 10}}
+    )
     task = settings_task(http, res, index_uid, status="failed")
     assert task["error"]["code"] == "invalid_settings_typo_tolerance"
     assert task["error"]["message"] == (
@@ -279,7 +397,9 @@ def test_typo_bound_conflicting_with_stored_one_fails_the_task(http: httpx.Clien
         "`oneTypo: 10` and twoTypos: 9`."
     )
     assert task["details"] == {"typoTolerance": {"minWordSizeForTypos": {"oneTypo": 10}}}
-    assert http.get(f"/indexes/{index_uid}/settings/typo-tolerance").json() == CONTRACT_DEFAULTS["typoTolerance"]
+    assert (
+        http.get(f"/indexes/{index_uid}/settings/typo-tolerance").json() == CONTRACT_DEFAULTS["typoTolerance"]
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -289,8 +409,12 @@ def test_typo_bound_conflicting_with_stored_one_fails_the_task(http: httpx.Clien
 
 def test_settings_survive_a_restart(tmp_path: Path) -> None:
     srv = ServerProcess(tmp_path / "data.ms").start()
-    body = {"searchableAttributes": ["title"], "stopWords": ["the"], "typoTolerance": {"enabled": False},
-            "embedders": {"e": {"source": "userProvided", "dimensions": 2}}}
+    body = {
+        "searchableAttributes": ["title"],
+        "stopWords": ["the"],
+        "typoTolerance": {"enabled": False},
+        "embedders": {"e": {"source": "userProvided", "dimensions": 2}},
+    }
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             settings_task(http, http.patch("/indexes/kept/settings", json=body), "kept")
@@ -312,8 +436,13 @@ def test_settings_survive_a_restart(tmp_path: Path) -> None:
 
 def test_sdk_settings_methods(client: Any, index_uid: str) -> None:
     index = client.index(index_uid)
-    task = index.update_settings({"rankingRules": ["words", "typo", "sort", "exactness"],
-                                  "filterableAttributes": ["genre"], "synonyms": {"car": ["auto"]}})
+    task = index.update_settings(
+        {
+            "rankingRules": ["words", "typo", "sort", "exactness"],
+            "filterableAttributes": ["genre"],
+            "synonyms": {"car": ["auto"]},
+        }
+    )
     assert client.wait_for_task(task.task_uid).status == "succeeded"
     settings = index.get_settings()
     assert settings["rankingRules"] == ["words", "typo", "sort", "exactness"]

@@ -21,15 +21,21 @@ HUMAN = re.compile(r"^\d+(\.\d+)?\s+(B|KiB|MiB|GiB|TiB)$")
 
 
 def test_embedding_counts(http: httpx.Client, index_uid: str) -> None:
-    r = http.patch(f"/indexes/{index_uid}/settings",
-                   json={"embedders": {"manual": {"source": "userProvided", "dimensions": 2},
-                                       "other": {"source": "userProvided", "dimensions": 3}}})
+    r = http.patch(
+        f"/indexes/{index_uid}/settings",
+        json={
+            "embedders": {
+                "manual": {"source": "userProvided", "dimensions": 2},
+                "other": {"source": "userProvided", "dimensions": 3},
+            }
+        },
+    )
     assert wait_task(http, r.json()["taskUid"])["status"] == "succeeded"
     docs = [
         {"id": 1, "_vectors": {"manual": [[0.1, 0.2], [0.3, 0.4]], "other": [1, 2, 3]}},  # 3 embeddings
         {"id": 2, "_vectors": {"manual": [0.5, 0.6], "other": None}},
         {"id": 3, "_vectors": {"manual": None, "other": None}},  # no embedding (a user-provided vector
-        {"id": 4, "_vectors": {"manual": [], "other": []}},      # must be given, even as none)
+        {"id": 4, "_vectors": {"manual": [], "other": []}},  # must be given, even as none)
     ]
     r = http.post(f"/indexes/{index_uid}/documents", json=docs)
     task = wait_task(http, r.json()["taskUid"])
@@ -44,15 +50,18 @@ def test_embedding_counts(http: httpx.Client, index_uid: str) -> None:
 
 
 def test_internal_sizes_and_human_format(http: httpx.Client, index_uid: str) -> None:
-    r = http.post(f"/indexes/{index_uid}/documents", json=[{"id": i, "t": f"word{i} common"} for i in range(50)])
+    r = http.post(
+        f"/indexes/{index_uid}/documents", json=[{"id": i, "t": f"word{i} common"} for i in range(50)]
+    )
     task = wait_task(http, r.json()["taskUid"])
     stats = http.get(f"/indexes/{index_uid}/stats", params={"showInternalDatabaseSizes": "true"}).json()
     sizes = stats["internalDatabaseSizes"]
     assert sizes and all(isinstance(v, int) and v > 0 for v in sizes.values())
     assert list(sizes.values()) == sorted(sizes.values(), reverse=True)  # largest first
     assert {"documents", "wordDocids"} <= set(sizes)
-    human = http.get(f"/indexes/{index_uid}/stats",
-                     params={"showInternalDatabaseSizes": "true", "sizeFormat": "human"}).json()
+    human = http.get(
+        f"/indexes/{index_uid}/stats", params={"showInternalDatabaseSizes": "true", "sizeFormat": "human"}
+    ).json()
     assert list(human) == list(stats)
     for key in ("rawDocumentDbSize", "avgDocumentSize"):
         assert HUMAN.match(human[key]), human[key]
@@ -63,14 +72,19 @@ def test_internal_sizes_and_human_format(http: httpx.Client, index_uid: str) -> 
     assert HUMAN.match(overall["indexes"][index_uid]["rawDocumentDbSize"])
     r = http.get(f"/indexes/{index_uid}/stats", params={"sizeFormat": "big"})
     assert r.status_code == 400
-    assert r.json() == {"message": "Unknown value `big` for parameter `sizeFormat`: expected one of `human`, `raw`",
-                        "code": "invalid_stats_size_format", "type": "invalid_request",
-                        "link": "https://docs.meilisearch.com/errors#invalid_stats_size_format"}
+    assert r.json() == {
+        "message": "Unknown value `big` for parameter `sizeFormat`: expected one of `human`, `raw`",
+        "code": "invalid_stats_size_format",
+        "type": "invalid_request",
+        "link": "https://docs.meilisearch.com/errors#invalid_stats_size_format",
+    }
     # the batch that indexed them reports what grew
     batch = http.get(f"/batches/{task['batchUid']}").json()
     grown = batch["stats"]["internalDatabaseSizes"]
     assert set(grown) <= set(sizes) and "wordDocids" in grown
-    assert all(re.fullmatch(r"\d+(\.\d+)? (B|KiB|MiB) \(\+\d+(\.\d+)? (B|KiB|MiB)\)", v) for v in grown.values())
+    assert all(
+        re.fullmatch(r"\d+(\.\d+)? (B|KiB|MiB) \(\+\d+(\.\d+)? (B|KiB|MiB)\)", v) for v in grown.values()
+    )
     assert batch["stats"]["writeChannelCongestion"]["attempts"] == 50
     assert any(k.startswith("processing tasks > ") for k in batch["stats"]["progressTrace"])
 
@@ -105,8 +119,13 @@ class FlakyEmbedder:
 @pytest.fixture
 def embedding_server(tmp_path: Path) -> Iterator[tuple[httpx.Client, FlakyEmbedder]]:
     service = FlakyEmbedder(failures=2)
-    srv = ServerProcess(tmp_path / "data.ms", env={"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8",
-                                                   "MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0"})
+    srv = ServerProcess(
+        tmp_path / "data.ms",
+        env={
+            "MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8",
+            "MEILI_EXPERIMENTAL_REST_EMBEDDER_MAX_RETRY_DURATION_SECONDS": "0",
+        },
+    )
     srv.start()
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as client:
@@ -120,8 +139,20 @@ def embedding_server(tmp_path: Path) -> Iterator[tuple[httpx.Client, FlakyEmbedd
 def test_batch_embedder_requests(embedding_server: tuple[httpx.Client, FlakyEmbedder]) -> None:
     http, service = embedding_server
     url = f"http://127.0.0.1:{service.server.server_address[1]}/embed"
-    r = http.patch("/indexes/e/settings", json={"embedders": {"default": {
-        "source": "rest", "url": url, "request": "{{text}}", "response": {"data": "{{embedding}}"}, "dimensions": 2}}})
+    r = http.patch(
+        "/indexes/e/settings",
+        json={
+            "embedders": {
+                "default": {
+                    "source": "rest",
+                    "url": url,
+                    "request": "{{text}}",
+                    "response": {"data": "{{embedding}}"},
+                    "dimensions": 2,
+                }
+            }
+        },
+    )
     assert wait_task(http, r.json()["taskUid"])["status"] == "succeeded"
     service.requests, service.failures = 0, 2
     r = http.post("/indexes/e/documents", json=[{"id": 1, "t": "one"}])

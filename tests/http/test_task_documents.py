@@ -22,12 +22,19 @@ import pytest
 
 from tests.conftest import ServerProcess, wait_task
 
-FILE_NOT_FOUND: Final = ("Task `{}` does not contain any documents. Only `documentAdditionOrUpdate` tasks with "
-                         "the statuses `enqueued` or `processing` contain documents")
+FILE_NOT_FOUND: Final = (
+    "Task `{}` does not contain any documents. Only `documentAdditionOrUpdate` tasks with "
+    "the statuses `enqueued` or `processing` contain documents"
+)
 
 
 def error(code: str, message: str, type_: str = "invalid_request") -> dict[str, str]:
-    return {"message": message, "code": code, "type": type_, "link": f"https://docs.meilisearch.com/errors#{code}"}
+    return {
+        "message": message,
+        "code": code,
+        "type": type_,
+        "link": f"https://docs.meilisearch.com/errors#{code}",
+    }
 
 
 class Gate:
@@ -73,8 +80,10 @@ def gate() -> Iterator[Gate]:
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    srv = ServerProcess(Path(tmp_path_factory.mktemp("taskdocs")) / "data.ms",
-                        env={"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"}).start()
+    srv = ServerProcess(
+        Path(tmp_path_factory.mktemp("taskdocs")) / "data.ms",
+        env={"MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS": "127.0.0.0/8"},
+    ).start()
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as client:
             yield client
@@ -93,17 +102,30 @@ def test_route_is_gated(http: httpx.Client) -> None:
     r = http.get("/tasks/0/documents")
     assert r.status_code == 400
     assert r.json() == error(
-        "feature_not_enabled", "Getting the documents of an enqueued task requires enabling the `get task "
-        "documents route` experimental feature. See https://github.com/orgs/meilisearch/discussions/808")
+        "feature_not_enabled",
+        "Getting the documents of an enqueued task requires enabling the `get task "
+        "documents route` experimental feature. See https://github.com/orgs/meilisearch/discussions/808",
+    )
     # the gate comes before the uid is read
     assert http.get("/tasks/abc/documents").json()["code"] == "feature_not_enabled"
 
 
 def test_payloads_of_enqueued_and_processing_tasks(http: httpx.Client, gate: Gate) -> None:
     assert http.patch("/experimental-features", json={"getTaskDocumentsRoute": True}).status_code == 200
-    r = http.patch("/indexes/held/settings", json={"embedders": {"default": {
-        "source": "rest", "url": gate.url, "request": "{{text}}", "response": {"data": "{{embedding}}"},
-        "dimensions": 3}}})
+    r = http.patch(
+        "/indexes/held/settings",
+        json={
+            "embedders": {
+                "default": {
+                    "source": "rest",
+                    "url": gate.url,
+                    "request": "{{text}}",
+                    "response": {"data": "{{embedding}}"},
+                    "dimensions": 3,
+                }
+            }
+        },
+    )
     assert wait_task(http, r.json()["taskUid"])["status"] == "succeeded"
     gate.open.clear()
     try:
@@ -120,13 +142,19 @@ def test_payloads_of_enqueued_and_processing_tasks(http: httpx.Client, gate: Gat
         assert r.content == b'{"id":1,"title":"held back"}'
 
         # JSON: compact objects one after the other
-        from_json = enqueue(http, "other", b'[{"id": 1, "a": "x"},\n {"id": 2, "nested": {"b": [1, 2.5]}}]',
-                            "application/json")
+        from_json = enqueue(
+            http,
+            "other",
+            b'[{"id": 1, "a": "x"},\n {"id": 2, "nested": {"b": [1, 2.5]}}]',
+            "application/json",
+        )
         # NDJSON: one document a line
         from_ndjson = enqueue(http, "other", b'{"id":3,"a":"y"}\n{"id":4}\n', "application/x-ndjson")
         # CSV: typed values, null for an empty cell
         from_csv = enqueue(http, "other", b"id,name,price:number\n5,kiwi,1.5\n6,,2\n", "text/csv")
-        settings = http.patch("/indexes/other/settings", json={"filterableAttributes": ["a"]}).json()["taskUid"]
+        settings = http.patch("/indexes/other/settings", json={"filterableAttributes": ["a"]}).json()[
+            "taskUid"
+        ]
         for uid in (from_json, from_ndjson, from_csv, settings):
             assert http.get(f"/tasks/{uid}").json()["status"] == "enqueued"
 
@@ -135,7 +163,8 @@ def test_payloads_of_enqueued_and_processing_tasks(http: httpx.Client, gate: Gat
         assert r.content == b'{"id":1,"a":"x"}{"id":2,"nested":{"b":[1,2.5]}}'
         assert http.get(f"/tasks/{from_ndjson}/documents").content == b'{"id":3,"a":"y"}\n{"id":4}\n'
         assert http.get(f"/tasks/{from_csv}/documents").content == (
-            b'{"id":"5","name":"kiwi","price":1.5}{"id":"6","name":null,"price":2}')
+            b'{"id":"5","name":"kiwi","price":1.5}{"id":"6","name":null,"price":2}'
+        )
 
         # a task that carries no documents
         r = http.get(f"/tasks/{settings}/documents")
@@ -155,8 +184,9 @@ def test_uid_errors(http: httpx.Client) -> None:
     assert http.patch("/experimental-features", json={"getTaskDocumentsRoute": True}).status_code == 200
     r = http.get("/tasks/abc/documents")
     assert r.status_code == 400
-    assert r.json() == error("invalid_task_uids",
-                             "Task uid `abc` is invalid. It should only contain numeric characters.")
+    assert r.json() == error(
+        "invalid_task_uids", "Task uid `abc` is invalid. It should only contain numeric characters."
+    )
     r = http.get("/tasks/999999/documents")
     assert r.status_code == 404
     assert r.json() == error("task_not_found", "Task `999999` not found.")

@@ -26,8 +26,18 @@ from tests.conftest import ServerProcess, wait_task
 
 JSON = {"content-type": "application/json"}
 TASK_KEYS = [
-    "uid", "batchUid", "indexUid", "status", "type", "canceledBy", "details", "error", "duration",
-    "enqueuedAt", "startedAt", "finishedAt",
+    "uid",
+    "batchUid",
+    "indexUid",
+    "status",
+    "type",
+    "canceledBy",
+    "details",
+    "error",
+    "duration",
+    "enqueuedAt",
+    "startedAt",
+    "finishedAt",
 ]
 SUMMARY_KEYS = ["taskUid", "indexUid", "status", "type", "enqueuedAt"]
 # `time`'s RFC 3339: UTC with `Z`, a fraction only when non-zero and without trailing zeros
@@ -91,7 +101,12 @@ def uids_of(listing: dict[str, Any]) -> list[int]:
 
 
 def error(code: str, message: str, type_: str = "invalid_request") -> dict[str, str]:
-    return {"message": message, "code": code, "type": type_, "link": f"https://docs.meilisearch.com/errors#{code}"}
+    return {
+        "message": message,
+        "code": code,
+        "type": type_,
+        "link": f"https://docs.meilisearch.com/errors#{code}",
+    }
 
 
 def cancel(http: httpx.Client, query: str) -> int:
@@ -215,7 +230,9 @@ def test_index_creation_details(http: httpx.Client, index_uid: str) -> None:
     first = done(http, http.post("/indexes", json={"uid": index_uid}).json()["taskUid"])
     assert first["type"] == "indexCreation"
     assert first["details"] == {"primaryKey": None}
-    second = done(http, http.post("/indexes", json={"uid": index_uid, "primaryKey": "doggos"}).json()["taskUid"])
+    second = done(
+        http, http.post("/indexes", json={"uid": index_uid, "primaryKey": "doggos"}).json()["taskUid"]
+    )
     assert second["status"] == "failed"
     assert second["details"] == {"primaryKey": "doggos"}
     assert second["error"] == error("index_already_exists", f"Index `{index_uid}` already exists.")
@@ -250,12 +267,16 @@ def test_document_deletion_details(http: httpx.Client, index_uid: str) -> None:
     assert list(by_id["details"]) == ["providedIds", "deletedDocuments", "originalFilter"]
     assert by_id["error"] == error("index_not_found", f"Index `{index_uid}` not found.")
 
-    batch = http.post(f"/indexes/{index_uid}/documents/delete-batch", json=[4294967294, 4294967293, 4294967292])
+    batch = http.post(
+        f"/indexes/{index_uid}/documents/delete-batch", json=[4294967294, 4294967293, 4294967292]
+    )
     failed = done(http, batch.json()["taskUid"])
     assert failed["details"] == {"providedIds": 3, "deletedDocuments": 0, "originalFilter": None}
 
     done(http, add_documents(http, index_uid, [{"id": 1}, {"id": 2}, {"id": 3}]))
-    deleted = done(http, http.post(f"/indexes/{index_uid}/documents/delete-batch", json=[1, 42]).json()["taskUid"])
+    deleted = done(
+        http, http.post(f"/indexes/{index_uid}/documents/delete-batch", json=[1, 42]).json()["taskUid"]
+    )
     assert deleted["status"] == "succeeded"
     assert deleted["details"] == {"providedIds": 2, "deletedDocuments": 1, "originalFilter": None}
 
@@ -290,7 +311,10 @@ def test_cancelation_and_deletion_details_of_finished_tasks(http: httpx.Client, 
     assert canceled["type"] == "taskCancelation"
     assert canceled["status"] == "succeeded"
     assert canceled["details"] == {
-        "matchedTasks": 1, "canceledTasks": 0, "originalFilter": f"?uids={target['uid']}"}
+        "matchedTasks": 1,
+        "canceledTasks": 0,
+        "originalFilter": f"?uids={target['uid']}",
+    }
     # a finished task is not touched by a cancelation
     assert http.get(f"/tasks/{target['uid']}").json() == target
 
@@ -298,7 +322,10 @@ def test_cancelation_and_deletion_details_of_finished_tasks(http: httpx.Client, 
     assert deletion["indexUid"] is None
     assert deletion["type"] == "taskDeletion"
     assert deletion["details"] == {
-        "matchedTasks": 1, "deletedTasks": 1, "originalFilter": f"?uids={target['uid']}"}
+        "matchedTasks": 1,
+        "deletedTasks": 1,
+        "originalFilter": f"?uids={target['uid']}",
+    }
 
 
 def test_original_filter_is_the_raw_query_string(http: httpx.Client, index_uid: str) -> None:
@@ -377,7 +404,13 @@ def test_pagination_edges(http: httpx.Client, index_uid: str, five_tasks: list[i
     t = five_tasks
     # limit=0: nothing shown, but `next` points at the first task of the page
     page = tasks(http, indexUids=index_uid, limit=0)
-    assert (page["results"], page["total"], page["limit"], page["from"], page["next"]) == ([], 5, 0, None, t[4])
+    assert (page["results"], page["total"], page["limit"], page["from"], page["next"]) == (
+        [],
+        5,
+        0,
+        None,
+        t[4],
+    )
     # `from` before every match: empty page, total unchanged
     page = tasks(http, indexUids=index_uid, **{"from": t[0] - 1})
     assert (page["results"], page["total"], page["from"], page["next"]) == ([], 5, None, None)
@@ -433,11 +466,16 @@ def test_filter_statuses_and_types(http: httpx.Client, index_uid: str) -> None:
     assert uids_of(tasks(http, indexUids=index_uid, statuses="*")) == [add, ko, ok]
     assert uids_of(tasks(http, indexUids=index_uid, types="indexCreation")) == [ko, ok]
     assert uids_of(tasks(http, indexUids=index_uid, types="IndexCreation,DOCUMENTADDITIONORUPDATE")) == [
-        add, ko, ok]
+        add,
+        ko,
+        ok,
+    ]
     assert uids_of(tasks(http, indexUids=index_uid, types="*,settingsUpdate")) == [add, ko, ok]
     # AND across parameters, OR within one
     assert uids_of(tasks(http, indexUids=index_uid, types="indexCreation", statuses="failed")) == [ko]
-    assert uids_of(tasks(http, indexUids=index_uid, types="documentAdditionOrUpdate", statuses="failed")) == []
+    assert (
+        uids_of(tasks(http, indexUids=index_uid, types="documentAdditionOrUpdate", statuses="failed")) == []
+    )
 
 
 def test_filter_canceled_by_with_no_canceled_task(http: httpx.Client, index_uid: str) -> None:
@@ -483,7 +521,10 @@ def test_date_filters_accept_offsets_and_bare_dates(http: httpx.Client, index_ui
 
 
 def test_cancel_and_delete_answer_200_with_a_summarized_task(http: httpx.Client) -> None:
-    for method, path, type_ in (("POST", "/tasks/cancel", "taskCancelation"), ("DELETE", "/tasks", "taskDeletion")):
+    for method, path, type_ in (
+        ("POST", "/tasks/cancel", "taskCancelation"),
+        ("DELETE", "/tasks", "taskDeletion"),
+    ):
         r = http.request(method, path, params={"uids": "4294967295"})
         assert r.status_code == 200
         body = r.json()
@@ -500,7 +541,10 @@ def test_deleted_tasks_are_gone_and_uids_are_not_reused(http: httpx.Client, inde
     batch = done(http, second)["batchUid"]
     deletion = done(http, delete(http, f"indexUids={index_uid}&statuses=succeeded"))
     assert deletion["details"] == {
-        "matchedTasks": 2, "deletedTasks": 2, "originalFilter": f"?indexUids={index_uid}&statuses=succeeded"}
+        "matchedTasks": 2,
+        "deletedTasks": 2,
+        "originalFilter": f"?indexUids={index_uid}&statuses=succeeded",
+    }
     for uid in (first, second):
         r = http.get(f"/tasks/{uid}")
         assert r.status_code == 404
@@ -545,8 +589,10 @@ def test_enqueued_and_processing_task_views(private: httpx.Client) -> None:
 def test_cancel_enqueued_and_processing_tasks(private: httpx.Client) -> None:
     blocker = start_blocker(private, "cancel_blocker")
     victims = [add_documents(private, "cancel_victim", [{"id": i}]) for i in range(3)]
-    assert private.get("/tasks", params={"statuses": "enqueued", "indexUids": "cancel_victim"}).json()[
-        "total"] == 3
+    assert (
+        private.get("/tasks", params={"statuses": "enqueued", "indexUids": "cancel_victim"}).json()["total"]
+        == 3
+    )
     still_processing(private, blocker)
     query = f"uids={blocker},{victims[0]},{victims[1]},{victims[2]}"
     cancelation = done(private, cancel(private, query))
@@ -582,7 +628,10 @@ def test_deletion_never_deletes_enqueued_tasks(private: httpx.Client) -> None:
 
     finished = done(private, deletion)
     assert finished["details"] == {
-        "matchedTasks": 2, "deletedTasks": 0, "originalFilter": "?indexUids=delete_waiting"}
+        "matchedTasks": 2,
+        "deletedTasks": 0,
+        "originalFilter": "?indexUids=delete_waiting",
+    }
     for uid in waiting:
         assert done(private, uid)["status"] == "succeeded"
     assert done(private, stop)["details"]["canceledTasks"] == 1

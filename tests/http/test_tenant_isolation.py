@@ -41,8 +41,15 @@ def _documents() -> list[dict[str, Any]]:
     ids = itertools.count(1)
     for tenant, colors in TENANTS.items():
         for n, price in enumerate(PRICES[tenant]):
-            docs.append({"id": next(ids), "tenant": tenant, "title": f"shared widget {tenant} {n}",
-                         "color": colors[n % 2], "price": price})
+            docs.append(
+                {
+                    "id": next(ids),
+                    "tenant": tenant,
+                    "title": f"shared widget {tenant} {n}",
+                    "color": colors[n % 2],
+                    "price": price,
+                }
+            )
     return docs
 
 
@@ -66,8 +73,9 @@ class Setup:
     parent_key: str
 
     def token(self, rules: Any, algorithm: str = "HS256", **claims: Any) -> str:
-        return encode_token({"apiKeyUid": self.parent_uid, "searchRules": rules, **claims}, self.parent_key,
-                            algorithm)
+        return encode_token(
+            {"apiKeyUid": self.parent_uid, "searchRules": rules, **claims}, self.parent_key, algorithm
+        )
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +87,9 @@ def setup(secured_server: ServerProcess) -> Iterator[Setup]:
             assert wait_task(admin, r.json()["taskUid"])["status"] == "succeeded"
             r = admin.post(f"/indexes/{uid}/documents", json=DOCUMENTS)
             assert wait_task(admin, r.json()["taskUid"])["status"] == "succeeded"
-        parent = admin.post("/keys", json={"actions": ["search"], "indexes": [INDEX, OTHER], "expiresAt": None})
+        parent = admin.post(
+            "/keys", json={"actions": ["search"], "indexes": [INDEX, OTHER], "expiresAt": None}
+        )
         assert parent.status_code == 201, parent.text
         yield Setup(secured_server.url, admin, parent.json()["uid"], parent.json()["key"])
 
@@ -95,10 +105,16 @@ FORMS: Final[dict[str, tuple[str, Any, str]]] = {
     "object_nested_array": ("acme", {INDEX: {"filter": [["tenant = acme", "tenant = acme"]]}}, "HS256"),
     "wildcard_pattern": ("acme", {"*": {"filter": "tenant = acme"}}, "HS256"),
     "prefix_pattern": ("acme", {f"{PREFIX}_*": {"filter": "tenant = acme"}}, "HS256"),
-    "most_specific_wins": ("acme", {"*": {"filter": "tenant = bolt"}, f"{PREFIX}_*": None,
-                                    INDEX: {"filter": "tenant = acme"}}, "HS256"),
-    "longest_prefix_wins": ("acme", {f"{PREFIX}*": None, f"{PREFIX}_sh*": {"filter": "tenant = acme"}},
-                            "HS256"),
+    "most_specific_wins": (
+        "acme",
+        {"*": {"filter": "tenant = bolt"}, f"{PREFIX}_*": None, INDEX: {"filter": "tenant = acme"}},
+        "HS256",
+    ),
+    "longest_prefix_wins": (
+        "acme",
+        {f"{PREFIX}*": None, f"{PREFIX}_sh*": {"filter": "tenant = acme"}},
+        "HS256",
+    ),
     "hs384": ("acme", {INDEX: {"filter": "tenant = acme"}}, "HS384"),
     "hs512": ("acme", {INDEX: {"filter": "tenant = acme"}}, "HS512"),
     "other_tenant": ("bolt", {INDEX: {"filter": "tenant = bolt"}}, "HS256"),
@@ -152,8 +168,12 @@ def test_control_token_without_filter_sees_both_tenants(setup: Setup) -> None:
 
 def test_search(tenant: tuple[str, httpx.Client]) -> None:
     name, client = tenant
-    for body in ({"limit": 100}, {"q": "shared widget", "limit": 100}, {"q": other(name), "limit": 100},
-                 {"sort": ["price:desc"], "limit": 100}):
+    for body in (
+        {"limit": 100},
+        {"q": "shared widget", "limit": 100},
+        {"q": other(name), "limit": 100},
+        {"sort": ["price:desc"], "limit": 100},
+    ):
         hits = ok(client.post(f"/indexes/{INDEX}/search", json=body))["hits"]
         assert_only(name, hits)
         if body.get("q") != other(name):
@@ -180,8 +200,11 @@ def test_user_filters_cannot_escape(tenant: tuple[str, httpx.Client], escape: An
 
 def test_facets_and_totals(tenant: tuple[str, httpx.Client]) -> None:
     name, client = tenant
-    body = ok(client.post(f"/indexes/{INDEX}/search",
-                          json={"facets": ["color", "tenant", "price"], "hitsPerPage": 100}))
+    body = ok(
+        client.post(
+            f"/indexes/{INDEX}/search", json={"facets": ["color", "tenant", "price"], "hitsPerPage": 100}
+        )
+    )
     assert body["totalHits"] == len(IDS[name])
     distribution = body["facetDistribution"]
     assert set(distribution["color"]) == set(TENANTS[name])
@@ -192,8 +215,12 @@ def test_facets_and_totals(tenant: tuple[str, httpx.Client]) -> None:
 
 def test_multi_search(tenant: tuple[str, httpx.Client]) -> None:
     name, client = tenant
-    queries = [{"indexUid": INDEX, "limit": 100}, {"indexUid": INDEX, "filter": f"tenant = {other(name)}"},
-               {"indexUid": INDEX, "q": other(name)}, {"indexUid": INDEX, "facets": ["color", "tenant"]}]
+    queries = [
+        {"indexUid": INDEX, "limit": 100},
+        {"indexUid": INDEX, "filter": f"tenant = {other(name)}"},
+        {"indexUid": INDEX, "q": other(name)},
+        {"indexUid": INDEX, "facets": ["color", "tenant"]},
+    ]
     results = ok(client.post("/multi-search", json={"queries": queries}))["results"]
     assert hit_ids(results[0]["hits"]) == IDS[name]
     assert results[1]["hits"] == [] and results[2]["hits"] == []
@@ -203,8 +230,11 @@ def test_multi_search(tenant: tuple[str, httpx.Client]) -> None:
 
 def test_federated_multi_search(tenant: tuple[str, httpx.Client]) -> None:
     name, client = tenant
-    queries = [{"indexUid": INDEX}, {"indexUid": INDEX, "filter": f"tenant = {other(name)}"},
-               {"indexUid": INDEX, "q": other(name)}]
+    queries = [
+        {"indexUid": INDEX},
+        {"indexUid": INDEX, "filter": f"tenant = {other(name)}"},
+        {"indexUid": INDEX, "q": other(name)},
+    ]
     body = ok(client.post("/multi-search", json={"queries": queries, "federation": {"limit": 100}}))
     assert_only(name, body["hits"])
     assert hit_ids(body["hits"]) == IDS[name]
@@ -215,8 +245,13 @@ def test_federated_facets_by_index(setup: Setup) -> None:
     token = setup.token({INDEX: {"filter": "tenant = acme"}})
     queries = [{"indexUid": INDEX}, {"indexUid": INDEX, "filter": "tenant = bolt"}]
     federation = {"facetsByIndex": {INDEX: ["color", "tenant"]}}
-    body = ok(httpx.post(f"{setup.url}/multi-search", headers=bearer(token),
-                         json={"queries": queries, "federation": federation}))
+    body = ok(
+        httpx.post(
+            f"{setup.url}/multi-search",
+            headers=bearer(token),
+            json={"queries": queries, "federation": federation},
+        )
+    )
     facets = body["facetsByIndex"][INDEX]["distribution"]
     assert set(facets["color"]) == set(TENANTS["acme"])
     assert facets["tenant"] == {"acme": len(IDS["acme"])}
@@ -227,55 +262,95 @@ def test_federated_facets_of_an_index_no_query_names(setup: Setup) -> None:
     # over no document) and leaves it out of the response, so nothing of either tenant shows
     token = setup.token({INDEX: {"filter": "tenant = acme"}, OTHER: {"filter": "tenant = acme"}})
     federation = {"facetsByIndex": {INDEX: ["tenant", "color"], OTHER: ["tenant"]}}
-    body = ok(httpx.post(f"{setup.url}/multi-search", headers=bearer(token),
-                         json={"queries": [{"indexUid": OTHER}], "federation": federation}))
+    body = ok(
+        httpx.post(
+            f"{setup.url}/multi-search",
+            headers=bearer(token),
+            json={"queries": [{"indexUid": OTHER}], "federation": federation},
+        )
+    )
     assert_only("acme", body["hits"])
-    assert body["facetsByIndex"] == {OTHER: {"distribution": {"tenant": {"acme": len(IDS["acme"])}}, "stats": {}}}
+    assert body["facetsByIndex"] == {
+        OTHER: {"distribution": {"tenant": {"acme": len(IDS["acme"])}}, "stats": {}}
+    }
 
 
-@pytest.mark.skipif(not registered("POST", "/indexes/{index_uid}/facet-search"),
-                    reason="POST /indexes/{index_uid}/facet-search is not registered")
-@pytest.mark.parametrize("body", [
-    {"facetName": "color"}, {"facetName": "tenant"}, {"facetName": "color", "facetQuery": "b"},
-    {"facetName": "color", "q": "shared"}, {"facetName": "price"},
-    {"facetName": "tenant", "filter": "tenant = bolt OR tenant = acme"},
-], ids=["color", "tenant", "color_prefix", "with_q", "numbers", "or_filter"])
+@pytest.mark.skipif(
+    not registered("POST", "/indexes/{index_uid}/facet-search"),
+    reason="POST /indexes/{index_uid}/facet-search is not registered",
+)
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"facetName": "color"},
+        {"facetName": "tenant"},
+        {"facetName": "color", "facetQuery": "b"},
+        {"facetName": "color", "q": "shared"},
+        {"facetName": "price"},
+        {"facetName": "tenant", "filter": "tenant = bolt OR tenant = acme"},
+    ],
+    ids=["color", "tenant", "color_prefix", "with_q", "numbers", "or_filter"],
+)
 def test_facet_search(tenant: tuple[str, httpx.Client], body: dict[str, Any]) -> None:
     name, client = tenant
     result = ok(client.post(f"/indexes/{INDEX}/facet-search", json=body))
     values = {h["value"] for h in result["facetHits"]}
-    own = {"color": set(TENANTS[name]), "tenant": {name}, "price": {str(p) for p in PRICES[name]}}[body["facetName"]]
+    own = {"color": set(TENANTS[name]), "tenant": {name}, "price": {str(p) for p in PRICES[name]}}[
+        body["facetName"]
+    ]
     assert values <= own, result
     assert sum(h["count"] for h in result["facetHits"]) <= len(IDS[name])
-    result = ok(client.post(f"/indexes/{INDEX}/facet-search", json={**body, "filter": f"tenant = {other(name)}"}))
+    result = ok(
+        client.post(f"/indexes/{INDEX}/facet-search", json={**body, "filter": f"tenant = {other(name)}"})
+    )
     assert result["facetHits"] == []
 
 
-@pytest.mark.skipif(not registered("POST", "/indexes/{index_uid}/similar"),
-                    reason="POST /indexes/{index_uid}/similar is not registered")
+@pytest.mark.skipif(
+    not registered("POST", "/indexes/{index_uid}/similar"),
+    reason="POST /indexes/{index_uid}/similar is not registered",
+)
 def test_similar(setup: Setup) -> None:
     # similar needs an embedder: give the index user-provided vectors (the tenant fields are unchanged)
     index = f"{PREFIX}_similar"
-    r = setup.admin.patch(f"/indexes/{index}/settings", json={
-        "filterableAttributes": ["tenant"], "embedders": {"default": {"source": "userProvided", "dimensions": 2}}})
+    r = setup.admin.patch(
+        f"/indexes/{index}/settings",
+        json={
+            "filterableAttributes": ["tenant"],
+            "embedders": {"default": {"source": "userProvided", "dimensions": 2}},
+        },
+    )
     assert wait_task(setup.admin, r.json()["taskUid"])["status"] == "succeeded"
     docs = [{**d, "_vectors": {"default": [float(d["id"]), 1.0]}} for d in DOCUMENTS]
     r = setup.admin.post(f"/indexes/{index}/documents", json=docs)
     assert wait_task(setup.admin, r.json()["taskUid"])["status"] == "succeeded"
-    key = setup.admin.post("/keys", json={"actions": ["search"], "indexes": [index], "expiresAt": None}).json()
-    token = encode_token({"apiKeyUid": key["uid"], "searchRules": {index: {"filter": "tenant = acme"}}},
-                         key["key"])
+    key = setup.admin.post(
+        "/keys", json={"actions": ["search"], "indexes": [index], "expiresAt": None}
+    ).json()
+    token = encode_token(
+        {"apiKeyUid": key["uid"], "searchRules": {index: {"filter": "tenant = acme"}}}, key["key"]
+    )
     url = f"{setup.url}/indexes/{index}/similar"
     for source in sorted(IDS["acme"] | IDS["bolt"]):
-        body = ok(httpx.post(url, headers=bearer(token), json={"id": source, "embedder": "default", "limit": 100}))
+        body = ok(
+            httpx.post(url, headers=bearer(token), json={"id": source, "embedder": "default", "limit": 100})
+        )
         assert_only("acme", body["hits"])
         assert hit_ids(body["hits"]) == IDS["acme"] - {source}
-        body = ok(httpx.post(url, headers=bearer(token), json={"id": source, "embedder": "default",
-                                                                "filter": "tenant = bolt"}))
+        body = ok(
+            httpx.post(
+                url,
+                headers=bearer(token),
+                json={"id": source, "embedder": "default", "filter": "tenant = bolt"},
+            )
+        )
         assert body["hits"] == []
         if registered("GET", "/indexes/{index_uid}/similar"):
-            body = ok(httpx.get(url, headers=bearer(token), params={"id": source, "embedder": "default",
-                                                                     "limit": 100}))
+            body = ok(
+                httpx.get(
+                    url, headers=bearer(token), params={"id": source, "embedder": "default", "limit": 100}
+                )
+            )
             assert hit_ids(body["hits"]) == IDS["acme"] - {source}
 
 
@@ -302,7 +377,7 @@ def test_expired_token(setup: Setup) -> None:
     message = refused(search_as(setup, setup.token(["*"], exp=past)))
     prefix = f"Tenant token expired. Was valid up to `{past}` and we're now `"
     assert message.startswith(prefix) and message.endswith("`."), message
-    assert int(message[len(prefix):-2]) >= past + 10
+    assert int(message[len(prefix) : -2]) >= past + 10
 
 
 def test_token_signed_with_the_master_key(setup: Setup) -> None:
@@ -311,7 +386,9 @@ def test_token_signed_with_the_master_key(setup: Setup) -> None:
 
 
 def test_token_of_a_deleted_parent_key(setup: Setup) -> None:
-    created = setup.admin.post("/keys", json={"actions": ["search"], "indexes": ["*"], "expiresAt": None}).json()
+    created = setup.admin.post(
+        "/keys", json={"actions": ["search"], "indexes": ["*"], "expiresAt": None}
+    ).json()
     token = encode_token({"apiKeyUid": created["uid"], "searchRules": ["*"]}, created["key"])
     assert search_as(setup, token).status_code == 200
     assert setup.admin.delete(f"/keys/{created['uid']}").status_code == 204
@@ -321,10 +398,13 @@ def test_token_of_a_deleted_parent_key(setup: Setup) -> None:
 def test_parent_key_must_cover_the_index_and_hold_search(setup: Setup) -> None:
     token = setup.token(["*"])
     assert refused(search_as(setup, token, "tenancy_elsewhere")) == (
-        "The API key used to generate this tenant token cannot acces the index `tenancy_elsewhere`.")
+        "The API key used to generate this tenant token cannot acces the index `tenancy_elsewhere`."
+    )
     assert refused(search_as(setup, setup.token([INDEX]), OTHER)) == (
-        f'The provided tenant token cannot acces the index `{OTHER}`, allowed indexes are ["{INDEX}"].')
-    created = setup.admin.post("/keys", json={"actions": ["documents.get"], "indexes": ["*"],
-                                              "expiresAt": None}).json()
+        f'The provided tenant token cannot acces the index `{OTHER}`, allowed indexes are ["{INDEX}"].'
+    )
+    created = setup.admin.post(
+        "/keys", json={"actions": ["documents.get"], "indexes": ["*"], "expiresAt": None}
+    ).json()
     token = encode_token({"apiKeyUid": created["uid"], "searchRules": ["*"]}, created["key"])
     assert refused(search_as(setup, token)) == "The provided API key is invalid."

@@ -30,8 +30,12 @@ CLI_AUTH: Final = "Bearer a-secret-token"
 
 
 def error(message: str, code: str) -> dict[str, str]:
-    return {"message": message, "code": code, "type": "invalid_request",
-            "link": f"https://docs.meilisearch.com/errors#{code}"}
+    return {
+        "message": message,
+        "code": code,
+        "type": "invalid_request",
+        "link": f"https://docs.meilisearch.com/errors#{code}",
+    }
 
 
 class Receiver(SharedReceiver):
@@ -67,9 +71,16 @@ def cli_receiver() -> Iterator[Receiver]:
 @pytest.fixture(scope="module")
 def hooks_server(tmp_path_factory: pytest.TempPathFactory, cli_receiver: Receiver) -> Iterator[ServerProcess]:
     """A server with a CLI webhook (given without its trailing slash) that may reach loopback."""
-    srv = ServerProcess(Path(tmp_path_factory.mktemp("webhooks")) / "data.ms", env=dict(ALLOW_LOOPBACK),
-                        extra_args=["--task-webhook-url", cli_receiver.url.rstrip("/"),
-                                    "--task-webhook-authorization-header", CLI_AUTH]).start()
+    srv = ServerProcess(
+        Path(tmp_path_factory.mktemp("webhooks")) / "data.ms",
+        env=dict(ALLOW_LOOPBACK),
+        extra_args=[
+            "--task-webhook-url",
+            cli_receiver.url.rstrip("/"),
+            "--task-webhook-authorization-header",
+            CLI_AUTH,
+        ],
+    ).start()
     yield srv
     srv.stop()
 
@@ -96,14 +107,21 @@ def drain(rec: Receiver) -> None:
 
 
 def test_cli_webhook_is_the_immutable_nil_entry(http: httpx.Client, cli_receiver: Receiver) -> None:
-    cli_entry = {"uuid": NIL, "isEditable": False, "url": cli_receiver.url,
-                 "headers": {"Authorization": "Bearer a-XXXX..."}}
+    cli_entry = {
+        "uuid": NIL,
+        "isEditable": False,
+        "url": cli_receiver.url,
+        "headers": {"Authorization": "Bearer a-XXXX..."},
+    }
     res = http.get("/webhooks")
     assert res.status_code == 200
     assert res.json() == {"results": [cli_entry]}
     assert http.get(f"/webhooks/{NIL}").json() == cli_entry
-    immutable = error(f"Webhook `{NIL}` is immutable. The webhook defined from the command line cannot be "
-                      "modified using the API.", "immutable_webhook")
+    immutable = error(
+        f"Webhook `{NIL}` is immutable. The webhook defined from the command line cannot be "
+        "modified using the API.",
+        "immutable_webhook",
+    )
     res = http.patch(f"/webhooks/{NIL}", json={"url": "http://localhost:8080"})
     assert (res.status_code, res.json()) == (400, immutable)
     res = http.delete(f"/webhooks/{NIL}")
@@ -111,12 +129,18 @@ def test_cli_webhook_is_the_immutable_nil_entry(http: httpx.Client, cli_receiver
 
 
 def test_post_get_delete(http: httpx.Client) -> None:
-    res = http.post("/webhooks", json={"url": "http://localhost:6666/hook", "headers": {"authorization": "TOKEN"}})
+    res = http.post(
+        "/webhooks", json={"url": "http://localhost:6666/hook", "headers": {"authorization": "TOKEN"}}
+    )
     assert res.status_code == 201
     created = res.json()
     uuid = created["uuid"]
-    assert created == {"uuid": uuid, "isEditable": True, "url": "http://localhost:6666/hook",
-                       "headers": {"authorization": "XXX..."}}
+    assert created == {
+        "uuid": uuid,
+        "isEditable": True,
+        "url": "http://localhost:6666/hook",
+        "headers": {"authorization": "XXX..."},
+    }
     assert http.get(f"/webhooks/{uuid}").json() == created
     assert http.get(f"/webhooks/{uuid.upper()}").json() == created  # uuids parse in any case
     assert [h["uuid"] for h in http.get("/webhooks").json()["results"]] == [NIL, uuid]
@@ -132,28 +156,43 @@ def test_create_and_patch(http: httpx.Client) -> None:
     res = http.post("/webhooks", json={"headers": {"authorization": "TOKEN"}})
     assert res.status_code == 400
     body = res.json()
-    assert body["message"].startswith("The URL for the webhook `") and body["message"].endswith("` is missing.")
+    assert body["message"].startswith("The URL for the webhook `") and body["message"].endswith(
+        "` is missing."
+    )
     assert body == error(body["message"], "invalid_webhook_url")
 
     res = http.post("/webhooks", json={"url": "http://localhost:6666/hook"})
     assert res.status_code == 201
     uuid = res.json()["uuid"]
-    assert res.json() == {"uuid": uuid, "isEditable": True, "url": "http://localhost:6666/hook", "headers": {}}
+    assert res.json() == {
+        "uuid": uuid,
+        "isEditable": True,
+        "url": "http://localhost:6666/hook",
+        "headers": {},
+    }
 
     def patch(body: dict[str, Any]) -> httpx.Response:
         return http.patch(f"/webhooks/{uuid}", json=body)
 
     res = patch({"headers": {"authorization": "TOKEN"}})
-    assert (res.status_code, res.json()) == (200, {"uuid": uuid, "isEditable": True,
-                                                   "url": "http://localhost:6666/hook",
-                                                   "headers": {"authorization": "XXX..."}})
+    assert (res.status_code, res.json()) == (
+        200,
+        {
+            "uuid": uuid,
+            "isEditable": True,
+            "url": "http://localhost:6666/hook",
+            "headers": {"authorization": "XXX..."},
+        },
+    )
     res = patch({"headers": {"authorization2": "TOKEN"}})
     assert res.json()["headers"] == {"authorization": "XXX...", "authorization2": "TOKEN"}
     res = patch({"headers": {"authorization": None}})
     assert (res.status_code, res.json()["headers"]) == (200, {"authorization2": "TOKEN"})
     res = patch({"url": None})
     assert (res.status_code, res.json()) == (
-        400, error(f"The URL for the webhook `{uuid}` is missing.", "invalid_webhook_url"))
+        400,
+        error(f"The URL for the webhook `{uuid}` is missing.", "invalid_webhook_url"),
+    )
     res = patch({"url": "https://example.com/other", "headers": None})
     assert res.json() == {"uuid": uuid, "isEditable": True, "url": "https://example.com/other", "headers": {}}
     assert http.get(f"/webhooks/{uuid}").json() == res.json()
@@ -169,9 +208,14 @@ def test_over_limits(http: httpx.Client) -> None:
         assert res.status_code == 201
         uuids.append(res.json()["uuid"])
     res = http.post("/webhooks", json={"url": "http://localhost:8080"})
-    assert (res.status_code, res.json()) == (400, error(
-        "Defining too many webhooks would crush the server. Please limit the number of webhooks to 20. You may "
-        "use a third-party proxy server to dispatch events to more than 20 endpoints.", "invalid_webhooks"))
+    assert (res.status_code, res.json()) == (
+        400,
+        error(
+            "Defining too many webhooks would crush the server. Please limit the number of webhooks to 20. You may "
+            "use a third-party proxy server to dispatch events to more than 20 endpoints.",
+            "invalid_webhooks",
+        ),
+    )
     for uuid in uuids:
         assert http.delete(f"/webhooks/{uuid}").status_code == 204
 
@@ -180,46 +224,83 @@ def test_over_limits(http: httpx.Client) -> None:
     assert res.status_code == 201
     uuid = res.json()["uuid"]
     assert len(res.json()["headers"]) == 200
-    too_many = ("Too many headers for the webhook `{}`. Please limit the number of headers to 200. Hint: To remove "
-                "an already defined header set its value to `null`")
+    too_many = (
+        "Too many headers for the webhook `{}`. Please limit the number of headers to 200. Hint: To remove "
+        "an already defined header set its value to `null`"
+    )
     res = http.patch(f"/webhooks/{uuid}", json={"headers": {"header_200": ""}})
     assert (res.status_code, res.json()) == (400, error(too_many.format(uuid), "invalid_webhook_headers"))
     # replacing one header keeps the count at 200
     res = http.patch(f"/webhooks/{uuid}", json={"headers": {"header_0": None, "header_200": "x"}})
     assert res.status_code == 200 and len(res.json()["headers"]) == 200
-    res = http.post("/webhooks", json={"url": "http://localhost:8080", "headers": {**headers, "one_more": ""}})
+    res = http.post(
+        "/webhooks", json={"url": "http://localhost:8080", "headers": {**headers, "one_more": ""}}
+    )
     assert res.status_code == 400
-    assert res.json()["code"] == "invalid_webhook_headers" and res.json()["message"].startswith("Too many headers")
+    assert res.json()["code"] == "invalid_webhook_headers" and res.json()["message"].startswith(
+        "Too many headers"
+    )
 
 
 def test_invalid_url_and_headers(http: httpx.Client) -> None:
     cases = [
-        ({"url": "not-a-valid-url"},
-         error("Invalid URL `not-a-valid-url`: relative URL without a base", "invalid_webhook_url")),
+        (
+            {"url": "not-a-valid-url"},
+            error("Invalid URL `not-a-valid-url`: relative URL without a base", "invalid_webhook_url"),
+        ),
         ({"url": "http://"}, error("Invalid URL `http://`: empty host", "invalid_webhook_url")),
-        ({"url": "http://localhost:99999/"},
-         error("Invalid URL `http://localhost:99999/`: invalid port number", "invalid_webhook_url")),
+        (
+            {"url": "http://localhost:99999/"},
+            error("Invalid URL `http://localhost:99999/`: invalid port number", "invalid_webhook_url"),
+        ),
         ({"url": ""}, None),  # an empty URL is a missing one
-        ({"url": "http://localhost:6666/hook", "headers": {"invalid header name": "value"}},
-         error("Invalid header name `invalid header name`: invalid HTTP header name", "invalid_webhook_headers")),
-        ({"url": "http://localhost:6666/hook", "headers": {"authorization": "token\nwith\nnewlines"}},
-         error("Invalid header value `authorization`: failed to parse header value", "invalid_webhook_headers")),
-        ({"url": 1}, error("Invalid value type at `.url`: expected a string, but found a positive integer: `1`",
-                           "invalid_webhook_url")),
-        ({"url": "http://a.com", "headers": []},
-         error("Invalid value type at `.headers`: expected an object, but found an array: `[]`",
-               "invalid_webhook_headers")),
-        ({"url": "http://a.com", "headers": {"a": 1}},
-         error("Invalid value type at `.headers.a`: expected a string, but found a positive integer: `1`",
-               "invalid_webhook_headers")),
-        ({"url": "http://a.com", "kefir": 1},
-         error("Unknown field `kefir`: expected one of `url`, `headers`", "bad_request")),
+        (
+            {"url": "http://localhost:6666/hook", "headers": {"invalid header name": "value"}},
+            error(
+                "Invalid header name `invalid header name`: invalid HTTP header name",
+                "invalid_webhook_headers",
+            ),
+        ),
+        (
+            {"url": "http://localhost:6666/hook", "headers": {"authorization": "token\nwith\nnewlines"}},
+            error(
+                "Invalid header value `authorization`: failed to parse header value",
+                "invalid_webhook_headers",
+            ),
+        ),
+        (
+            {"url": 1},
+            error(
+                "Invalid value type at `.url`: expected a string, but found a positive integer: `1`",
+                "invalid_webhook_url",
+            ),
+        ),
+        (
+            {"url": "http://a.com", "headers": []},
+            error(
+                "Invalid value type at `.headers`: expected an object, but found an array: `[]`",
+                "invalid_webhook_headers",
+            ),
+        ),
+        (
+            {"url": "http://a.com", "headers": {"a": 1}},
+            error(
+                "Invalid value type at `.headers.a`: expected a string, but found a positive integer: `1`",
+                "invalid_webhook_headers",
+            ),
+        ),
+        (
+            {"url": "http://a.com", "kefir": 1},
+            error("Unknown field `kefir`: expected one of `url`, `headers`", "bad_request"),
+        ),
     ]
     for body, expected in cases:
         res = http.post("/webhooks", json=body)
         assert res.status_code == 400, body
         if expected is None:
-            assert res.json()["code"] == "invalid_webhook_url" and res.json()["message"].endswith("is missing.")
+            assert res.json()["code"] == "invalid_webhook_url" and res.json()["message"].endswith(
+                "is missing."
+            )
         else:
             assert res.json() == expected, body
     assert http.get("/webhooks").json()["results"][1:] == []
@@ -227,29 +308,38 @@ def test_invalid_url_and_headers(http: httpx.Client) -> None:
 
 def test_invalid_uuid(http: httpx.Client) -> None:
     expected = error("Invalid UUID: invalid character: found `i` at 0", "invalid_webhook_uuid")
-    for res in (http.get("/webhooks/invalid-uuid"), http.delete("/webhooks/invalid-uuid"),
-                http.patch("/webhooks/invalid-uuid", json={"url": "http://localhost:6666/hook"})):
+    for res in (
+        http.get("/webhooks/invalid-uuid"),
+        http.delete("/webhooks/invalid-uuid"),
+        http.patch("/webhooks/invalid-uuid", json={"url": "http://localhost:6666/hook"}),
+    ):
         assert (res.status_code, res.json()) == (400, expected)
     res = http.get("/webhooks/0123")
     assert res.json() == error("Invalid UUID: invalid length: found 4", "invalid_webhook_uuid")
     res = http.get("/webhooks/01234567-89ab-cdef-0123-456789abcdef0")
-    assert res.json() == error("Invalid UUID: invalid group length in group 4: expected 12, found 13",
-                               "invalid_webhook_uuid")
+    assert res.json() == error(
+        "Invalid UUID: invalid group length in group 4: expected 12, found 13", "invalid_webhook_uuid"
+    )
 
 
 def test_forbidden_fields(http: httpx.Client) -> None:
     uuid_field = error("Immutable field `uuid`: expected one of `url`, `headers`", "immutable_webhook_uuid")
-    editable_field = error("Immutable field `isEditable`: expected one of `url`, `headers`",
-                           "immutable_webhook_is_editable")
-    res = http.post("/webhooks", json={"url": "http://localhost:6666/hook", "uuid": NIL,
-                                       "headers": {"authorization": "TOKEN"}})
+    editable_field = error(
+        "Immutable field `isEditable`: expected one of `url`, `headers`", "immutable_webhook_is_editable"
+    )
+    res = http.post(
+        "/webhooks",
+        json={"url": "http://localhost:6666/hook", "uuid": NIL, "headers": {"authorization": "TOKEN"}},
+    )
     assert (res.status_code, res.json()) == (400, uuid_field)
     res = http.post("/webhooks", json={"url": "http://localhost:6666/hook2", "isEditable": False})
     assert (res.status_code, res.json()) == (400, editable_field)
     # the body is checked before the uuid of the path
     res = http.patch("/webhooks/uuid-whatever", json={"uuid": NIL, "headers": {"new-header": "value"}})
     assert (res.status_code, res.json()) == (400, uuid_field)
-    res = http.patch("/webhooks/uuid-whatever", json={"isEditable": False, "headers": {"another-header": "value"}})
+    res = http.patch(
+        "/webhooks/uuid-whatever", json={"isEditable": False, "headers": {"another-header": "value"}}
+    )
     assert (res.status_code, res.json()) == (400, editable_field)
 
 
@@ -259,20 +349,32 @@ def test_forbidden_fields(http: httpx.Client) -> None:
 def test_delivery_payload_and_headers(http: httpx.Client, cli_receiver: Receiver, index_uid: str) -> None:
     rec = Receiver()
     try:
-        res = http.post("/webhooks", json={"url": rec.url, "headers": {"Authorization": "Bearer hook-token",
-                                                                        "X-Custom": "yes", "X-Name": "Zoë"}})
+        res = http.post(
+            "/webhooks",
+            json={
+                "url": rec.url,
+                "headers": {"Authorization": "Bearer hook-token", "X-Custom": "yes", "X-Name": "Zoë"},
+            },
+        )
         assert res.status_code == 201
         drain(cli_receiver)
-        uids = [http.post(f"/indexes/{index_uid}/documents", json=[{"id": i, "doggo": "bone"}],
-                          params={"customMetadata": "meta"} if i == 0 else None).json()["taskUid"]
-                for i in range(5)]
+        uids = [
+            http.post(
+                f"/indexes/{index_uid}/documents",
+                json=[{"id": i, "doggo": "bone"}],
+                params={"customMetadata": "meta"} if i == 0 else None,
+            ).json()["taskUid"]
+            for i in range(5)
+        ]
         tasks = rec.tasks(5)
         assert sorted(t["uid"] for t in tasks) == uids
         for task in tasks:
             # each line is the task exactly as GET /tasks/{uid} shows it
             assert task == http.get(f"/tasks/{task['uid']}").json()
-            assert task["status"] == "succeeded" and task["details"] == {"receivedDocuments": 1,
-                                                                         "indexedDocuments": 1}
+            assert task["status"] == "succeeded" and task["details"] == {
+                "receivedDocuments": 1,
+                "indexedDocuments": 1,
+            }
             assert (task.get("customMetadata") == "meta") == (task["uid"] == uids[0])
         assert rec.received.empty()  # nothing more than the five tasks
         # the CLI webhook got the same tasks, with its Authorization header
@@ -299,7 +401,9 @@ def test_failed_tasks_and_deleted_webhooks(http: httpx.Client, index_uid: str) -
     rec = Receiver()
     try:
         uuid = http.post("/webhooks", json={"url": rec.url}).json()["uuid"]
-        uid = http.post(f"/indexes/{index_uid}/documents", json=[{"title": "no primary key"}]).json()["taskUid"]
+        uid = http.post(f"/indexes/{index_uid}/documents", json=[{"title": "no primary key"}]).json()[
+            "taskUid"
+        ]
         (task,) = rec.tasks(1)
         assert task["uid"] == uid and task["status"] == "failed"
         assert task == http.get(f"/tasks/{uid}").json()
@@ -336,13 +440,18 @@ def test_retries_while_the_receiver_fails_or_is_down(http: httpx.Client, index_u
     assert http.patch("/experimental-features", json={"metrics": True}).status_code == 200
     deadline = time.monotonic() + 10
     while True:
-        samples = dict(line.rsplit(" ", 1) for line in http.get("/metrics").text.splitlines()
-                       if line.startswith("hanzo_webhook_"))
+        samples = dict(
+            line.rsplit(" ", 1)
+            for line in http.get("/metrics").text.splitlines()
+            if line.startswith("hanzo_webhook_")
+        )
         if samples["hanzo_webhook_notifications_pending"] == "0" or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     assert samples["hanzo_webhook_notifications_pending"] == "0"
-    assert int(samples["hanzo_webhook_failed_attempts_total"]) >= 3  # two 503s, at least one refused connection
+    assert (
+        int(samples["hanzo_webhook_failed_attempts_total"]) >= 3
+    )  # two 503s, at least one refused connection
     assert int(samples["hanzo_webhook_deliveries_total"]) >= 2
 
 
@@ -351,7 +460,9 @@ def test_a_hanging_receiver_never_holds_the_writer(http: httpx.Client, index_uid
     rec.gate.clear()  # every request hangs until the gate opens
     try:
         http.post("/webhooks", json={"url": rec.url})
-        uids = [http.post(f"/indexes/{index_uid}/documents", json=[{"id": i}]).json()["taskUid"] for i in range(4)]
+        uids = [
+            http.post(f"/indexes/{index_uid}/documents", json=[{"id": i}]).json()["taskUid"] for i in range(4)
+        ]
         for uid in uids:
             assert wait_task(http, uid)["status"] == "succeeded"
         assert rec.received.empty()
@@ -367,7 +478,9 @@ def test_pending_notifications_survive_a_crash(tmp_path: Path) -> None:
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             http.post("/webhooks", json={"url": f"http://127.0.0.1:{port}/hook"})
-            uids = [http.post("/indexes/crash/documents", json=[{"id": i}]).json()["taskUid"] for i in range(3)]
+            uids = [
+                http.post("/indexes/crash/documents", json=[{"id": i}]).json()["taskUid"] for i in range(3)
+            ]
             for uid in uids:
                 assert wait_task(http, uid)["status"] == "succeeded"
         srv.kill9()
@@ -387,10 +500,14 @@ def test_pending_notifications_survive_a_crash(tmp_path: Path) -> None:
 
 
 def test_dump_carries_the_api_webhooks(tmp_path: Path) -> None:
-    srv = ServerProcess(tmp_path / "data.ms", extra_args=["--task-webhook-url", "https://cli.example.com"]).start()
+    srv = ServerProcess(
+        tmp_path / "data.ms", extra_args=["--task-webhook-url", "https://cli.example.com"]
+    ).start()
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as http:
-            http.post("/webhooks", json={"url": "https://example.com/hook", "headers": {"authorization": "TOKEN"}})
+            http.post(
+                "/webhooks", json={"url": "https://example.com/hook", "headers": {"authorization": "TOKEN"}}
+            )
             http.post("/webhooks", json={"url": "https://third.com"})
             listed = http.get("/webhooks").json()["results"]
             assert listed[0]["url"] == "https://cli.example.com/"
@@ -415,13 +532,21 @@ def test_private_destinations_are_refused_without_the_flag(server: ServerProcess
     with httpx.Client(base_url=server.url, timeout=30) as http:
         uuid = http.post("/webhooks", json={"url": rec.url}).json()["uuid"]
         try:
-            uid = http.post(f"/indexes/{index_uid}/documents", json=[{"id": 1, "title": "a"}]).json()["taskUid"]
+            uid = http.post(f"/indexes/{index_uid}/documents", json=[{"id": 1, "title": "a"}]).json()[
+                "taskUid"
+            ]
             assert wait_task(http, uid)["status"] == "succeeded"
             rec.assert_silent(1.5)
             assert f"While sending data to the webhook {uuid}: bad uri: Rejected URI" in server.output()
             # a REST embedder on loopback is refused as well
-            embedder = {"source": "rest", "url": rec.url, "request": "{{text}}", "response": "{{embedding}}",
-                        "dimensions": 2, "documentTemplate": "{{doc.title}}"}
+            embedder = {
+                "source": "rest",
+                "url": rec.url,
+                "request": "{{text}}",
+                "response": "{{embedding}}",
+                "dimensions": 2,
+                "documentTemplate": "{{doc.title}}",
+            }
             res = http.patch(f"/indexes/{index_uid}/settings", json={"embedders": {"default": embedder}})
             task = wait_task(http, res.json()["taskUid"])
             assert task["status"] == "failed"

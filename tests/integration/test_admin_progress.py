@@ -36,8 +36,12 @@ def write_documents(path: Path, count: int) -> Path:
     with open(path, "w") as f:
         for i in range(count):
             words = [WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(12)]
-            f.write(json.dumps({"id": i, "title": " ".join(words[:3]), "body": " ".join(words),
-                                "year": 1950 + i % 70}) + "\n")
+            f.write(
+                json.dumps(
+                    {"id": i, "title": " ".join(words[:3]), "body": " ".join(words), "year": 1950 + i % 70}
+                )
+                + "\n"
+            )
     return path
 
 
@@ -75,8 +79,11 @@ def test_import_documents_summary(tmp_path: Path, source: Path) -> None:
     received = summary(result.stderr, r"^(\d+) documents in (\d+) tasks; indexing\.\.\.$")
     tasks = int(received.group(2))
     assert int(received.group(1)) == COUNT and tasks >= 1
-    line = summary(result.stderr, r"^(\d+) documents indexed into `docs` \((\d+) of (\d+) tasks succeeded\) "
-                                  r"in \d+\.\d\ds \([\d,]+ documents/s\)$")
+    line = summary(
+        result.stderr,
+        r"^(\d+) documents indexed into `docs` \((\d+) of (\d+) tasks succeeded\) "
+        r"in \d+\.\d\ds \([\d,]+ documents/s\)$",
+    )
     assert (int(line.group(1)), int(line.group(2)), int(line.group(3))) == (COUNT, tasks, tasks)
     [listed] = [json.loads(x) for x in admin(path, "list-indexes").stdout.splitlines()]
     assert listed["numberOfDocuments"] == COUNT
@@ -85,7 +92,9 @@ def test_import_documents_summary(tmp_path: Path, source: Path) -> None:
 def test_export_documents_summary(db: Path) -> None:
     result = admin(db, "export-documents", "--index-name", "docs", "--offset", "1000")
     assert result.exit_code == 0, result.output
-    line = summary(result.stderr, r"^Exported (\d+) documents of `docs` in \d+\.\d\ds \([\d,]+ documents/s\)$")
+    line = summary(
+        result.stderr, r"^Exported (\d+) documents of `docs` in \d+\.\d\ds \([\d,]+ documents/s\)$"
+    )
     assert int(line.group(1)) == COUNT - 1000 == len(result.stdout.splitlines())
 
 
@@ -96,8 +105,11 @@ def test_export_a_dump_steps_and_summary(db: Path, tmp_path: Path) -> None:
     assert [int(n) for n, _ in steps] == [1, 2, 3, 4, 5, 6]
     assert steps[-1][1] == "compress the dump"
     assert "dump the documents of `docs`" in result.stderr
-    line = summary(result.stderr, r"^Successfully dumped (\d+) keys, (\d+) tasks .*, (\d+) indexes and (\d+) "
-                                  r"documents in \d+\.\d\ds$")
+    line = summary(
+        result.stderr,
+        r"^Successfully dumped (\d+) keys, (\d+) tasks .*, (\d+) indexes and (\d+) "
+        r"documents in \d+\.\d\ds$",
+    )
     assert (int(line.group(3)), int(line.group(4))) == (1, COUNT)
     path = Path(summary(result.stderr, r"^Dump exported at path (.+)$").group(1))
     assert path.is_file() and path.parent == tmp_path / "dumps"
@@ -107,9 +119,12 @@ def test_index_compaction_summary(db: Path) -> None:
     # delete half of the documents, so that there is space to reclaim
     scheduler = Scheduler(db)
     try:
-        scheduler.register("documentDeletion", "docs",
-                           details={"providedIds": COUNT // 2, "deletedDocuments": None, "originalFilter": None},
-                           kind={"op": "ids", "ids": [str(i) for i in range(0, COUNT, 2)]})
+        scheduler.register(
+            "documentDeletion",
+            "docs",
+            details={"providedIds": COUNT // 2, "deletedDocuments": None, "originalFilter": None},
+            kind={"op": "ids", "ids": [str(i) for i in range(0, COUNT, 2)]},
+        )
         while scheduler.tick():
             pass
         data = scheduler.index("docs").path / "data.mdb"
@@ -120,7 +135,9 @@ def test_index_compaction_summary(db: Path) -> None:
     sizes = json.loads(result.stdout)
     assert sizes["sizeAfter"] == data.stat().st_size < sizes["sizeBefore"]
     summary(result.stderr, r"^Compaction successful\. Took around \d+\.\d\ds$")
-    line = summary(result.stderr, r"^The index went from (\d+) bytes to (\d+) bytes \((\d+\.\d\d)x reduction\)$")
+    line = summary(
+        result.stderr, r"^The index went from (\d+) bytes to (\d+) bytes \((\d+\.\d\d)x reduction\)$"
+    )
     assert (int(line.group(1)), int(line.group(2))) == (sizes["sizeBefore"], sizes["sizeAfter"])
     assert not list(data.parent.glob("*.cpy*"))
     exported = admin(db, "export-documents", "--index-name", "docs")
@@ -138,8 +155,11 @@ def test_import_dump_at_start_logs_progress_and_summary(db: Path, tmp_path: Path
         srv.stop()
     assert "importing index `docs`" in output
     assert f"index `docs`: {COUNT} documents imported" in output
-    assert re.search(rf"dump imported: \d+ keys, 1 indexes, {COUNT} documents, \d+ batches, \d+ tasks "
-                     r"\(0 to process\) in \d+\.\d\ds", output), output
+    assert re.search(
+        rf"dump imported: \d+ keys, 1 indexes, {COUNT} documents, \d+ batches, \d+ tasks "
+        r"\(0 to process\) in \d+\.\d\ds",
+        output,
+    ), output
 
 
 def on_a_terminal(*args: str) -> tuple[int, str]:
@@ -147,8 +167,13 @@ def on_a_terminal(*args: str) -> tuple[int, str]:
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEILI_")}
     env.update({"COLUMNS": "100", "TERM": "xterm"})
-    proc = subprocess.Popen([sys.executable, "-m", "hanzo_engine", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=follower, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hanzo_engine", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env=env,
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -166,16 +191,18 @@ def on_a_terminal(*args: str) -> tuple[int, str]:
 
 def test_bars_on_a_terminal(tmp_path: Path, source: Path) -> None:
     path = empty_data_dir(tmp_path / "data.ms")
-    code, drawn = on_a_terminal("admin", "--db-path", str(path), "import-documents", "--index-name", "docs",
-                                str(source))
+    code, drawn = on_a_terminal(
+        "admin", "--db-path", str(path), "import-documents", "--index-name", "docs", str(source)
+    )
     assert code == 0, drawn
     # one task: the indexing bar moves within it, from the scheduler's progress
     percentages = {int(p) for p in re.findall(r"indexing into `docs`\s+\[[#-]+\]\s+(\d+)%", drawn)}
     assert 100 in percentages and len(percentages - {0, 100}) >= 2, drawn
     summary(drawn, rf"^{COUNT} documents indexed into `docs` \(1 of 1 tasks succeeded\)")
 
-    code, drawn = on_a_terminal("admin", "--db-path", str(path), "export-a-dump", "--dump-dir",
-                                str(tmp_path / "dumps"))
+    code, drawn = on_a_terminal(
+        "admin", "--db-path", str(path), "export-a-dump", "--dump-dir", str(tmp_path / "dumps")
+    )
     assert code == 0, drawn
     assert re.search(r"dump the documents of `docs`\s+\[#+\]\s+100%", drawn), drawn
     summary(drawn, rf"Successfully dumped .* 1 indexes and {COUNT} documents in")

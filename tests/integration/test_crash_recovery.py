@@ -24,8 +24,12 @@ DOCS_PER_TASK = 3000
 
 def payload(task_no: int, version: int = 0) -> bytes:
     docs = [
-        {"id": task_no * DOCS_PER_TASK + i, "title": f"document {i} of task {task_no}", "version": version,
-         "body": "lorem ipsum dolor sit amet " * 4}
+        {
+            "id": task_no * DOCS_PER_TASK + i,
+            "title": f"document {i} of task {task_no}",
+            "version": version,
+            "body": "lorem ipsum dolor sit amet " * 4,
+        }
         for i in range(DOCS_PER_TASK)
     ]
     return msgspec.json.encode(docs)
@@ -49,8 +53,9 @@ def wait_all(http: httpx.Client, uids: list[int], timeout: float = 120) -> list[
 def enqueue(http: httpx.Client, uid: str, n_tasks: int, start: int = 0) -> list[int]:
     acked = []
     for t in range(start, start + n_tasks):
-        r = http.post(f"/indexes/{uid}/documents", content=payload(t),
-                      headers={"Content-Type": "application/json"})
+        r = http.post(
+            f"/indexes/{uid}/documents", content=payload(t), headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 202, r.text
         acked.append(r.json()["taskUid"])
     return acked
@@ -94,8 +99,11 @@ def test_injected_crash_inside_a_batch(tmp_path: Path, point: str) -> None:
         acked = []
         for t in range(n_tasks):
             try:
-                r = http.post("/indexes/crash/documents", content=payload(t),
-                              headers={"Content-Type": "application/json"})
+                r = http.post(
+                    "/indexes/crash/documents",
+                    content=payload(t),
+                    headers={"Content-Type": "application/json"},
+                )
             except httpx.TransportError:
                 break  # the server died under us: this write was not acknowledged
             assert r.status_code == 202
@@ -131,8 +139,9 @@ def test_restart_keeps_finished_state(tmp_path: Path) -> None:
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             after = [http.get(f"/tasks/{uid}").json() for uid in acked]
             assert after == before
-            r = http.post("/indexes/durable/documents", content=payload(5),
-                          headers={"Content-Type": "application/json"})
+            r = http.post(
+                "/indexes/durable/documents", content=payload(5), headers={"Content-Type": "application/json"}
+            )
             assert r.json()["taskUid"] == max(acked) + 1, "task uids must keep increasing across restarts"
     finally:
         srv.stop()

@@ -56,23 +56,51 @@ def wait_idle(http: httpx.Client, timeout: float = 60) -> None:
 
 def populate(http: httpx.Client) -> dict[str, Any]:
     """Two indexes with settings and documents, a custom key, a failed and a canceled task."""
-    movies = [{"id": i, "title": f"movie {i} the quick brown fox", "genre": ["drama", "comedy"][i % 2],
-               "nested": {"year": 1990 + i % 30}} for i in range(300)]
+    movies = [
+        {
+            "id": i,
+            "title": f"movie {i} the quick brown fox",
+            "genre": ["drama", "comedy"][i % 2],
+            "nested": {"year": 1990 + i % 30},
+        }
+        for i in range(300)
+    ]
     post(http, "/indexes", {"uid": "movies", "primaryKey": "id"})
-    post(http, "/indexes/movies/settings", {
-        "filterableAttributes": ["genre"], "sortableAttributes": ["nested.year"], "stopWords": ["the"],
-        "synonyms": {"film": ["movie"]}, "rankingRules": ["words", "typo", "sort", "proximity", "exactness"],
-        "typoTolerance": {"minWordSizeForTypos": {"oneTypo": 4}}, "pagination": {"maxTotalHits": 50},
-        # a loaded CI machine must not hit the search cutoff, which would make the compared pages differ
-        "searchCutoffMs": 60000,
-    }, method="PATCH")
+    post(
+        http,
+        "/indexes/movies/settings",
+        {
+            "filterableAttributes": ["genre"],
+            "sortableAttributes": ["nested.year"],
+            "stopWords": ["the"],
+            "synonyms": {"film": ["movie"]},
+            "rankingRules": ["words", "typo", "sort", "proximity", "exactness"],
+            "typoTolerance": {"minWordSizeForTypos": {"oneTypo": 4}},
+            "pagination": {"maxTotalHits": 50},
+            # a loaded CI machine must not hit the search cutoff, which would make the compared pages differ
+            "searchCutoffMs": 60000,
+        },
+        method="PATCH",
+    )
     post(http, "/indexes/movies/documents", movies)
     post(http, "/indexes/movies/documents/delete-batch", [0, 1, 2])
-    post(http, "/indexes/books/documents", [{"book_id": "b-1", "title": "Dune"}, {"book_id": "b-2", "title": "Emma"}])
+    post(
+        http,
+        "/indexes/books/documents",
+        [{"book_id": "b-1", "title": "Dune"}, {"book_id": "b-2", "title": "Emma"}],
+    )
     failed = post(http, "/indexes/books/documents", [{"title": "no id"}])
-    key = http.post("/keys", json={"name": "ci", "description": "dump test", "actions": ["search", "documents.*"],
-                                   "indexes": ["movies", "bo*"], "expiresAt": "2099-01-01T00:00:00Z"},
-                    headers=AUTH).json()
+    key = http.post(
+        "/keys",
+        json={
+            "name": "ci",
+            "description": "dump test",
+            "actions": ["search", "documents.*"],
+            "indexes": ["movies", "bo*"],
+            "expiresAt": "2099-01-01T00:00:00Z",
+        },
+        headers=AUTH,
+    ).json()
     features = http.patch("/experimental-features", json={"containsFilter": True, "network": True})
     assert features.status_code == 200, features.text
     wait_idle(http)
@@ -82,8 +110,11 @@ def populate(http: httpx.Client) -> dict[str, Any]:
 
 def snapshot_state(http: httpx.Client) -> dict[str, Any]:
     """Everything a client can read back."""
-    state: dict[str, Any] = {"indexes": http.get("/indexes").json()["results"], "keys": http.get("/keys").json(),
-                             "features": http.get("/experimental-features").json()}
+    state: dict[str, Any] = {
+        "indexes": http.get("/indexes").json()["results"],
+        "keys": http.get("/keys").json(),
+        "features": http.get("/experimental-features").json(),
+    }
     for index in state["indexes"]:
         uid = index["uid"]
         state[uid] = {
@@ -94,23 +125,28 @@ def snapshot_state(http: httpx.Client) -> dict[str, Any]:
         # page-level sizes depend on the write history, not on the content
         for size in ("rawDocumentDbSize", "avgDocumentSize", "indexSize", "usedIndexSize"):
             state[uid]["stats"].pop(size)
-    state["search"] = http.post("/indexes/movies/search", json={"q": "film quick", "filter": "genre = drama",
-                                                                 "sort": ["nested.year:desc"], "limit": 20}).json()
+    state["search"] = http.post(
+        "/indexes/movies/search",
+        json={"q": "film quick", "filter": "genre = drama", "sort": ["nested.year:desc"], "limit": 20},
+    ).json()
     state["search"].pop("processingTimeMs", None)
     state["search"].pop("requestUid", None)  # a fresh UUIDv7 per request
     return state
 
 
 def test_dump_round_trip_through_real_servers(tmp_path: Path) -> None:
-    source = ServerProcess(tmp_path / "src.ms", extra_args=["--master-key", MASTER_KEY,
-                                                            "--dump-dir", str(tmp_path / "dumps")]).start()
+    source = ServerProcess(
+        tmp_path / "src.ms", extra_args=["--master-key", MASTER_KEY, "--dump-dir", str(tmp_path / "dumps")]
+    ).start()
     try:
         with client(source) as http:
             populate(http)
             # Keep the writer busy, then queue a small addition and the dump: the dump overtakes the
             # addition (dumps go before index tasks), so the addition is dumped still enqueued.
-            big = [{"id": 10_000 + i, "title": f"filler {i} " + "lorem ipsum " * 10, "genre": "filler"}
-                   for i in range(20_000)]
+            big = [
+                {"id": 10_000 + i, "title": f"filler {i} " + "lorem ipsum " * 10, "genre": "filler"}
+                for i in range(20_000)
+            ]
             post(http, "/indexes/movies/documents", big)
             late = post(http, "/indexes/books/documents", [{"book_id": "b-3", "title": "Ulysses"}])
             dump_task = post(http, "/dumps", None)
@@ -122,8 +158,9 @@ def test_dump_round_trip_through_real_servers(tmp_path: Path) -> None:
             before = snapshot_state(http)
             tasks_before = all_tasks(http)
             # the routes are guarded by `dumps.create` / `snapshots.create`, global actions
-            reader = http.post("/keys", json={"actions": ["search", "tasks.*"], "indexes": ["*"],
-                                              "expiresAt": None}).json()["key"]
+            reader = http.post(
+                "/keys", json={"actions": ["search", "tasks.*"], "indexes": ["*"], "expiresAt": None}
+            ).json()["key"]
             for path in ("/dumps", "/snapshots"):
                 refused = http.post(path, headers={"Authorization": f"Bearer {reader}"})
                 assert refused.status_code == 403 and refused.json()["code"] == "invalid_api_key"
@@ -140,8 +177,9 @@ def test_dump_round_trip_through_real_servers(tmp_path: Path) -> None:
     assert dumped[late][0]["status"] == "enqueued" and dumped[late][1] is not None
     assert dumped[dump_task][0]["status"] == "succeeded"
 
-    target = ServerProcess(tmp_path / "dst.ms", extra_args=["--master-key", MASTER_KEY,
-                                                            "--import-dump", str(dump_file)]).start()
+    target = ServerProcess(
+        tmp_path / "dst.ms", extra_args=["--master-key", MASTER_KEY, "--import-dump", str(dump_file)]
+    ).start()
     try:
         with client(target) as http:
             wait_idle(http)
@@ -160,8 +198,9 @@ def test_dump_round_trip_through_real_servers(tmp_path: Path) -> None:
     for old, new in zip(tasks_before, tasks_after, strict=True):
         if old["uid"] in (late, dump_task):
             # ran again after the import / finished at a faked time in the dump: same task, same outcome
-            assert {k: v for k, v in new.items() if k not in TASK_FIELDS_SET_AT_RUN} == \
-                   {k: v for k, v in old.items() if k not in TASK_FIELDS_SET_AT_RUN}
+            assert {k: v for k, v in new.items() if k not in TASK_FIELDS_SET_AT_RUN} == {
+                k: v for k, v in old.items() if k not in TASK_FIELDS_SET_AT_RUN
+            }
             assert new["status"] == old["status"] == "succeeded"
         else:
             assert new == old
@@ -187,15 +226,28 @@ def _lines(values: list[Any]) -> bytes:
 
 KEY_UID = "9f8a34da-b6b2-42f0-939b-dbd4c3448655"
 FIXTURE_SETTINGS = {
-    "displayedAttributes": ["*"], "searchableAttributes": ["name", "race"],
-    "filterableAttributes": ["race", "age"], "sortableAttributes": ["age"],
+    "displayedAttributes": ["*"],
+    "searchableAttributes": ["name", "race"],
+    "filterableAttributes": ["race", "age"],
+    "sortableAttributes": ["age"],
     "rankingRules": ["words", "typo", "proximity", "attribute", "sort", "exactness"],
-    "stopWords": ["the"], "nonSeparatorTokens": [], "separatorTokens": [], "dictionary": [],
-    "synonyms": {"pup": ["puppy"]}, "distinctAttribute": None, "proximityPrecision": "byWord",
-    "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9},
-                      "disableOnWords": [], "disableOnAttributes": []},
+    "stopWords": ["the"],
+    "nonSeparatorTokens": [],
+    "separatorTokens": [],
+    "dictionary": [],
+    "synonyms": {"pup": ["puppy"]},
+    "distinctAttribute": None,
+    "proximityPrecision": "byWord",
+    "typoTolerance": {
+        "enabled": True,
+        "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9},
+        "disableOnWords": [],
+        "disableOnAttributes": [],
+    },
     "faceting": {"maxValuesPerFacet": 111, "sortFacetValuesBy": {"age": "count"}},
-    "pagination": {"maxTotalHits": 1000}, "embedders": {}, "searchCutoffMs": None,
+    "pagination": {"maxTotalHits": 1000},
+    "embedders": {},
+    "searchCutoffMs": None,
     # a setting of a newer Meilisearch this build does not know: skipped, not fatal
     "chat": {"description": "dogs"},
 }
@@ -203,54 +255,129 @@ FIXTURE_SETTINGS = {
 
 def meilisearch_v6_dump(path: Path) -> Path:
     """A dump shaped as Meilisearch v1.x writes it (crates/dump writer and its test dump)."""
-    doggos = [{"id": 1, "race": "golden retriever", "name": "paul", "age": 4},
-              {"id": 2, "race": "bernese mountain", "name": "tamo", "age": 6},
-              {"id": 3, "race": "great pyrenees", "name": "patou", "age": 5}]
+    doggos = [
+        {"id": 1, "race": "golden retriever", "name": "paul", "age": 4},
+        {"id": 2, "race": "bernese mountain", "name": "tamo", "age": 6},
+        {"id": 3, "race": "great pyrenees", "name": "patou", "age": 5},
+    ]
     tasks = [
-        {"uid": 0, "batchUid": None, "indexUid": "doggos", "status": "succeeded",
-         "type": {"documentImport": {"primary_key": "id", "method": "UpdateDocuments", "documents_count": 3,
-                                     "allow_index_creation": True}},
-         "details": {"DocumentAdditionOrUpdate": {"received_documents": 3, "indexed_documents": 3}},
-         "enqueuedAt": "2022-11-11T00:00:00Z", "startedAt": "2022-11-20T00:00:00Z",
-         "finishedAt": "2022-11-21T00:00:00Z"},
-        {"uid": 1, "batchUid": None, "indexUid": "doggos", "status": "failed",
-         "type": {"settings": {"settings": {"rankingRules": ["words"]}, "is_deletion": False,
-                               "allow_index_creation": True}},
-         "details": {"SettingsUpdate": {"settings": {"rankingRules": ["words"]}}},
-         "error": {"message": "Index `doggos`: boom.", "code": "internal", "type": "internal",
-                   "link": "https://docs.meilisearch.com/errors#internal"},
-         "enqueuedAt": "2022-11-12T00:00:00.5Z", "startedAt": "2022-11-20T00:00:01Z",
-         "finishedAt": "2022-11-21T00:00:01Z"},
-        {"uid": 2, "batchUid": None, "indexUid": None, "status": "succeeded",
-         "type": {"taskCancelation": {"query": "?uids=0", "tasks": list(BitMap([0]).serialize())}},
-         "details": {"TaskCancelation": {"matched_tasks": 1, "canceled_tasks": 0, "original_filter": "?uids=0"}},
-         "enqueuedAt": "2022-11-13T00:00:00Z", "startedAt": "2022-11-20T00:00:02Z",
-         "finishedAt": "2022-11-21T00:00:02Z"},
-        {"uid": 3, "batchUid": None, "indexUid": "doggos", "status": "enqueued",
-         "type": {"documentImport": {"primary_key": None, "method": "ReplaceDocuments", "documents_count": 2,
-                                     "allow_index_creation": True}},
-         "details": {"DocumentAdditionOrUpdate": {"received_documents": 2, "indexed_documents": None}},
-         "enqueuedAt": "2022-11-14T00:00:00Z"},
-        {"uid": 5, "batchUid": None, "indexUid": "catto", "status": "enqueued", "type": "indexDeletion",
-         "enqueuedAt": "2022-11-15T00:00:00Z"},
+        {
+            "uid": 0,
+            "batchUid": None,
+            "indexUid": "doggos",
+            "status": "succeeded",
+            "type": {
+                "documentImport": {
+                    "primary_key": "id",
+                    "method": "UpdateDocuments",
+                    "documents_count": 3,
+                    "allow_index_creation": True,
+                }
+            },
+            "details": {"DocumentAdditionOrUpdate": {"received_documents": 3, "indexed_documents": 3}},
+            "enqueuedAt": "2022-11-11T00:00:00Z",
+            "startedAt": "2022-11-20T00:00:00Z",
+            "finishedAt": "2022-11-21T00:00:00Z",
+        },
+        {
+            "uid": 1,
+            "batchUid": None,
+            "indexUid": "doggos",
+            "status": "failed",
+            "type": {
+                "settings": {
+                    "settings": {"rankingRules": ["words"]},
+                    "is_deletion": False,
+                    "allow_index_creation": True,
+                }
+            },
+            "details": {"SettingsUpdate": {"settings": {"rankingRules": ["words"]}}},
+            "error": {
+                "message": "Index `doggos`: boom.",
+                "code": "internal",
+                "type": "internal",
+                "link": "https://docs.meilisearch.com/errors#internal",
+            },
+            "enqueuedAt": "2022-11-12T00:00:00.5Z",
+            "startedAt": "2022-11-20T00:00:01Z",
+            "finishedAt": "2022-11-21T00:00:01Z",
+        },
+        {
+            "uid": 2,
+            "batchUid": None,
+            "indexUid": None,
+            "status": "succeeded",
+            "type": {"taskCancelation": {"query": "?uids=0", "tasks": list(BitMap([0]).serialize())}},
+            "details": {
+                "TaskCancelation": {"matched_tasks": 1, "canceled_tasks": 0, "original_filter": "?uids=0"}
+            },
+            "enqueuedAt": "2022-11-13T00:00:00Z",
+            "startedAt": "2022-11-20T00:00:02Z",
+            "finishedAt": "2022-11-21T00:00:02Z",
+        },
+        {
+            "uid": 3,
+            "batchUid": None,
+            "indexUid": "doggos",
+            "status": "enqueued",
+            "type": {
+                "documentImport": {
+                    "primary_key": None,
+                    "method": "ReplaceDocuments",
+                    "documents_count": 2,
+                    "allow_index_creation": True,
+                }
+            },
+            "details": {"DocumentAdditionOrUpdate": {"received_documents": 2, "indexed_documents": None}},
+            "enqueuedAt": "2022-11-14T00:00:00Z",
+        },
+        {
+            "uid": 5,
+            "batchUid": None,
+            "indexUid": "catto",
+            "status": "enqueued",
+            "type": "indexDeletion",
+            "enqueuedAt": "2022-11-15T00:00:00Z",
+        },
     ]
     members = {
-        "metadata.json": msgspec.json.encode({"dumpVersion": "V6", "dbVersion": "1.12.0",
-                                              "dumpDate": "2022-11-21T00:00:00Z"}),
+        "metadata.json": msgspec.json.encode(
+            {"dumpVersion": "V6", "dbVersion": "1.12.0", "dumpDate": "2022-11-21T00:00:00Z"}
+        ),
         "instance_uid.uuid": b"9e15e977-f2ae-4761-943f-1eaf75fd736d",
-        "keys.jsonl": _lines([
-            {"description": "The main key to manage all the doggos", "name": "doggos_key", "uid": KEY_UID,
-             "actions": ["documents.*"], "indexes": ["doggos"], "expires_at": "4130-03-14T12:21:00Z",
-             "created_at": "1960-11-15T00:00:00Z", "updated_at": "2022-11-10T00:00:00Z"},
-            {"uid": "4622f717-1c00-47bb-a494-39d76a49b591", "actions": ["*"], "indexes": ["*"],
-             "expires_at": None, "created_at": "2022-01-01T00:01:00Z", "updated_at": "2022-05-04T17:25:00Z"},
-        ]),
+        "keys.jsonl": _lines(
+            [
+                {
+                    "description": "The main key to manage all the doggos",
+                    "name": "doggos_key",
+                    "uid": KEY_UID,
+                    "actions": ["documents.*"],
+                    "indexes": ["doggos"],
+                    "expires_at": "4130-03-14T12:21:00Z",
+                    "created_at": "1960-11-15T00:00:00Z",
+                    "updated_at": "2022-11-10T00:00:00Z",
+                },
+                {
+                    "uid": "4622f717-1c00-47bb-a494-39d76a49b591",
+                    "actions": ["*"],
+                    "indexes": ["*"],
+                    "expires_at": None,
+                    "created_at": "2022-01-01T00:01:00Z",
+                    "updated_at": "2022-05-04T17:25:00Z",
+                },
+            ]
+        ),
         "experimental-features.json": b'{"metrics": false}',
         "tasks/queue.jsonl": _lines(tasks),
         "tasks/update_files/3.jsonl": _lines([{"id": 4, "race": "leonberg"}, {"id": 5, "race": "patou"}]),
-        "indexes/doggos/metadata.json": msgspec.json.encode({"uid": "doggos", "primaryKey": "id",
-                                                             "createdAt": "2022-11-20T12:00:00Z",
-                                                             "updatedAt": "2022-11-21T00:00:00Z"}),
+        "indexes/doggos/metadata.json": msgspec.json.encode(
+            {
+                "uid": "doggos",
+                "primaryKey": "id",
+                "createdAt": "2022-11-20T12:00:00Z",
+                "updatedAt": "2022-11-21T00:00:00Z",
+            }
+        ),
         "indexes/doggos/settings.json": msgspec.json.encode(FIXTURE_SETTINGS),
         "indexes/doggos/documents.jsonl": _lines(doggos),
     }
@@ -260,7 +387,9 @@ def meilisearch_v6_dump(path: Path) -> Path:
 
 def test_a_meilisearch_v6_dump_imports(tmp_path: Path) -> None:
     dump = meilisearch_v6_dump(tmp_path / "meili.dump")
-    srv = ServerProcess(tmp_path / "data.ms", extra_args=["--master-key", MASTER_KEY, "--import-dump", str(dump)])
+    srv = ServerProcess(
+        tmp_path / "data.ms", extra_args=["--master-key", MASTER_KEY, "--import-dump", str(dump)]
+    )
     srv.start()
     try:
         with client(srv) as http:
@@ -279,7 +408,11 @@ def test_a_meilisearch_v6_dump_imports(tmp_path: Path) -> None:
             # keys keep their uid, so their value under the same master key
             key = http.get(f"/keys/{KEY_UID}").json()
             assert key["key"] == generate_key_value(uuid.UUID(KEY_UID), MASTER_KEY)
-            assert (key["name"], key["actions"], key["indexes"]) == ("doggos_key", ["documents.*"], ["doggos"])
+            assert (key["name"], key["actions"], key["indexes"]) == (
+                "doggos_key",
+                ["documents.*"],
+                ["doggos"],
+            )
             assert key["expiresAt"] == "4130-03-14T12:21:00Z" and key["createdAt"] == "1960-11-15T00:00:00Z"
             assert http.get("/keys").json()["total"] == 2
             tasks = {t["uid"]: t for t in all_tasks(http)}
@@ -303,13 +436,18 @@ def test_import_dump_start_up_rules(tmp_path: Path) -> None:
     existing.stop()
     with pytest.raises(RuntimeError) as exc:
         ServerProcess(tmp_path / "data.ms", extra_args=["--import-dump", str(dump)]).start()
-    assert "database already exists at" in str(exc.value) and "try to delete it or rename it" in str(exc.value)
+    assert "database already exists at" in str(exc.value) and "try to delete it or rename it" in str(
+        exc.value
+    )
     with pytest.raises(RuntimeError) as exc:
-        ServerProcess(tmp_path / "new.ms", extra_args=["--import-dump", str(tmp_path / "missing.dump")]).start()
+        ServerProcess(
+            tmp_path / "new.ms", extra_args=["--import-dump", str(tmp_path / "missing.dump")]
+        ).start()
     assert "dump doesn't exist at" in str(exc.value)
     assert not (tmp_path / "new.ms").exists()  # a refused start leaves nothing behind
-    srv = ServerProcess(tmp_path / "data.ms", extra_args=["--import-dump", str(dump),
-                                                          "--ignore-dump-if-db-exists"]).start()
+    srv = ServerProcess(
+        tmp_path / "data.ms", extra_args=["--import-dump", str(dump), "--ignore-dump-if-db-exists"]
+    ).start()
     try:
         assert httpx.get(f"{srv.url}/indexes").json()["total"] == 0  # the existing (empty) database
     finally:

@@ -73,8 +73,12 @@ def store(server: ServerProcess) -> Iterator[tuple[Meilisearch, str, dict[str, s
     index_uid = f"langchain-{uuid.uuid4().hex[:8]}"
     # Each write waits for its task, so what add_texts wrote is searchable when it returns.
     client = meilisearch.Client(server.url, custom_headers=WAIT)
-    vectorstore = Meilisearch(embedding=HashingEmbeddings(), client=client, index_name=index_uid,
-                              embedders={"default": {"source": "userProvided", "dimensions": DIMENSIONS}})
+    vectorstore = Meilisearch(
+        embedding=HashingEmbeddings(),
+        client=client,
+        index_name=index_uid,
+        embedders={"default": {"source": "userProvided", "dimensions": DIMENSIONS}},
+    )
     client.index(index_uid).update_filterable_attributes(["metadata.topic", "metadata.year"])
     ids = vectorstore.add_texts([t for t, _ in TEXTS], metadatas=[dict(m) for _, m in TEXTS])
     yield vectorstore, index_uid, {text: id_ for (text, _), id_ in zip(TEXTS, ids, strict=True)}
@@ -89,17 +93,24 @@ def http_search(server: ServerProcess, index_uid: str, body: dict[str, Any]) -> 
 
 
 def semantic_body(query: str, limit: int, **extra: Any) -> dict[str, Any]:
-    return {"vector": HashingEmbeddings().embed_query(query), "limit": limit, "showRankingScore": True,
-            "hybrid": {"embedder": "default", "semanticRatio": 1.0}, **extra}
+    return {
+        "vector": HashingEmbeddings().embed_query(query),
+        "limit": limit,
+        "showRankingScore": True,
+        "hybrid": {"embedder": "default", "semanticRatio": 1.0},
+        **extra,
+    }
 
 
 def test_the_store_configures_the_index_and_stores_the_texts(
-        server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]) -> None:
+    server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]
+) -> None:
     _, index_uid, ids = store
     settings = httpx.get(f"{server.url}/indexes/{index_uid}/settings").json()
     assert settings["embedders"] == {"default": {"source": "userProvided", "dimensions": DIMENSIONS}}
-    docs = httpx.get(f"{server.url}/indexes/{index_uid}/documents",
-                     params={"limit": 100, "retrieveVectors": "true"}).json()["results"]
+    docs = httpx.get(
+        f"{server.url}/indexes/{index_uid}/documents", params={"limit": 100, "retrieveVectors": "true"}
+    ).json()["results"]
     assert len(docs) == len(TEXTS)
     embeddings = HashingEmbeddings()
     for doc in docs:
@@ -111,7 +122,8 @@ def test_the_store_configures_the_index_and_stores_the_texts(
 
 
 def test_similarity_search_matches_the_http_api_and_the_cosine_ranking(
-        server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]) -> None:
+    server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]
+) -> None:
     vectorstore, index_uid, ids = store
     embeddings = HashingEmbeddings()
     for query in ("rocket to the moon", "hot oven bread", "final goal of the match", "rings"):
@@ -122,16 +134,21 @@ def test_similarity_search_matches_the_http_api_and_the_cosine_ranking(
         assert all(d.metadata == dict(TEXTS)[d.page_content] for d in found)
         q = embeddings.embed_query(query)
         similarities = sorted((cosine(q, embeddings.embed_query(t)) for t, _ in TEXTS), reverse=True)[:4]
-        assert [cosine(q, embeddings.embed_query(d.page_content)) for d in found] == pytest.approx(similarities)
+        assert [cosine(q, embeddings.embed_query(d.page_content)) for d in found] == pytest.approx(
+            similarities
+        )
 
 
 def test_similarity_search_with_score_gives_the_ranking_scores(
-        server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]) -> None:
+    server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]
+) -> None:
     vectorstore, index_uid, ids = store
     query = "a planet around a star seen by the telescope"
     found = vectorstore.similarity_search_with_score(query, k=5)
     direct = http_search(server, index_uid, semantic_body(query, 5))
-    assert [(ids[d.page_content], score) for d, score in found] == [(h["id"], h["_rankingScore"]) for h in direct]
+    assert [(ids[d.page_content], score) for d, score in found] == [
+        (h["id"], h["_rankingScore"]) for h in direct
+    ]
     scores = [score for _, score in found]
     assert scores == sorted(scores, reverse=True) and 0.0 <= scores[-1] <= scores[0] <= 1.0
     assert found[0][0].page_content == "the telescope found a planet around a distant star"
@@ -140,8 +157,11 @@ def test_similarity_search_with_score_gives_the_ranking_scores(
 def test_filters_on_metadata(server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]) -> None:
     vectorstore, index_uid, ids = store
     query = "the moon and the rings"
-    for flt in ("metadata.topic = space", "metadata.topic = cooking AND metadata.year >= 2010",
-                "metadata.year < 1990 OR metadata.topic = sport"):
+    for flt in (
+        "metadata.topic = space",
+        "metadata.topic = cooking AND metadata.year >= 2010",
+        "metadata.year < 1990 OR metadata.topic = sport",
+    ):
         found = vectorstore.similarity_search(query, k=10, filter=flt)
         direct = http_search(server, index_uid, semantic_body(query, 10, filter=flt))
         assert [ids[d.page_content] for d in found] == [h["id"] for h in direct]
@@ -150,8 +170,9 @@ def test_filters_on_metadata(server: ServerProcess, store: tuple[Meilisearch, st
     assert {d.page_content for d in found} == {t for t, m in TEXTS if m["topic"] == "space"}
 
 
-def test_hybrid_search_on_the_store_index(server: ServerProcess,
-                                          store: tuple[Meilisearch, str, dict[str, str]]) -> None:
+def test_hybrid_search_on_the_store_index(
+    server: ServerProcess, store: tuple[Meilisearch, str, dict[str, str]]
+) -> None:
     """The store fixes semanticRatio at 1.0; hybrid retrieval goes through the same client and index."""
     vectorstore, index_uid, ids = store
     client = meilisearch.Client(server.url)
@@ -162,7 +183,9 @@ def test_hybrid_search_on_the_store_index(server: ServerProcess,
     for ratio in (0.0, 0.5, 1.0):
         body = {"vector": vector, "hybrid": {"embedder": "default", "semanticRatio": ratio}, "limit": 5}
         hits = client.index(index_uid).search(query, body)["hits"]
-        assert [h["id"] for h in hits] == [h["id"] for h in http_search(server, index_uid, {"q": query, **body})]
+        assert [h["id"] for h in hits] == [
+            h["id"] for h in http_search(server, index_uid, {"q": query, **body})
+        ]
         results[ratio] = [h["id"] for h in hits]
     # ratio 0 is the keyword search; ratio 1 is what the LangChain store answers
     keyword = [h["id"] for h in http_search(server, index_uid, {"q": query, "limit": 5})]
@@ -177,8 +200,13 @@ def test_from_texts_builds_a_searchable_store(server: ServerProcess) -> None:
     client = meilisearch.Client(server.url, custom_headers=WAIT)
     texts = [t for t, _ in TEXTS[:6]]
     vectorstore = Meilisearch.from_texts(
-        texts, HashingEmbeddings(), metadatas=[dict(m) for _, m in TEXTS[:6]], client=client,
-        index_name=index_uid, embedders={"default": {"source": "userProvided", "dimensions": DIMENSIONS}})
+        texts,
+        HashingEmbeddings(),
+        metadatas=[dict(m) for _, m in TEXTS[:6]],
+        client=client,
+        index_name=index_uid,
+        embedders={"default": {"source": "userProvided", "dimensions": DIMENSIONS}},
+    )
     try:
         [first] = vectorstore.similarity_search(texts[2], k=1)
         assert first.page_content == texts[2]

@@ -26,9 +26,11 @@ from tests.conftest import MASTER_KEY, ServerProcess, wait_task
 INDEX: Final = "items"
 NODES: Final = ("ms0", "ms1", "ms2")
 SHARDS: Final = {"s0": "ms0", "s1": "ms1", "s2": "ms2"}
-ENV: Final = {"MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS": "2",
-              "MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS": "1",
-              "MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS": "1"}
+ENV: Final = {
+    "MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS": "2",
+    "MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS": "1",
+    "MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS": "1",
+}
 ROUNDS: Final = 6
 PER_ROUND: Final = 300
 
@@ -58,8 +60,14 @@ def _until(check: Any, timeout: float, what: str) -> Any:
 def nodes(tmp_path: Path) -> Iterator[dict[str, ServerProcess]]:
     from tests.conftest import free_port
 
-    servers = {name: ServerProcess(tmp_path / name / "data.ms", env=ENV, extra_args=[
-        "--experimental-allowed-ip-networks", "127.0.0.0/8", "--master-key", MASTER_KEY]) for name in NODES}
+    servers = {
+        name: ServerProcess(
+            tmp_path / name / "data.ms",
+            env=ENV,
+            extra_args=["--experimental-allowed-ip-networks", "127.0.0.0/8", "--master-key", MASTER_KEY],
+        )
+        for name in NODES
+    }
     try:
         for srv in servers.values():
             srv.db_path.parent.mkdir(parents=True)
@@ -81,15 +89,34 @@ def test_writes_reach_a_follower_across_a_leader_crash(nodes: dict[str, ServerPr
     try:
         for c in clients.values():
             assert c.patch("/experimental-features", json={"network": True}).status_code == 200
-        r = clients["ms0"].patch("/network", json={
-            "self": "ms0", "leader": "ms0",
-            "remotes": {name: {"url": srv.url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}
-                        for name, srv in nodes.items()},
-            "shards": {shard: {"remotes": [owner]} for shard, owner in SHARDS.items()}})
+        r = clients["ms0"].patch(
+            "/network",
+            json={
+                "self": "ms0",
+                "leader": "ms0",
+                "remotes": {
+                    name: {"url": srv.url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}
+                    for name, srv in nodes.items()
+                },
+                "shards": {shard: {"remotes": [owner]} for shard, owner in SHARDS.items()},
+            },
+        )
         assert r.status_code == 202, r.text
         change = r.json()["taskUid"]
-        _until(lambda: all(((clients["ms0"].get(f"/tasks/{change}").json().get("network") or {}).get("remoteTasks")
-                            or {}).get(n, {}).get("taskUid") is not None for n in ("ms1", "ms2")), 30, "network")
+        _until(
+            lambda: all(
+                (
+                    (clients["ms0"].get(f"/tasks/{change}").json().get("network") or {}).get("remoteTasks")
+                    or {}
+                )
+                .get(n, {})
+                .get("taskUid")
+                is not None
+                for n in ("ms1", "ms2")
+            ),
+            30,
+            "network",
+        )
 
         ms2_port = nodes["ms2"].port
         nodes["ms2"].stop()
@@ -134,12 +161,18 @@ def test_writes_reach_a_follower_across_a_leader_crash(nodes: dict[str, ServerPr
                 assert done["network"]["origin"]["remoteName"] == "ms0"
                 assert done["network"]["origin"]["taskUid"] == task["uid"]
             # received in the leader's order (a write in flight at the crash may come twice)
-            received = c.get("/tasks", params={"types": "documentAdditionOrUpdate,documentDeletion,settingsUpdate",
-                                               "limit": 100}).json()["results"]
+            received = c.get(
+                "/tasks",
+                params={"types": "documentAdditionOrUpdate,documentDeletion,settingsUpdate", "limit": 100},
+            ).json()["results"]
             origins = [t["network"]["origin"]["taskUid"] for t in reversed(received)]
             assert origins == sorted(origins) and set(origins) == set(uids)
-            got = c.post(f"/indexes/{INDEX}/documents/fetch", json={"limit": 10_000, "useNetwork": False}).json()
-            expected = {i: d for i, d in final.items() if SHARDS[document_shard(sorted(SHARDS), i) or ""] == name}
+            got = c.post(
+                f"/indexes/{INDEX}/documents/fetch", json={"limit": 10_000, "useNetwork": False}
+            ).json()
+            expected = {
+                i: d for i, d in final.items() if SHARDS[document_shard(sorted(SHARDS), i) or ""] == name
+            }
             assert {d["id"]: d for d in got["results"]} == expected
             assert c.get(f"/indexes/{INDEX}/settings/filterable-attributes").json() == ["round"]
     finally:

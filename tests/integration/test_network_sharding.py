@@ -26,24 +26,49 @@ from tests.conftest import MASTER_KEY, ServerProcess, free_port, wait_task
 
 INDEX: Final = "products"
 ALLOW: Final = ["--experimental-allowed-ip-networks", "127.0.0.0/8"]
-ENV: Final = {"MEILI_EXPERIMENTAL_REMOTE_SEARCH_TIMEOUT_SECONDS": "30",
-              "MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS": "1",
-              "MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS": "1",
-              "MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS": "2"}
+ENV: Final = {
+    "MEILI_EXPERIMENTAL_REMOTE_SEARCH_TIMEOUT_SECONDS": "30",
+    "MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS": "1",
+    "MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS": "1",
+    "MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS": "2",
+}
 NODES: Final = ("ms0", "ms1", "ms2")
 SHARDS: Final = {"s0": "ms0", "s1": "ms1", "s2": "ms2"}
 COUNT: Final = 10_000
 COLORS: Final = ("red", "blue", "green", "black", "white", "yellow")
-WORDS: Final = ("lamp", "desk", "chair", "table", "shelf", "sofa", "bed", "rug", "mirror", "clock", "vase", "stool")
-SETTINGS: Final = {"filterableAttributes": ["color", "price"], "sortableAttributes": ["price", "rank"],
-                   "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
-                   "pagination": {"maxTotalHits": 20_000}}
+WORDS: Final = (
+    "lamp",
+    "desk",
+    "chair",
+    "table",
+    "shelf",
+    "sofa",
+    "bed",
+    "rug",
+    "mirror",
+    "clock",
+    "vase",
+    "stool",
+)
+SETTINGS: Final = {
+    "filterableAttributes": ["color", "price"],
+    "sortableAttributes": ["price", "rank"],
+    "rankingRules": ["sort", "words", "typo", "proximity", "attribute", "exactness"],
+    "pagination": {"maxTotalHits": 20_000},
+}
 
 
 def _documents() -> list[dict[str, Any]]:
-    return [{"id": f"p{i}", "title": " ".join(WORDS[(i * 5 + k * 7) % len(WORDS)] for k in range(1 + i % 3)),
-             "color": COLORS[i % len(COLORS)], "price": (i * 31) % 997, "rank": (i * 7919) % COUNT}
-            for i in range(COUNT)]
+    return [
+        {
+            "id": f"p{i}",
+            "title": " ".join(WORDS[(i * 5 + k * 7) % len(WORDS)] for k in range(1 + i % 3)),
+            "color": COLORS[i % len(COLORS)],
+            "price": (i * 31) % 997,
+            "rank": (i * 7919) % COUNT,
+        }
+        for i in range(COUNT)
+    ]
 
 
 class _Slow(http.server.BaseHTTPRequestHandler):
@@ -71,7 +96,9 @@ def _client(srv: ServerProcess) -> httpx.Client:
     return httpx.Client(base_url=srv.url, timeout=60, headers={"Authorization": f"Bearer {MASTER_KEY}"})
 
 
-def _wait_remote_tasks(client: httpx.Client, uid: int, names: set[str], timeout: float = 30) -> dict[str, Any]:
+def _wait_remote_tasks(
+    client: httpx.Client, uid: int, names: set[str], timeout: float = 30
+) -> dict[str, Any]:
     """The leader's task once every remote of `names` has its `remoteTasks` entry."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -97,9 +124,20 @@ def _replicated(clients: dict[str, httpx.Client], leader_task: int) -> dict[str,
 def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root: Path = tmp_path_factory.mktemp("sharding")
     args = [*ALLOW, "--master-key", MASTER_KEY]
-    servers = {name: ServerProcess(root / name / "data.ms", env=ENV, extra_args=[
-        *args, "--snapshot-dir", str(root / name / "snapshots"), "--dump-dir", str(root / name / "dumps")])
-        for name in (*NODES, "single")}
+    servers = {
+        name: ServerProcess(
+            root / name / "data.ms",
+            env=ENV,
+            extra_args=[
+                *args,
+                "--snapshot-dir",
+                str(root / name / "snapshots"),
+                "--dump-dir",
+                str(root / name / "dumps"),
+            ],
+        )
+        for name in (*NODES, "single")
+    }
     for srv in servers.values():
         srv.db_path.parent.mkdir(parents=True, exist_ok=True)
         srv.start()
@@ -107,11 +145,19 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     try:
         for c in clients.values():
             assert c.patch("/experimental-features", json={"network": True}).status_code == 200
-        remotes = {name: {"url": servers[name].url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}
-                   for name in NODES}
-        r = clients["ms0"].patch("/network", json={
-            "self": "ms0", "remotes": remotes, "leader": "ms0",
-            "shards": {shard: {"remotes": [owner]} for shard, owner in SHARDS.items()}})
+        remotes = {
+            name: {"url": servers[name].url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}
+            for name in NODES
+        }
+        r = clients["ms0"].patch(
+            "/network",
+            json={
+                "self": "ms0",
+                "remotes": remotes,
+                "leader": "ms0",
+                "shards": {shard: {"remotes": [owner]} for shard, owner in SHARDS.items()},
+            },
+        )
         assert r.status_code == 202, r.text
         change = r.json()
         assert change["type"] == "networkTopologyChange"
@@ -120,11 +166,22 @@ def net(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         tasks = []
         for c in (clients["ms0"], clients["single"]):
             tasks.append(c.patch(f"/indexes/{INDEX}/settings", json=SETTINGS).json()["taskUid"])
-            tasks.append(c.post(f"/indexes/{INDEX}/documents", json=docs, params={"primaryKey": "id"}).json()["taskUid"])
+            tasks.append(
+                c.post(f"/indexes/{INDEX}/documents", json=docs, params={"primaryKey": "id"}).json()[
+                    "taskUid"
+                ]
+            )
         assert wait_task(clients["single"], tasks[3], timeout=120)["status"] == "succeeded"
         _replicated(clients, tasks[0])
         added = _replicated(clients, tasks[1])
-        yield {"servers": servers, "clients": clients, "docs": docs, "change": change, "added": added, "root": root}
+        yield {
+            "servers": servers,
+            "clients": clients,
+            "docs": docs,
+            "change": change,
+            "added": added,
+            "root": root,
+        }
     finally:
         for c in clients.values():
             c.close()
@@ -144,8 +201,12 @@ def test_followers_take_the_leaders_network(net: dict[str, Any]) -> None:
     task = clients["ms0"].get(f"/tasks/{net['change']['taskUid']}").json()
     assert task["details"]["movedDocuments"] == 0
     # a second change waits for none: the first one is done
-    origin = clients["ms1"].get(f"/tasks/{task['network']['remoteTasks']['ms1']['taskUid']}").json()["network"]
-    assert origin == {"origin": {"remoteName": "ms0", "taskUid": task["uid"], "networkVersion": leader["version"]}}
+    origin = (
+        clients["ms1"].get(f"/tasks/{task['network']['remoteTasks']['ms1']['taskUid']}").json()["network"]
+    )
+    assert origin == {
+        "origin": {"remoteName": "ms0", "taskUid": task["uid"], "networkVersion": leader["version"]}
+    }
 
 
 def test_writes_go_to_the_leader(net: dict[str, Any]) -> None:
@@ -158,14 +219,24 @@ def test_writes_go_to_the_leader(net: dict[str, Any]) -> None:
     # the API key is checked first
     r = httpx.post(f"{net['servers']['ms1'].url}/indexes/{INDEX}/documents", json=[{"id": "x"}])
     assert r.status_code == 401 and r.json()["code"] == "missing_authorization_header"
-    r = clients["ms1"].post(f"/indexes/{INDEX}/documents", json=[{"id": "x"}], headers={"Authorization": "Bearer no"})
+    r = clients["ms1"].post(
+        f"/indexes/{INDEX}/documents", json=[{"id": "x"}], headers={"Authorization": "Bearer no"}
+    )
     assert r.status_code == 403 and r.json()["code"] == "invalid_api_key"
     # a forwarded write names its origin; both headers or none
-    r = clients["ms1"].post("/indexes", json={"uid": "scratch"}, headers={"X-Meili-Proxy-Origin-Remote": "ms0"})
+    r = clients["ms1"].post(
+        "/indexes", json={"uid": "scratch"}, headers={"X-Meili-Proxy-Origin-Remote": "ms0"}
+    )
     assert r.status_code == 400 and r.json()["code"] == "inconsistent_document_change_headers"
-    r = clients["ms1"].post("/indexes", json={"uid": "scratch"}, headers={
-        "X-Meili-Proxy-Origin-Remote": "ms0", "X-Meili-Proxy-Origin-TaskUid": "7",
-        "X-Meili-Proxy-Origin-Network-Version": "00000000-0000-0000-0000-000000000000"})
+    r = clients["ms1"].post(
+        "/indexes",
+        json={"uid": "scratch"},
+        headers={
+            "X-Meili-Proxy-Origin-Remote": "ms0",
+            "X-Meili-Proxy-Origin-TaskUid": "7",
+            "X-Meili-Proxy-Origin-Network-Version": "00000000-0000-0000-0000-000000000000",
+        },
+    )
     assert r.status_code == 400 and r.json()["code"] == "network_version_too_old"
     # reads are not writes
     assert clients["ms1"].post(f"/indexes/{INDEX}/documents/fetch", json={"limit": 1}).status_code == 200
@@ -181,8 +252,14 @@ def test_each_node_keeps_its_shard(net: dict[str, Any]) -> None:
         assert stats["numberOfDocuments"] == len(expected)
         assert COUNT / 3 * 0.9 < len(expected) < COUNT / 3 * 1.1
         total += stats["numberOfDocuments"]
-        got = clients[name].post(f"/indexes/{INDEX}/documents/fetch",
-                                 json={"limit": COUNT, "fields": ["id"], "useNetwork": False}).json()
+        got = (
+            clients[name]
+            .post(
+                f"/indexes/{INDEX}/documents/fetch",
+                json={"limit": COUNT, "fields": ["id"], "useNetwork": False},
+            )
+            .json()
+        )
         assert sorted(d["id"] for d in got["results"]) == expected
     assert total == COUNT
     added = net["added"]
@@ -198,7 +275,9 @@ def test_shard_filter(net: dict[str, Any]) -> None:
     c = net["clients"]["ms1"]
 
     def local(filter_: Any) -> httpx.Response:
-        return c.post(f"/indexes/{INDEX}/search", json={"filter": filter_, "useNetwork": False, "hitsPerPage": 0})
+        return c.post(
+            f"/indexes/{INDEX}/search", json={"filter": filter_, "useNetwork": False, "hitsPerPage": 0}
+        )
 
     own = c.get(f"/indexes/{INDEX}/stats").json()["numberOfDocuments"]
     assert local('_shard = "s1"').json()["totalHits"] == own
@@ -214,8 +293,14 @@ def test_shard_filter(net: dict[str, Any]) -> None:
 QUERIES: Final = [
     {"q": "", "sort": ["rank:asc"], "limit": 30, "offset": 15, "facets": ["color"]},
     {"q": "lamp desk", "sort": ["price:desc", "rank:asc"], "limit": 20, "facets": ["color"]},
-    {"q": "chair", "sort": ["rank:desc"], "filter": "color IN [red, blue] AND price < 500", "hitsPerPage": 12,
-     "page": 4, "facets": ["color"]},
+    {
+        "q": "chair",
+        "sort": ["rank:desc"],
+        "filter": "color IN [red, blue] AND price < 500",
+        "hitsPerPage": 12,
+        "page": 4,
+        "facets": ["color"],
+    },
     # few `price` values: a merged distribution orders numbers as strings, as Meilisearch's federated facets
     {"q": "", "filter": "price >= 990", "sort": ["rank:asc"], "limit": 100, "facets": ["price", "color"]},
 ]
@@ -231,8 +316,17 @@ def test_network_search_equals_one_instance(net: dict[str, Any], query: dict[str
         assert r.status_code == 200, r.text
         got = r.json()
         assert [h["id"] for h in got["hits"]] == [h["id"] for h in expected["hits"]]
-        for key in ("estimatedTotalHits", "totalHits", "totalPages", "page", "hitsPerPage", "limit", "offset",
-                    "facetDistribution", "facetStats"):
+        for key in (
+            "estimatedTotalHits",
+            "totalHits",
+            "totalPages",
+            "page",
+            "hitsPerPage",
+            "limit",
+            "offset",
+            "facetDistribution",
+            "facetStats",
+        ):
             assert got.get(key) == expected.get(key), key
         assert got["remoteErrors"] == {}
         for hit in got["hits"]:
@@ -242,8 +336,9 @@ def test_network_search_equals_one_instance(net: dict[str, Any], query: dict[str
 def test_multi_search_over_shards(net: dict[str, Any]) -> None:
     clients = net["clients"]
     query = {"indexUid": INDEX, "q": "sofa", "sort": ["rank:asc"]}
-    expected = clients["single"].post("/multi-search", json={"federation": {"limit": 40},
-                                                             "queries": [query]}).json()
+    expected = (
+        clients["single"].post("/multi-search", json={"federation": {"limit": 40}, "queries": [query]}).json()
+    )
     got = clients["ms2"].post("/multi-search", json={"federation": {"limit": 40}, "queries": [query]}).json()
     assert [h["id"] for h in got["hits"]] == [h["id"] for h in expected["hits"]]
     assert got["estimatedTotalHits"] == expected["estimatedTotalHits"]
@@ -273,8 +368,10 @@ def test_documents_and_facet_search_over_shards(net: dict[str, Any]) -> None:
 
 def _without_status(network: dict[str, Any]) -> dict[str, Any]:
     """The network without the computed availability of remotes (runtime state, in no snapshot)."""
-    return {**network, "remotes": {n: {k: v for k, v in r.items() if k != "status"}
-                                   for n, r in network["remotes"].items()}}
+    return {
+        **network,
+        "remotes": {n: {k: v for k, v in r.items() if k != "status"} for n, r in network["remotes"].items()},
+    }
 
 
 def test_snapshot_and_dump_keep_the_network(net: dict[str, Any]) -> None:
@@ -285,8 +382,10 @@ def test_snapshot_and_dump_keep_the_network(net: dict[str, Any]) -> None:
     done = wait_task(c, c.post("/dumps").json()["taskUid"], timeout=60)
     assert done["status"] == "succeeded"
     dump = root / "ms1" / "dumps" / f"{done['details']['dumpUid']}.dump"
-    restored = ServerProcess(root / "restored" / "data.ms", extra_args=[
-        "--import-snapshot", str(root / "ms1" / "snapshots" / "data.ms.snapshot")])
+    restored = ServerProcess(
+        root / "restored" / "data.ms",
+        extra_args=["--import-snapshot", str(root / "ms1" / "snapshots" / "data.ms.snapshot")],
+    )
     imported = ServerProcess(root / "imported" / "data.ms", extra_args=["--import-dump", str(dump)])
     for srv in (restored, imported):
         srv.db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -318,14 +417,20 @@ def test_adding_a_shard_moves_documents(net: dict[str, Any]) -> None:
     """A fourth instance owning a new shard: the others send it the documents of that shard (with the
     index settings) and delete them; searches still equal one instance."""
     clients, servers, docs = net["clients"], net["servers"], net["docs"]
-    ms3 = ServerProcess(net["root"] / "ms3" / "data.ms", env=ENV, extra_args=[*ALLOW, "--master-key", MASTER_KEY])
+    ms3 = ServerProcess(
+        net["root"] / "ms3" / "data.ms", env=ENV, extra_args=[*ALLOW, "--master-key", MASTER_KEY]
+    )
     ms3.db_path.parent.mkdir(parents=True, exist_ok=True)
     servers["ms3"] = ms3.start()
     clients["ms3"] = _client(ms3)
     assert clients["ms3"].patch("/experimental-features", json={"network": True}).status_code == 200
-    r = clients["ms0"].patch("/network", json={
-        "remotes": {"ms3": {"url": ms3.url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}},
-        "shards": {"s3": {"remotes": ["ms3"]}}})
+    r = clients["ms0"].patch(
+        "/network",
+        json={
+            "remotes": {"ms3": {"url": ms3.url, "searchApiKey": MASTER_KEY, "writeApiKey": MASTER_KEY}},
+            "shards": {"s3": {"remotes": ["ms3"]}},
+        },
+    )
     assert r.status_code == 202, r.text
     change = _wait_remote_tasks(clients["ms0"], r.json()["taskUid"], {"ms1", "ms2", "ms3"})
     moved = 0
@@ -339,9 +444,17 @@ def test_adding_a_shard_moves_documents(net: dict[str, Any]) -> None:
     owners = {d["id"]: shards[document_shard(sorted(shards), d["id"]) or ""] for d in docs}
     assert moved == sum(1 for o in owners.values() if o == "ms3") > COUNT / 5
     for name in ("ms0", "ms1", "ms2", "ms3"):
-        got = clients[name].post(f"/indexes/{INDEX}/documents/fetch",
-                                 json={"limit": COUNT, "fields": ["id"], "useNetwork": False}).json()
-        assert sorted(d["id"] for d in got["results"]) == sorted(i for i, o in owners.items() if o == name), name
+        got = (
+            clients[name]
+            .post(
+                f"/indexes/{INDEX}/documents/fetch",
+                json={"limit": COUNT, "fields": ["id"], "useNetwork": False},
+            )
+            .json()
+        )
+        assert sorted(d["id"] for d in got["results"]) == sorted(i for i, o in owners.items() if o == name), (
+            name
+        )
     assert clients["ms3"].get(f"/indexes/{INDEX}/settings").json()["sortableAttributes"] == ["price", "rank"]
     query = QUERIES[1]
     expected = clients["single"].post(f"/indexes/{INDEX}/search", json=query).json()
@@ -363,21 +476,42 @@ def test_failing_remotes(net: dict[str, Any]) -> None:
     threading.Thread(target=slow.serve_forever, daemon=True).start()
     try:
         leader = clients["ms0"]
-        r = leader.patch("/network", json={"remotes": {
-            "down": {"url": gone_url}, "slow": {"url": f"http://127.0.0.1:{slow.server_port}"},
-            "badkey": {"url": servers["ms2"].url, "writeApiKey": "not-the-key", "searchApiKey": MASTER_KEY}},
-            "shards": {"s9": {"remotes": ["down"]}}})
+        r = leader.patch(
+            "/network",
+            json={
+                "remotes": {
+                    "down": {"url": gone_url},
+                    "slow": {"url": f"http://127.0.0.1:{slow.server_port}"},
+                    "badkey": {
+                        "url": servers["ms2"].url,
+                        "writeApiKey": "not-the-key",
+                        "searchApiKey": MASTER_KEY,
+                    },
+                },
+                "shards": {"s9": {"remotes": ["down"]}},
+            },
+        )
         assert r.status_code == 202, r.text
         names = {"ms1", "ms2", "ms3", "down", "slow", "badkey"}
         change = _wait_remote_tasks(leader, r.json()["taskUid"], names)
-        errors = {name: (t["error"] or {}).get("code") for name, t in change["network"]["remoteTasks"].items()}
-        assert errors == {"ms1": None, "ms2": None, "ms3": None, "down": "remote_could_not_send_request",
-                          "slow": "remote_timeout", "badkey": "remote_invalid_api_key"}
+        errors = {
+            name: (t["error"] or {}).get("code") for name, t in change["network"]["remoteTasks"].items()
+        }
+        assert errors == {
+            "ms1": None,
+            "ms2": None,
+            "ms3": None,
+            "down": "remote_could_not_send_request",
+            "slow": "remote_timeout",
+            "badkey": "remote_invalid_api_key",
+        }
         for name in ("ms1", "ms2"):
             uid = change["network"]["remoteTasks"][name]["taskUid"]
             assert wait_task(clients[name], uid)["status"] == "succeeded"
         # a write: kept here, forwarded to the live remotes, failed for the others
-        r = leader.post(f"/indexes/{INDEX}/documents", json=[{"id": f"new{i}", "title": "lamp"} for i in range(30)])
+        r = leader.post(
+            f"/indexes/{INDEX}/documents", json=[{"id": f"new{i}", "title": "lamp"} for i in range(30)]
+        )
         uid = r.json()["taskUid"]
         assert wait_task(leader, uid)["status"] == "succeeded"
         task = _wait_remote_tasks(leader, uid, names)
@@ -391,8 +525,9 @@ def test_failing_remotes(net: dict[str, Any]) -> None:
         assert set(got["remoteErrors"]) == {"down"}
         assert got["remoteErrors"]["down"]["code"] == "remote_could_not_send_request"
         # the documents of `s9` could not be sent to `down`: they stayed where they were
-        assert got["estimatedTotalHits"] == COUNT + 30 - sum(1 for i in range(30) if document_shard(
-            sorted([*SHARDS, "s3", "s9"]), f"new{i}") == "s9")
+        assert got["estimatedTotalHits"] == COUNT + 30 - sum(
+            1 for i in range(30) if document_shard(sorted([*SHARDS, "s3", "s9"]), f"new{i}") == "s9"
+        )
     finally:
         slow.shutdown()
         slow.server_close()

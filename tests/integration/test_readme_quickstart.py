@@ -28,7 +28,7 @@ def quick_start_section() -> str:
     text = README.read_text()
     start = text.index("\n## Quick start\n")
     end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else len(text)]
+    return text[start : end if end != -1 else len(text)]
 
 
 def python_blocks(section: str) -> list[str]:
@@ -54,17 +54,30 @@ def master_key() -> str:
 
 @pytest.fixture(scope="module")
 def quick_server(tmp_path_factory: pytest.TempPathFactory, master_key: str) -> Iterator[ServerProcess]:
-    srv = ServerProcess(tmp_path_factory.mktemp("quickstart") / "data.ms",
-                        extra_args=["--master-key", master_key]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("quickstart") / "data.ms", extra_args=["--master-key", master_key]
+    ).start()
     yield srv
     srv.stop()
 
 
 def test_the_section_has_the_promised_steps() -> None:
     code = "\n".join(python_blocks(quick_start_section()))
-    for needle in ("add_documents", "wait_for_task", "update_filterable_attributes", "\"filter\"", "\"sort\"",
-                   "create_key", "userProvided", "_vectors", "\"hybrid\"", "semanticRatio", "\"vector\"",
-                   "X-Hanzo-Wait-For-Task", "custom_headers"):
+    for needle in (
+        "add_documents",
+        "wait_for_task",
+        "update_filterable_attributes",
+        '"filter"',
+        '"sort"',
+        "create_key",
+        "userProvided",
+        "_vectors",
+        '"hybrid"',
+        "semanticRatio",
+        '"vector"',
+        "X-Hanzo-Wait-For-Task",
+        "custom_headers",
+    ):
         assert needle in code, needle
 
 
@@ -88,11 +101,13 @@ def test_quick_start_runs_verbatim(quick_server: ServerProcess, master_key: str)
     headers = {"Authorization": f"Bearer {master_key}"}
     with httpx.Client(base_url=quick_server.url, headers=headers, timeout=30) as http:
         movies = http.get("/indexes/movies/documents", params={"limit": 100}).json()["results"]
-        action_since_2000 = sorted((m for m in movies if m["genre"] == "Action" and m["year"] > 2000),
-                                   key=lambda m: m["year"])
+        action_since_2000 = sorted(
+            (m for m in movies if m["genre"] == "Action" and m["year"] > 2000), key=lambda m: m["year"]
+        )
         newest = sorted(movies, key=lambda m: -m["year"])[:2]
-        filtered = http.post("/indexes/movies/search", json={"filter": "genre = Action AND year > 2000",
-                                                            "sort": ["year:asc"]}).json()["hits"]
+        filtered = http.post(
+            "/indexes/movies/search", json={"filter": "genre = Action AND year > 2000", "sort": ["year:asc"]}
+        ).json()["hits"]
         assert [h["id"] for h in filtered] == [m["id"] for m in action_since_2000]
         by_year = http.post("/indexes/movies/search", json={"sort": ["year:desc"], "limit": 2}).json()["hits"]
         assert [h["id"] for h in by_year] == [m["id"] for m in newest]
@@ -103,10 +118,13 @@ def test_quick_start_runs_verbatim(quick_server: ServerProcess, master_key: str)
 
         # the chunks' vectors were stored: a vectors-only search ranks them by cosine similarity
         query = namespace["query_vector"]
-        chunks = http.get("/indexes/chunks/documents",
-                          params={"retrieveVectors": "true", "limit": 100}).json()["results"]
-        semantic = http.post("/indexes/chunks/search", json={
-            "vector": query, "hybrid": {"embedder": "default", "semanticRatio": 1.0}, "limit": 100}).json()["hits"]
+        chunks = http.get(
+            "/indexes/chunks/documents", params={"retrieveVectors": "true", "limit": 100}
+        ).json()["results"]
+        semantic = http.post(
+            "/indexes/chunks/search",
+            json={"vector": query, "hybrid": {"embedder": "default", "semanticRatio": 1.0}, "limit": 100},
+        ).json()["hits"]
 
         def cosine(vector: list[float]) -> float:
             dot = sum(a * b for a, b in zip(query, vector, strict=True))
@@ -118,4 +136,7 @@ def test_quick_start_runs_verbatim(quick_server: ServerProcess, master_key: str)
         # the write sent with X-Hanzo-Wait-For-Task had finished when its response came back
         last = http.get("/tasks", params={"indexUids": "chunks", "limit": 1}).json()["results"][0]
         assert (last["type"], last["status"], last["details"]["receivedDocuments"]) == (
-            "documentAdditionOrUpdate", "succeeded", 1)
+            "documentAdditionOrUpdate",
+            "succeeded",
+            1,
+        )

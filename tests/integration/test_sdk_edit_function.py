@@ -30,15 +30,25 @@ def test_update_documents_by_function(client: Any, index_uid: str) -> None:
         done = client.wait_for_task(response["taskUid"], interval_in_ms=10)
         assert isinstance(done, Task)
         assert (done.status, done.type) == ("succeeded", "documentEdition")
-        assert done.details == {"editedDocuments": 3, "deletedDocuments": 3, "originalFilter": None,
-                                "context": None, "function": function}
+        assert done.details == {
+            "editedDocuments": 3,
+            "deletedDocuments": 3,
+            "originalFilter": None,
+            "context": None,
+            "function": function,
+        }
         titles = sorted(d.title for d in client.index(index_uid).get_documents().results)
         assert titles == ["* How to Train Your Dragon *", "* Shazam *"]
         # with a context and a filter, as the SDK documents it
         client.index(index_uid).update_filterable_attributes(["genre"])
-        response = client.update_documents_by_function(index_uid, {
-            "function": "doc.title = `${context.prefix}${doc.title.to_upper()}`", "filter": "genre = action",
-            "context": {"prefix": "> "}})
+        response = client.update_documents_by_function(
+            index_uid,
+            {
+                "function": "doc.title = `${context.prefix}${doc.title.to_upper()}`",
+                "filter": "genre = action",
+                "context": {"prefix": "> "},
+            },
+        )
         done = client.wait_for_task(response["taskUid"], interval_in_ms=10)
         assert done.status == "succeeded", done.error
         assert client.index(index_uid).get_document("287947").title == "> * SHAZAM *"

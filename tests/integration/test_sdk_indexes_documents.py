@@ -71,12 +71,18 @@ def test_index_errors_through_the_sdk(client: Client, index_uid: str) -> None:
     with pytest.raises(MeilisearchApiError) as exc:
         client.create_index("not a valid uid")
     assert exc.value.status_code == 400 and exc.value.code == "invalid_index_uid"
-    assert exc.value.message.startswith("Invalid value at `.uid`: `not a valid uid` is not a valid index uid.")
+    assert exc.value.message.startswith(
+        "Invalid value at `.uid`: `not a valid uid` is not a valid index uid."
+    )
 
     wait(client, client.create_index(index_uid))
     task = wait(client, client.create_index(index_uid), "failed")
-    assert task.error == {"message": f"Index `{index_uid}` already exists.", "code": "index_already_exists",
-                          "type": "invalid_request", "link": LINK + "index_already_exists"}
+    assert task.error == {
+        "message": f"Index `{index_uid}` already exists.",
+        "code": "index_already_exists",
+        "type": "invalid_request",
+        "link": LINK + "index_already_exists",
+    }
     task = wait(client, client.delete_index(f"{index_uid}_missing"), "failed")
     assert task.error is not None and task.error["code"] == "index_not_found"
     assert task.details == {"deletedDocuments": 0}
@@ -102,8 +108,10 @@ def test_swap_indexes(client: Client, index_uid: str) -> None:
 
 def test_add_documents_infers_primary_key_and_creates_index(client: Client, index_uid: str) -> None:
     index = client.index(index_uid)
-    docs = [{"book_id": 1, "title": "Alice in Wonderland", "meta": {"pages": 200, "tags": ["a", "b"]}},
-            {"book_id": 2, "title": "Le Petit Prince"}]
+    docs = [
+        {"book_id": 1, "title": "Alice in Wonderland", "meta": {"pages": 200, "tags": ["a", "b"]}},
+        {"book_id": 2, "title": "Le Petit Prince"},
+    ]
     info = index.add_documents(docs)
     assert info.type == "documentAdditionOrUpdate" and info.index_uid == index_uid
     task = index.wait_for_task(info.task_uid, timeout_in_ms=30_000, interval_in_ms=10)
@@ -150,7 +158,9 @@ def test_add_documents_ndjson_and_csv(client: Client, index_uid: str) -> None:
 
 def test_replace_versus_update(client: Client, index_uid: str) -> None:
     index = client.index(index_uid)
-    wait(client, index.add_documents([{"id": 1, "title": "old", "genre": "drama", "nested": {"a": 1, "b": 2}}]))
+    wait(
+        client, index.add_documents([{"id": 1, "title": "old", "genre": "drama", "nested": {"a": 1, "b": 2}}])
+    )
     wait(client, index.update_documents([{"id": 1, "title": "new", "nested": {"c": 3}}]))
     assert dict(index.get_document(1)) == {"id": 1, "title": "new", "genre": "drama", "nested": {"c": 3}}
     wait(client, index.add_documents([{"id": 1, "title": "replaced"}]))

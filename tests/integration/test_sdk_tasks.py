@@ -65,10 +65,14 @@ def test_get_tasks_with_filters(client: Any, index_uid: str) -> None:
     assert [t.uid for t in page.results] == [uids[0]]
     assert page.next_ is None
 
-    filtered = client.get_tasks({
-        "indexUids": [index_uid], "types": ["documentAdditionOrUpdate", "indexCreation"],
-        "statuses": ["succeeded", "failed"], "uids": [str(uids[0]), str(uids[2])],
-    })
+    filtered = client.get_tasks(
+        {
+            "indexUids": [index_uid],
+            "types": ["documentAdditionOrUpdate", "indexCreation"],
+            "statuses": ["succeeded", "failed"],
+            "uids": [str(uids[0]), str(uids[2])],
+        }
+    )
     assert [t.uid for t in filtered.results] == [uids[2], uids[0]]
     assert client.get_tasks({"indexUids": [index_uid], "statuses": ["failed"]}).results == []
     reverse = client.get_tasks({"indexUids": [index_uid], "reverse": "true"})
@@ -87,7 +91,10 @@ def test_cancel_tasks(client: Any, index_uid: str) -> None:
     assert task.status == "succeeded"
     # the SDK url-encodes the comma-joined list; originalFilter is the query exactly as sent
     assert task.details == {
-        "matchedTasks": 1, "canceledTasks": 0, "originalFilter": f"?uids={uid}&indexUids={index_uid}"}
+        "matchedTasks": 1,
+        "canceledTasks": 0,
+        "originalFilter": f"?uids={uid}&indexUids={index_uid}",
+    }
     assert client.get_task(uid).status == "succeeded"
 
 
@@ -99,7 +106,10 @@ def test_delete_tasks(client: Any, index_uid: str) -> None:
     assert info.type == "taskDeletion"
     task = client.wait_for_task(info.task_uid, interval_in_ms=10)
     assert task.details == {
-        "matchedTasks": 2, "deletedTasks": 2, "originalFilter": f"?uids={first}%2C{second}"}
+        "matchedTasks": 2,
+        "deletedTasks": 2,
+        "originalFilter": f"?uids={first}%2C{second}",
+    }
     with pytest.raises(MeilisearchApiError) as excinfo:
         client.get_task(first)
     assert (excinfo.value.status_code, excinfo.value.code) == (404, "task_not_found")
@@ -117,9 +127,14 @@ def test_get_batches_and_get_batch(client: Any, index_uid: str) -> None:
     assert batch.details == {"receivedDocuments": 1, "indexedDocuments": 1}
     # Meilisearch's best-effort diagnostics follow the four maps (its own tests redact them)
     assert list(batch.stats)[4:] == ["progressTrace", "writeChannelCongestion", "internalDatabaseSizes"]
-    assert {k: v for k, v in batch.stats.items() if k in ("totalNbTasks", "status", "types", "indexUids")} == {
-        "totalNbTasks": 1, "status": {"succeeded": 1}, "types": {"documentAdditionOrUpdate": 1},
-        "indexUids": {index_uid: 1}}
+    assert {
+        k: v for k, v in batch.stats.items() if k in ("totalNbTasks", "status", "types", "indexUids")
+    } == {
+        "totalNbTasks": 1,
+        "status": {"succeeded": 1},
+        "types": {"documentAdditionOrUpdate": 1},
+        "indexUids": {index_uid: 1},
+    }
     assert (batch.started_at, batch.finished_at) == (task.started_at, task.finished_at)
     # (an empty page cannot be asked through the SDK: its BatchResults model requires an integer `from`)
     with pytest.raises(MeilisearchApiError) as excinfo:
@@ -128,7 +143,9 @@ def test_get_batches_and_get_batch(client: Any, index_uid: str) -> None:
 
 
 def test_stats_version_and_health(client: Any, index_uid: str) -> None:
-    client.wait_for_task(add(client, index_uid, [{"id": 1, "name": "a"}, {"id": 2}]).task_uid, interval_in_ms=10)
+    client.wait_for_task(
+        add(client, index_uid, [{"id": 1, "name": "a"}, {"id": 2}]).task_uid, interval_in_ms=10
+    )
     stats = client.index(index_uid).get_stats()
     assert stats.number_of_documents == 2
     assert stats.is_indexing is False

@@ -51,8 +51,9 @@ def tasks(http: httpx.Client) -> list[dict[str, Any]]:
 @pytest.mark.flaky(reruns=1)
 def test_snapshot_under_search_load_restores_an_equal_instance(tmp_path: Path) -> None:
     snapshots = tmp_path / "snaps"
-    srv = ServerProcess(tmp_path / "data.ms", extra_args=["--master-key", MASTER_KEY,
-                                                          "--snapshot-dir", str(snapshots)]).start()
+    srv = ServerProcess(
+        tmp_path / "data.ms", extra_args=["--master-key", MASTER_KEY, "--snapshot-dir", str(snapshots)]
+    ).start()
     searches: list[tuple[float, float]] = []
     errors: list[str] = []
     stop = threading.Event()
@@ -67,16 +68,24 @@ def test_snapshot_under_search_load_restores_an_equal_instance(tmp_path: Path) -
                 searches.append((began, time.time()))
 
     def docs(start: int, n: int) -> list[dict[str, Any]]:
-        return [{"id": i, "title": f"article {i} snapshot words", "body": "consistent copy " * 20}
-                for i in range(start, start + n)]
+        return [
+            {"id": i, "title": f"article {i} snapshot words", "body": "consistent copy " * 20}
+            for i in range(start, start + n)
+        ]
 
     try:
         with httpx.Client(base_url=srv.url, timeout=60, headers=AUTH) as http:
-            post(http, "/indexes/articles/settings", {"filterableAttributes": ["id"], "stopWords": ["a"]},
-                 method="PATCH")
+            post(
+                http,
+                "/indexes/articles/settings",
+                {"filterableAttributes": ["id"], "stopWords": ["a"]},
+                method="PATCH",
+            )
             wait_task(http, post(http, "/indexes/articles/documents", docs(0, 10_000)), timeout=60)
-            http.post("/keys", json={"name": "reader", "actions": ["search"], "indexes": ["articles"],
-                                     "expiresAt": None})
+            http.post(
+                "/keys",
+                json={"name": "reader", "actions": ["search"], "indexes": ["articles"], "expiresAt": None},
+            )
             worker = threading.Thread(target=search_loop)
             worker.start()
             # While the writer indexes `more`, queue `late` then the snapshot: the snapshot overtakes
@@ -90,8 +99,11 @@ def test_snapshot_under_search_load_restores_an_equal_instance(tmp_path: Path) -
             stop.set()
             worker.join()
             assert done["status"] == "succeeded", done
-            assert http.get(f"/tasks/{more}").json()["batchUid"] < done["batchUid"] < \
-                http.get(f"/tasks/{late}").json()["batchUid"]
+            assert (
+                http.get(f"/tasks/{more}").json()["batchUid"]
+                < done["batchUid"]
+                < http.get(f"/tasks/{late}").json()["batchUid"]
+            )
             assert not errors, errors[:3]
             # searches were answered while the snapshot was being taken
             began, ended = (parse_timestamp(done[k]) / 1e9 for k in ("startedAt", "finishedAt"))
@@ -109,8 +121,9 @@ def test_snapshot_under_search_load_restores_an_equal_instance(tmp_path: Path) -
     assert {"VERSION", "instance-uid", "tasks/data.mdb", "auth/data.mdb"} <= names
     assert any(n.startswith("indexes/") and n.endswith("/data.mdb") for n in names)
 
-    restored = ServerProcess(tmp_path / "restored.ms", extra_args=["--master-key", MASTER_KEY,
-                                                                   "--import-snapshot", str(snapshot)]).start()
+    restored = ServerProcess(
+        tmp_path / "restored.ms", extra_args=["--master-key", MASTER_KEY, "--import-snapshot", str(snapshot)]
+    ).start()
     try:
         with httpx.Client(base_url=restored.url, timeout=60, headers=AUTH) as http:
             wait_task(http, late)  # the enqueued addition runs again from the copied payload
@@ -129,12 +142,15 @@ def test_snapshot_under_search_load_restores_an_equal_instance(tmp_path: Path) -
 
 def test_schedule_snapshot_and_import_snapshot_rules(tmp_path: Path) -> None:
     snapshots = tmp_path / "snaps"
-    srv = ServerProcess(tmp_path / "data.ms", extra_args=["--snapshot-dir", str(snapshots),
-                                                          "--schedule-snapshot", "1"]).start()
+    srv = ServerProcess(
+        tmp_path / "data.ms", extra_args=["--snapshot-dir", str(snapshots), "--schedule-snapshot", "1"]
+    ).start()
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            done = httpx.get(f"{srv.url}/tasks", params={"types": "snapshotCreation", "statuses": "succeeded"})
+            done = httpx.get(
+                f"{srv.url}/tasks", params={"types": "snapshotCreation", "statuses": "succeeded"}
+            )
             if done.json()["results"]:
                 break
             time.sleep(0.1)
@@ -150,14 +166,20 @@ def test_schedule_snapshot_and_import_snapshot_rules(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as exc:
         ServerProcess(tmp_path / "other.ms", extra_args=["--import-snapshot", str(tmp_path / "none")]).start()
     assert "snapshot doesn't exist at" in str(exc.value)
-    ignored = ServerProcess(tmp_path / "data.ms", extra_args=["--import-snapshot", str(snapshot),
-                                                              "--ignore-snapshot-if-db-exists"]).start()
+    ignored = ServerProcess(
+        tmp_path / "data.ms",
+        extra_args=["--import-snapshot", str(snapshot), "--ignore-snapshot-if-db-exists"],
+    ).start()
     ignored.stop()
-    fresh = ServerProcess(tmp_path / "fresh.ms", extra_args=["--import-snapshot", str(tmp_path / "none"),
-                                                             "--ignore-missing-snapshot"]).start()
+    fresh = ServerProcess(
+        tmp_path / "fresh.ms",
+        extra_args=["--import-snapshot", str(tmp_path / "none"), "--ignore-missing-snapshot"],
+    ).start()
     fresh.stop()
     # the restored database is writable although the snapshot file is read-only
-    restored = ServerProcess(tmp_path / "restored.ms", extra_args=["--import-snapshot", str(snapshot)]).start()
+    restored = ServerProcess(
+        tmp_path / "restored.ms", extra_args=["--import-snapshot", str(snapshot)]
+    ).start()
     try:
         with httpx.Client(base_url=restored.url, timeout=30) as http:
             uid = http.post("/indexes", json={"uid": "after_restore"}).json()["taskUid"]

@@ -66,8 +66,9 @@ def wait_for_workers(srv: ServerProcess, count: int, timeout: float = 30.0) -> l
     raise TimeoutError(f"only {len(seen)} of {count} workers answered")
 
 
-def on_each_process(url: str, method: str, path: str, headers: dict[str, str] | None = None,
-                    **kw: Any) -> dict[str, httpx.Response]:
+def on_each_process(
+    url: str, method: str, path: str, headers: dict[str, str] | None = None, **kw: Any
+) -> dict[str, httpx.Response]:
     """The same request on fresh connections until both a worker and the primary answered it."""
     answers: dict[str, httpx.Response] = {}
     for _ in range(400):
@@ -81,8 +82,10 @@ def on_each_process(url: str, method: str, path: str, headers: dict[str, str] | 
 
 @pytest.fixture(scope="module")
 def multi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(tmp_path_factory.mktemp("workers") / "data.ms",
-                        extra_args=["--http-workers", "2", "--master-key", MASTER_KEY]).start()
+    srv = ServerProcess(
+        tmp_path_factory.mktemp("workers") / "data.ms",
+        extra_args=["--http-workers", "2", "--master-key", MASTER_KEY],
+    ).start()
     wait_for_workers(srv, 1)
     yield srv
     srv.stop()
@@ -94,16 +97,22 @@ def admin(multi: ServerProcess) -> Iterator[httpx.Client]:
         yield c
 
 
-def test_a_write_through_any_process_is_searchable_on_every_process(multi: ServerProcess,
-                                                                     admin: httpx.Client) -> None:
+def test_a_write_through_any_process_is_searchable_on_every_process(
+    multi: ServerProcess, admin: httpx.Client
+) -> None:
     docs = [{"id": i, "title": f"title {i}", "kind": "even" if i % 2 == 0 else "odd"} for i in range(50)]
     # the writes are sent on fresh connections: some reach the worker, which forwards them
     for chunk in (docs[:25], docs[25:]):
         with httpx.Client(base_url=multi.url, timeout=30, headers=admin.headers) as fresh:
             task = fresh.post("/indexes/written/documents", json=chunk).json()
         assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
-    answers = on_each_process(multi.url, "POST", "/indexes/written/search", headers=dict(admin.headers),
-                              json={"q": "title", "limit": 100})
+    answers = on_each_process(
+        multi.url,
+        "POST",
+        "/indexes/written/search",
+        headers=dict(admin.headers),
+        json={"q": "title", "limit": 100},
+    )
     for r in answers.values():
         assert r.status_code == 200
         assert sorted(h["id"] for h in r.json()["hits"]) == list(range(50))
@@ -111,8 +120,13 @@ def test_a_write_through_any_process_is_searchable_on_every_process(multi: Serve
     # a settings change is seen by every process once its task succeeded
     task = admin.patch("/indexes/written/settings", json={"filterableAttributes": ["kind"]}).json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
-    answers = on_each_process(multi.url, "POST", "/indexes/written/search", headers=dict(admin.headers),
-                              json={"q": "", "filter": "kind = even", "limit": 100})
+    answers = on_each_process(
+        multi.url,
+        "POST",
+        "/indexes/written/search",
+        headers=dict(admin.headers),
+        json={"q": "", "filter": "kind = even", "limit": 100},
+    )
     for r in answers.values():
         assert r.status_code == 200, r.text
         assert sorted(h["id"] for h in r.json()["hits"]) == list(range(0, 50, 2))
@@ -120,8 +134,9 @@ def test_a_write_through_any_process_is_searchable_on_every_process(multi: Serve
     # an index deleted is gone for every process
     task = admin.delete("/indexes/written").json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
-    answers = on_each_process(multi.url, "POST", "/indexes/written/search", headers=dict(admin.headers),
-                              json={"q": ""})
+    answers = on_each_process(
+        multi.url, "POST", "/indexes/written/search", headers=dict(admin.headers), json={"q": ""}
+    )
     for r in answers.values():
         assert r.status_code == 404
         assert r.json()["code"] == "index_not_found"
@@ -129,54 +144,90 @@ def test_a_write_through_any_process_is_searchable_on_every_process(multi: Serve
 
 def test_swap_and_compaction_are_seen_by_every_process(multi: ServerProcess, admin: httpx.Client) -> None:
     for uid, word in (("left", "apple"), ("right", "banana")):
-        task = admin.post(f"/indexes/{uid}/documents", json=[{"id": i, "t": f"{word} {i}"} for i in range(30)]).json()
+        task = admin.post(
+            f"/indexes/{uid}/documents", json=[{"id": i, "t": f"{word} {i}"} for i in range(30)]
+        ).json()
         assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
-    for r in on_each_process(multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers),
-                             json={"q": "apple"}).values():
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers), json={"q": "apple"}
+    ).values():
         assert r.json()["estimatedTotalHits"] == 30  # every process has the env of `left` open now
     task = admin.post("/swap-indexes", json=[{"indexes": ["left", "right"]}]).json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
-    for r in on_each_process(multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers),
-                             json={"q": "banana"}).values():
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers), json={"q": "banana"}
+    ).values():
         assert r.json()["estimatedTotalHits"] == 30
     # compaction rebuilds the index in a new environment and drops the old one
     task = admin.post("/indexes/left/compact").json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
     task = admin.post("/indexes/left/documents", json=[{"id": 99, "t": "banana cherry"}]).json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
-    for r in on_each_process(multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers),
-                             json={"q": "banana"}).values():
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/left/search", headers=dict(admin.headers), json={"q": "banana"}
+    ).values():
         assert r.status_code == 200, r.text
         assert r.json()["estimatedTotalHits"] == 31
 
 
-def test_stored_instance_state_reaches_the_search_of_every_process(multi: ServerProcess,
-                                                                    admin: httpx.Client) -> None:
+def test_stored_instance_state_reaches_the_search_of_every_process(
+    multi: ServerProcess, admin: httpx.Client
+) -> None:
     """What search reads besides the index (dynamic search rules, foreign keys, the network) is read
     from storage by a search worker as by the primary."""
-    assert admin.patch("/experimental-features", json={"dynamicSearchRules": True, "foreignKeys": True,
-                                                       "network": True}).status_code == 200
-    writes = [("/indexes/authors/documents", "POST", [{"id": "a1", "name": "Ann"}, {"id": "a2", "name": "Bob"}]),
-              ("/indexes/books/documents", "POST", [{"id": i, "title": f"book {i}", "author": "a1" if i % 2 else "a2"}
-                                                    for i in range(10)]),
-              ("/indexes/authors/settings", "PATCH", {"filterableAttributes": ["name"]}),
-              ("/indexes/books/settings", "PATCH", {"filterableAttributes": ["author"],
-                                                    "foreignKeys": [{"foreignIndexUid": "authors", "fieldName": "author"}]})]
+    assert (
+        admin.patch(
+            "/experimental-features", json={"dynamicSearchRules": True, "foreignKeys": True, "network": True}
+        ).status_code
+        == 200
+    )
+    writes = [
+        ("/indexes/authors/documents", "POST", [{"id": "a1", "name": "Ann"}, {"id": "a2", "name": "Bob"}]),
+        (
+            "/indexes/books/documents",
+            "POST",
+            [{"id": i, "title": f"book {i}", "author": "a1" if i % 2 else "a2"} for i in range(10)],
+        ),
+        ("/indexes/authors/settings", "PATCH", {"filterableAttributes": ["name"]}),
+        (
+            "/indexes/books/settings",
+            "PATCH",
+            {
+                "filterableAttributes": ["author"],
+                "foreignKeys": [{"foreignIndexUid": "authors", "fieldName": "author"}],
+            },
+        ),
+    ]
     for path, method, body in writes:
         task = admin.request(method, path, json=body).json()
         assert wait_task(admin, task["taskUid"])["status"] == "succeeded", task
-    rule = admin.patch("/dynamic-search-rules/pin-book-7", json={
-        "conditions": [{"scope": "query", "contains": "book"}],
-        "actions": [{"selector": {"indexUid": "books", "id": "7"}, "action": {"type": "pin", "position": 0}}]})
+    rule = admin.patch(
+        "/dynamic-search-rules/pin-book-7",
+        json={
+            "conditions": [{"scope": "query", "contains": "book"}],
+            "actions": [
+                {"selector": {"indexUid": "books", "id": "7"}, "action": {"type": "pin", "position": 0}}
+            ],
+        },
+    )
     if rule.status_code != 202:  # the rule's shape as this version's route takes it
-        rule = admin.patch("/dynamic-search-rules/pin-book-7", json={
-            "conditions": {"query": {"words": "book"}},
-            "actions": [{"selector": {"indexUid": "books", "id": "7"}, "action": {"type": "pin", "position": 0}}]})
+        rule = admin.patch(
+            "/dynamic-search-rules/pin-book-7",
+            json={
+                "conditions": {"query": {"words": "book"}},
+                "actions": [
+                    {"selector": {"indexUid": "books", "id": "7"}, "action": {"type": "pin", "position": 0}}
+                ],
+            },
+        )
     assert rule.status_code == 202, rule.text
     assert wait_task(admin, rule.json()["taskUid"])["status"] == "succeeded"
     queries = {
         "pins": ("/indexes/books/search", {"q": "book", "limit": 3}),
-        "foreign": ("/indexes/books/search", {"q": "", "filter": '_foreign(author, name = "Ann")', "limit": 20}),
+        "foreign": (
+            "/indexes/books/search",
+            {"q": "", "filter": '_foreign(author, name = "Ann")', "limit": 20},
+        ),
         "federated": ("/multi-search", {"federation": {}, "queries": [{"indexUid": "books", "q": "book"}]}),
         "facets": ("/indexes/books/facet-search", {"facetName": "author", "facetQuery": "a"}),
     }
@@ -190,11 +241,13 @@ def test_stored_instance_state_reaches_the_search_of_every_process(multi: Server
                 got.pop(key, None)
             bodies.append(got)
         assert bodies[0] == bodies[1], name
-    worker = on_each_process(multi.url, "POST", "/indexes/books/search", headers=dict(admin.headers),
-                             json=queries["pins"][1])["worker"].json()
+    worker = on_each_process(
+        multi.url, "POST", "/indexes/books/search", headers=dict(admin.headers), json=queries["pins"][1]
+    )["worker"].json()
     assert worker["hits"][0]["id"] == 7  # pinned first
-    worker = on_each_process(multi.url, "POST", "/indexes/books/search", headers=dict(admin.headers),
-                             json=queries["foreign"][1])["worker"].json()
+    worker = on_each_process(
+        multi.url, "POST", "/indexes/books/search", headers=dict(admin.headers), json=queries["foreign"][1]
+    )["worker"].json()
     assert sorted(h["id"] for h in worker["hits"]) == [1, 3, 5, 7, 9]
 
 
@@ -203,29 +256,39 @@ def test_a_deleted_key_is_refused_by_every_process(multi: ServerProcess, admin: 
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
     key = admin.post("/keys", json={"actions": ["search"], "indexes": ["keyed"], "expiresAt": None}).json()
     bearer = {"Authorization": f"Bearer {key['key']}"}
-    for r in on_each_process(multi.url, "POST", "/indexes/keyed/search", headers=bearer, json={"q": "hello"}).values():
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/keyed/search", headers=bearer, json={"q": "hello"}
+    ).values():
         assert r.status_code == 200
         assert [h["id"] for h in r.json()["hits"]] == [1]
     assert admin.delete(f"/keys/{key['uid']}").status_code == 204
-    for r in on_each_process(multi.url, "POST", "/indexes/keyed/search", headers=bearer, json={"q": "hello"}).values():
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/keyed/search", headers=bearer, json={"q": "hello"}
+    ).values():
         assert r.status_code == 403
         assert r.json()["code"] == "invalid_api_key"
 
 
 def test_experimental_features_apply_on_every_process(multi: ServerProcess, admin: httpx.Client) -> None:
-    task = admin.post("/indexes/features/documents", json=[{"id": 1, "name": "sunflower"}, {"id": 2, "name": "tree"}]).json()
+    task = admin.post(
+        "/indexes/features/documents", json=[{"id": 1, "name": "sunflower"}, {"id": 2, "name": "tree"}]
+    ).json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
     task = admin.patch("/indexes/features/settings", json={"filterableAttributes": ["name"]}).json()
     assert wait_task(admin, task["taskUid"])["status"] == "succeeded"
     query = {"q": "", "filter": "name CONTAINS flow"}
     assert admin.patch("/experimental-features", json={"containsFilter": False}).status_code == 200
-    for r in on_each_process(multi.url, "POST", "/indexes/features/search", headers=dict(admin.headers),
-                             json=query).values():
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/features/search", headers=dict(admin.headers), json=query
+    ).values():
         assert r.status_code == 400
         assert r.json()["code"] == "feature_not_enabled"
-    assert admin.patch("/experimental-features", json={"containsFilter": True}).json()["containsFilter"] is True
-    for r in on_each_process(multi.url, "POST", "/indexes/features/search", headers=dict(admin.headers),
-                             json=query).values():
+    assert (
+        admin.patch("/experimental-features", json={"containsFilter": True}).json()["containsFilter"] is True
+    )
+    for r in on_each_process(
+        multi.url, "POST", "/indexes/features/search", headers=dict(admin.headers), json=query
+    ).values():
         assert r.status_code == 200, r.text
         assert [h["id"] for h in r.json()["hits"]] == [1]
 
@@ -234,7 +297,9 @@ def test_wait_for_task_and_metrics_count_every_process(multi: ServerProcess, adm
     # a write held until its task finished, whichever process received it
     for i in range(6):
         with httpx.Client(base_url=multi.url, timeout=30, headers=admin.headers) as fresh:
-            r = fresh.post("/indexes/held/documents", json=[{"id": i}], headers={"X-Hanzo-Wait-For-Task": "20000"})
+            r = fresh.post(
+                "/indexes/held/documents", json=[{"id": i}], headers={"X-Hanzo-Wait-For-Task": "20000"}
+            )
         assert r.status_code == 202
         assert r.headers["x-hanzo-task-status"] == "succeeded"
     assert admin.get("/indexes/held/documents", params={"limit": 100}).json()["total"] == 6
@@ -263,8 +328,12 @@ def test_the_search_queue_capacity_counts_every_process(tmp_path: Path) -> None:
     against the capacity of the other."""
 
     async def scenario() -> None:
-        first = SearchQueue(capacity=2, parallelism=1, time_to_abort=60, shared=SharedCounts(tmp_path / "q", 0))
-        second = SearchQueue(capacity=2, parallelism=1, time_to_abort=60, shared=SharedCounts(tmp_path / "q", 1))
+        first = SearchQueue(
+            capacity=2, parallelism=1, time_to_abort=60, shared=SharedCounts(tmp_path / "q", 0)
+        )
+        second = SearchQueue(
+            capacity=2, parallelism=1, time_to_abort=60, shared=SharedCounts(tmp_path / "q", 1)
+        )
         await first.acquire()  # running
         waiting = [asyncio.ensure_future(first.acquire()) for _ in range(2)]
         await asyncio.sleep(0)
@@ -289,7 +358,9 @@ def test_a_killed_worker_is_replaced_and_searches_go_on(tmp_path: Path) -> None:
     srv = ServerProcess(tmp_path / "data.ms", extra_args=["--http-workers", "2"]).start()
     try:
         with httpx.Client(base_url=srv.url, timeout=30) as http:
-            task = http.post("/indexes/live/documents", json=[{"id": i, "t": f"word{i}"} for i in range(20)]).json()
+            task = http.post(
+                "/indexes/live/documents", json=[{"id": i, "t": f"word{i}"} for i in range(20)]
+            ).json()
             assert wait_task(http, task["taskUid"])["status"] == "succeeded"
         (old,) = wait_for_workers(srv, 1)
         results: list[int] = []
@@ -350,8 +421,11 @@ def test_kill_9_of_the_server_under_mixed_load_loses_no_acknowledged_write(tmp_p
             except httpx.HTTPError:
                 pass
 
-    threads = [threading.Thread(target=writer, args=(0,)), threading.Thread(target=writer, args=(1,)),
-               threading.Thread(target=searcher)]
+    threads = [
+        threading.Thread(target=writer, args=(0,)),
+        threading.Thread(target=writer, args=(1,)),
+        threading.Thread(target=searcher),
+    ]
     for t in threads:
         t.start()
     time.sleep(2.0)
@@ -392,7 +466,9 @@ def test_runtime_dirs_of_dead_primaries_are_swept(tmp_path: Path) -> None:
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale, live, foreign = (tmp_path / f"{workers.RUNTIME_PREFIX}{name}" for name in ("stale", "live", "foreign"))
+    stale, live, foreign = (
+        tmp_path / f"{workers.RUNTIME_PREFIX}{name}" for name in ("stale", "live", "foreign")
+    )
     for path, pid in ((stale, dead.pid), (live, os.getpid())):
         path.mkdir()
         (path / workers.PID_FILE).write_text(str(pid))
@@ -407,9 +483,23 @@ def test_a_second_server_on_the_same_port_is_refused(multi: ServerProcess, tmp_p
     import sys
 
     result = subprocess.run(
-        [sys.executable, "-m", "hanzo_engine", "--db-path", str(tmp_path / "other.ms"), "--http-addr",
-         f"127.0.0.1:{multi.port}", "--http-workers", "2", "--no-analytics"],
-        capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items() if not k.startswith("MEILI_")})
+        [
+            sys.executable,
+            "-m",
+            "hanzo_engine",
+            "--db-path",
+            str(tmp_path / "other.ms"),
+            "--http-addr",
+            f"127.0.0.1:{multi.port}",
+            "--http-workers",
+            "2",
+            "--no-analytics",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("MEILI_")},
+    )
     assert result.returncode != 0
     assert f"cannot listen on 127.0.0.1:{multi.port}" in result.stderr
 
@@ -422,12 +512,24 @@ def test_the_search_routes_never_read_the_scheduler() -> None:
     import hanzo_engine.server as server_package
 
     root = Path(server_package.__file__).parent
-    modules = ["routes/search.py", "routes/multi_search.py", "routes/facet_search.py", "routes/similar.py",
-               "search.py", "pins.py", "foreign_keys.py", "remotes.py", "search_queue.py",
-               *(f"federation/{p.name}" for p in sorted((root / "federation").glob("*.py")))]
+    modules = [
+        "routes/search.py",
+        "routes/multi_search.py",
+        "routes/facet_search.py",
+        "routes/similar.py",
+        "search.py",
+        "pins.py",
+        "foreign_keys.py",
+        "remotes.py",
+        "search_queue.py",
+        *(f"federation/{p.name}" for p in sorted((root / "federation").glob("*.py"))),
+    ]
     found = []
     for name in modules:
         tree = ast.parse((root / name).read_text())
-        found += [f"{name}:{node.lineno}" for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and node.attr == "scheduler"]
+        found += [
+            f"{name}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == "scheduler"
+        ]
     assert found == []

@@ -29,21 +29,48 @@ from hanzo_engine.engine.search.ranking_rules import bm25
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.update.indexer import read_forward
 
-VOCAB = ["sun", "flower", "flowers", "sunn", "new", "news", "york", "light", "lights", "night", "knight",
-         "dark", "darkness", "the", "of", "house", "houses", "mouse", "ocean", "oceans", "blue", "glue"]
+VOCAB = [
+    "sun",
+    "flower",
+    "flowers",
+    "sunn",
+    "new",
+    "news",
+    "york",
+    "light",
+    "lights",
+    "night",
+    "knight",
+    "dark",
+    "darkness",
+    "the",
+    "of",
+    "house",
+    "houses",
+    "mouse",
+    "ocean",
+    "oceans",
+    "blue",
+    "glue",
+]
 RULES = ["bm25", "words", "typo", "proximity", "attribute", "exactness"]
 
 text = st.lists(st.sampled_from(VOCAB), min_size=0, max_size=12).map(" ".join)
 document = st.fixed_dictionaries({"title": text, "body": text, "tags": st.lists(text, max_size=2)})
 # long questions: many repeats of few words, typos, a trailing prefix now and then
-query = st.lists(st.sampled_from([*VOCAB, "oceen", "lihgt", "hous", "zzz"]), min_size=1, max_size=60).map(
-    " ".join).flatmap(lambda q: st.sampled_from([q, q + " ", q + " fl"]))
-config = st.fixed_dictionaries({
-    "searchableAttributes": st.sampled_from([["*"], ["body", "title"], ["tags", "title", "body"]]),
-    "typoTolerance": st.sampled_from([{}, {"enabled": False}, {"disableOnAttributes": ["title"]}]),
-    "synonyms": st.sampled_from([{}, {"sun": ["blue ocean"], "night": ["dark"]}]),
-    "stopWords": st.sampled_from([[], ["the", "of"]]),
-})
+query = (
+    st.lists(st.sampled_from([*VOCAB, "oceen", "lihgt", "hous", "zzz"]), min_size=1, max_size=60)
+    .map(" ".join)
+    .flatmap(lambda q: st.sampled_from([q, q + " ", q + " fl"]))
+)
+config = st.fixed_dictionaries(
+    {
+        "searchableAttributes": st.sampled_from([["*"], ["body", "title"], ["tags", "title", "body"]]),
+        "typoTolerance": st.sampled_from([{}, {"enabled": False}, {"disableOnAttributes": ["title"]}]),
+        "synonyms": st.sampled_from([{}, {"sun": ["blue ocean"], "night": ["dark"]}]),
+        "stopWords": st.sampled_from([[], ["the", "of"]]),
+    }
+)
 
 
 def build_index(path: Path, docs: list[dict[str, Any]], cfg: dict[str, Any]) -> Index:
@@ -57,9 +84,14 @@ def build_index(path: Path, docs: list[dict[str, Any]], cfg: dict[str, Any]) -> 
 
 
 @settings(max_examples=80, deadline=None)
-@given(docs=st.lists(document, min_size=1, max_size=30), cfg=config, queries=st.lists(query, min_size=1, max_size=3))
-def test_native_bm25_equals_python_with_query_term_frequencies(docs: list[dict[str, Any]], cfg: dict[str, Any],
-                                                               queries: list[str]) -> None:
+@given(
+    docs=st.lists(document, min_size=1, max_size=30),
+    cfg=config,
+    queries=st.lists(query, min_size=1, max_size=3),
+)
+def test_native_bm25_equals_python_with_query_term_frequencies(
+    docs: list[dict[str, Any]], cfg: dict[str, Any], queries: list[str]
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = build_index(Path(tmp) / "i", docs, cfg)
         try:

@@ -44,19 +44,90 @@ _string = st.text(alphabet=st.characters(codec="utf-8", exclude_characters='"\\`
 _leaf = st.one_of(
     st.integers(-(2**63), 2**63 - 1).map(str),
     st.integers(-5, 10).map(str),
-    st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda f: repr(float(f)).replace("e+", "e")),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(
+        lambda f: repr(float(f)).replace("e+", "e")
+    ),
     _string.map(lambda s: f'"{s}"'),
     st.sampled_from(FIELDS).map(lambda f: f"doc.{f}"),
     st.sampled_from(["ctx", "add", "list", "nope"]).map(lambda k: f"context.{k}"),
-    st.sampled_from(["()", "true", "false", "x", "i", "[1, 2]", "#{a: 1, b: \"c\"}", "0..3", "'c'", "f(1)", "g()",
-                     "f(2, 3)"]),
+    st.sampled_from(
+        [
+            "()",
+            "true",
+            "false",
+            "x",
+            "i",
+            "[1, 2]",
+            '#{a: 1, b: "c"}',
+            "0..3",
+            "'c'",
+            "f(1)",
+            "g()",
+            "f(2, 3)",
+        ]
+    ),
 )
-_binop = st.sampled_from(["+", "-", "*", "/", "%", "**", "==", "!=", "<", ">", "<=", ">=", "&&", "||", "??",
-                          "in", "<<", ">>", "&", "|", "^"])
-_method0 = st.sampled_from(["to_upper", "to_lower", "len", "to_string", "abs", "pop", "keys", "values",
-                            "is_empty", "to_float", "to_int", "trim", "reverse", "sort", "floor", "to_chars"])
-_method1 = st.sampled_from(["contains", "push", "index_of", "split", "starts_with", "remove", "get",
-                            "sub_string", "insert", "min", "pad", "extract"])
+_binop = st.sampled_from(
+    [
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "**",
+        "==",
+        "!=",
+        "<",
+        ">",
+        "<=",
+        ">=",
+        "&&",
+        "||",
+        "??",
+        "in",
+        "<<",
+        ">>",
+        "&",
+        "|",
+        "^",
+    ]
+)
+_method0 = st.sampled_from(
+    [
+        "to_upper",
+        "to_lower",
+        "len",
+        "to_string",
+        "abs",
+        "pop",
+        "keys",
+        "values",
+        "is_empty",
+        "to_float",
+        "to_int",
+        "trim",
+        "reverse",
+        "sort",
+        "floor",
+        "to_chars",
+    ]
+)
+_method1 = st.sampled_from(
+    [
+        "contains",
+        "push",
+        "index_of",
+        "split",
+        "starts_with",
+        "remove",
+        "get",
+        "sub_string",
+        "insert",
+        "min",
+        "pad",
+        "extract",
+    ]
+)
 
 
 def _expr(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
@@ -70,8 +141,13 @@ def _expr(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.tuples(children, children).map(lambda t: f"{t[0]}[{t[1]}]"),
         st.tuples(children, children).map(lambda t: f"[{t[0]}, {t[1]}]"),
         st.tuples(children).map(lambda t: f"#{{k: {t[0]}}}"),
-        st.tuples(children, children).map(lambda t: f"{t[0]}?.{t[1].split('.')[-1] or 'a'}"
-                                          if t[1].replace(".", "").isalpha() else f"{t[0]} ?? {t[1]}"),
+        st.tuples(children, children).map(
+            lambda t: (
+                f"{t[0]}?.{t[1].split('.')[-1] or 'a'}"
+                if t[1].replace(".", "").isalpha()
+                else f"{t[0]} ?? {t[1]}"
+            )
+        ),
     )
 
 
@@ -81,40 +157,124 @@ expressions = st.recursive(_leaf, _expr, max_leaves=8)
 def _stmt(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     return st.one_of(
         st.tuples(st.lists(children, min_size=1, max_size=3), expressions).map(
-            lambda t: f"if {t[1]} {{ {' '.join(t[0])} }}"),
+            lambda t: f"if {t[1]} {{ {' '.join(t[0])} }}"
+        ),
         st.tuples(st.integers(0, 40), st.lists(children, max_size=2)).map(
-            lambda t: f"let i = 0; while i < {t[0]} {{ i += 1; {' '.join(t[1])} }}"),
+            lambda t: f"let i = 0; while i < {t[0]} {{ i += 1; {' '.join(t[1])} }}"
+        ),
         st.tuples(expressions, st.lists(children, max_size=2)).map(
-            lambda t: f"for v in {t[0]} {{ {' '.join(t[1])} }}"),
+            lambda t: f"for v in {t[0]} {{ {' '.join(t[1])} }}"
+        ),
         st.tuples(expressions, children, expressions, children).map(
-            lambda t: f"switch {t[0]} {{ 1 | \"a\" => {{ {t[1]} }}, 0..5 if {t[2]} => {{ {t[3]} }}, _ => () }}"),
+            lambda t: f'switch {t[0]} {{ 1 | "a" => {{ {t[1]} }}, 0..5 if {t[2]} => {{ {t[3]} }}, _ => () }}'
+        ),
         st.tuples(st.integers(0, 30), st.lists(children, max_size=2), st.booleans()).map(
-            lambda t: f"let j = 0; do {{ j += 1; {' '.join(t[1])} }} {'until j >=' if t[2] else 'while j <'} {t[0]};"),
+            lambda t: (
+                f"let j = 0; do {{ j += 1; {' '.join(t[1])} }} {'until j >=' if t[2] else 'while j <'} {t[0]};"
+            )
+        ),
     )
 
 
 _simple = st.one_of(
     st.tuples(st.sampled_from(FIELDS), expressions).map(lambda t: f"doc.{t[0]} = {t[1]};"),
     st.tuples(st.sampled_from(FIELDS), st.sampled_from(["+=", "-=", "*=", "/="]), expressions).map(
-        lambda t: f"doc.{t[0]} {t[1]} {t[2]};"),
+        lambda t: f"doc.{t[0]} {t[1]} {t[2]};"
+    ),
     expressions.map(lambda e: f"let x = {e};"),
     expressions.map(lambda e: f"x = {e};"),
     expressions.map(lambda e: f"{e};"),
     expressions.map(lambda e: f"doc.tags.push({e});"),
-    expressions.map(lambda e: f"doc[\"title\"] = {e};"),
-    st.sampled_from(["doc = ();", "return;", "break;", "loop { }", "doc = 1;", "doc.id = 99;", "throw \"no\";",
-                     "context.ctx = 1;", "let s = \"ab\"; loop { s += s; }", "let a = []; loop { a.push(a); }",
-                     "let a = [1]; loop { a += a; }", "doc = #{id: doc.id};"]),
+    expressions.map(lambda e: f'doc["title"] = {e};'),
+    st.sampled_from(
+        [
+            "doc = ();",
+            "return;",
+            "break;",
+            "loop { }",
+            "doc = 1;",
+            "doc.id = 99;",
+            'throw "no";',
+            "context.ctx = 1;",
+            'let s = "ab"; loop { s += s; }',
+            "let a = []; loop { a.push(a); }",
+            "let a = [1]; loop { a += a; }",
+            "doc = #{id: doc.id};",
+        ]
+    ),
 )
 statements = st.recursive(_simple, _stmt, max_leaves=6)
-_functions = st.sampled_from(["", "fn f(a) { a + 1 } ", "fn f(a) { f(a) } ", "fn f(a) { if a > 3 { return a } f(a + 1) } ",
-                              "fn g() { doc } ", "fn f(a, b) { a * b } "])
-programs = st.tuples(_functions, st.lists(statements, min_size=1, max_size=6)).map(lambda t: t[0] + " ".join(t[1]))
+_functions = st.sampled_from(
+    [
+        "",
+        "fn f(a) { a + 1 } ",
+        "fn f(a) { f(a) } ",
+        "fn f(a) { if a > 3 { return a } f(a + 1) } ",
+        "fn g() { doc } ",
+        "fn f(a, b) { a * b } ",
+    ]
+)
+programs = st.tuples(_functions, st.lists(statements, min_size=1, max_size=6)).map(
+    lambda t: t[0] + " ".join(t[1])
+)
 
-_TOKENS = ["doc", ".", "title", "=", "+", "(", ")", "{", "}", "[", "]", "if", "else", "let", "x", "1", "2.5",
-           "switch", "=>", "_", "|", "do", "until", "fn", "f", "return",
-           '"s"', "`a${", "}`", ";", "while", "loop", "for", "in", "..", "#{", ":", ",", "!", "-", "*", "==",
-           "context", "?.", "??", "return", "'c'", "/*", "*/", "//", "\n", "0x1F", "1e400", "fn", "break"]
+_TOKENS = [
+    "doc",
+    ".",
+    "title",
+    "=",
+    "+",
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    "if",
+    "else",
+    "let",
+    "x",
+    "1",
+    "2.5",
+    "switch",
+    "=>",
+    "_",
+    "|",
+    "do",
+    "until",
+    "fn",
+    "f",
+    "return",
+    '"s"',
+    "`a${",
+    "}`",
+    ";",
+    "while",
+    "loop",
+    "for",
+    "in",
+    "..",
+    "#{",
+    ":",
+    ",",
+    "!",
+    "-",
+    "*",
+    "==",
+    "context",
+    "?.",
+    "??",
+    "return",
+    "'c'",
+    "/*",
+    "*/",
+    "//",
+    "\n",
+    "0x1F",
+    "1e400",
+    "fn",
+    "break",
+]
 token_soup = st.lists(st.sampled_from(_TOKENS), max_size=30).map(" ".join)
 
 
@@ -154,7 +314,9 @@ def test_token_soup_never_escapes(source: str, document: dict[str, Any]) -> None
         assert it.ops <= BUDGET or "Too many operations" in str(result)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(programs, st.sampled_from(DOCS))
 def test_random_programs_stay_in_budget(source: str, document: dict[str, Any]) -> None:
     started = time.monotonic()
@@ -170,21 +332,24 @@ def test_random_programs_stay_in_budget(source: str, document: dict[str, Any]) -
         msgspec.json.encode(result)  # the edited document is plain JSON
 
 
-@pytest.mark.parametrize("source", [
-    "loop { }",
-    "let x = 0; while true { x += 1 }",
-    'let s = "abcdefgh"; loop { s += s; }',
-    'let s = "x"; loop { s = `${s}${s}${s}`; }',
-    "let a = [1, 2, 3, 4]; loop { a += a; }",
-    "let a = []; loop { a.push([1, 2, 3, 4, 5, 6, 7, 8]); }",
-    "let m = #{}; let i = 0; loop { m[`k${i}`] = i; i += 1; }",
-    'let a = []; let i = 0; while i < 9000 { a.push("0123456789012345678901234567890123456789"); i += 1 } '
-    "loop { let b = a; let c = a; let d = a; }",
-    'let s = "ab"; s.pad(100000000, "x");',
-    "let a = [0]; a.pad(100000000, [1, 2, 3]);",
-    "let x = 2; loop { x = x * x; }",
-    "let x = 1.5; loop { x = x ** 2.0; }",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "loop { }",
+        "let x = 0; while true { x += 1 }",
+        'let s = "abcdefgh"; loop { s += s; }',
+        'let s = "x"; loop { s = `${s}${s}${s}`; }',
+        "let a = [1, 2, 3, 4]; loop { a += a; }",
+        "let a = []; loop { a.push([1, 2, 3, 4, 5, 6, 7, 8]); }",
+        "let m = #{}; let i = 0; loop { m[`k${i}`] = i; i += 1; }",
+        'let a = []; let i = 0; while i < 9000 { a.push("0123456789012345678901234567890123456789"); i += 1 } '
+        "loop { let b = a; let c = a; let d = a; }",
+        'let s = "ab"; s.pad(100000000, "x");',
+        "let a = [0]; a.pad(100000000, [1, 2, 3]);",
+        "let x = 2; loop { x = x * x; }",
+        "let x = 1.5; loop { x = x ** 2.0; }",
+    ],
+)
 def test_hostile_scripts_stop_within_bounds(source: str) -> None:
     """Scripts that loop or grow data stop with an error, fast and within a bounded memory, under the
     server's real budget."""
@@ -196,8 +361,12 @@ def test_hostile_scripts_stop_within_bounds(source: str) -> None:
     finally:
         tracemalloc.stop()
     assert isinstance(result, ef.RuntimeScriptError), result
-    assert result.bare in ("Too many operations", "Length of string too large", "Size of array too large",
-                           "Size of object map too large") or result.bare.endswith("overflow: 4294967296 * 4294967296"), result
+    assert result.bare in (
+        "Too many operations",
+        "Length of string too large",
+        "Size of array too large",
+        "Size of object map too large",
+    ) or result.bare.endswith("overflow: 4294967296 * 4294967296"), result
     assert time.monotonic() - started < 60
     assert peak < 400 * 1024 * 1024, f"{peak / 2**20:.0f} MiB"
 
@@ -210,7 +379,10 @@ def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     srv = ServerProcess(Path(tmp_path_factory.mktemp("editprops")) / "data.ms").start()
     try:
         with httpx.Client(base_url=srv.url, timeout=120) as client:
-            assert client.patch("/experimental-features", json={"editDocumentsByFunction": True}).status_code == 200
+            assert (
+                client.patch("/experimental-features", json={"editDocumentsByFunction": True}).status_code
+                == 200
+            )
             yield client
     finally:
         srv.stop()
@@ -234,8 +406,11 @@ def _local(source: str) -> tuple[list[dict[str, Any]] | None, str | None, str]:
     for doc in DOCS:
         result, _ = _run(source, doc, ef.MAX_OPERATIONS)
         if isinstance(result, ef.ScriptError):
-            return None, f"Document edition runtime error encountered while running the function: {result}", \
-                EDITION_ERROR
+            return (
+                None,
+                f"Document edition runtime error encountered while running the function: {result}",
+                EDITION_ERROR,
+            )
         if result is None:
             continue
         if not isinstance(result, dict):
@@ -251,9 +426,15 @@ def _local(source: str) -> tuple[list[dict[str, Any]] | None, str | None, str]:
     return sorted(out, key=lambda d: d["id"]), None, EDITION_ERROR
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(st.one_of(programs, token_soup))
 def test_server_applies_scripts_atomically(http: httpx.Client, source: str) -> None:
     uid = f"props_{next(_uids)}"

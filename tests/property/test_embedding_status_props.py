@@ -59,10 +59,16 @@ def vector(name: str) -> st.SearchStrategy[list[int]]:
 def entry(name: str, *, simple: bool) -> st.SearchStrategy[Any]:
     """A `_vectors.<name>` value; `simple`: only forms that send embeddings with `regenerate: false`."""
     embeddings = st.one_of(vector(name), st.lists(vector(name), max_size=2))
-    forms = [st.none(), embeddings, st.fixed_dictionaries({"embeddings": embeddings, "regenerate": st.just(False)})]
+    forms = [
+        st.none(),
+        embeddings,
+        st.fixed_dictionaries({"embeddings": embeddings, "regenerate": st.just(False)}),
+    ]
     if not simple:
-        forms += [st.fixed_dictionaries({"embeddings": embeddings, "regenerate": st.booleans()}),
-                  st.fixed_dictionaries({"regenerate": st.booleans()})]
+        forms += [
+            st.fixed_dictionaries({"embeddings": embeddings, "regenerate": st.booleans()}),
+            st.fixed_dictionaries({"regenerate": st.booleans()}),
+        ]
     return st.one_of(*forms)
 
 
@@ -79,8 +85,11 @@ def operations(simple: bool) -> st.SearchStrategy[list[tuple[Any, ...]]]:
     op = st.one_of(
         # one task names a document once (the pipeline prepares every document against the state
         # before the task)
-        st.tuples(st.just("add"), st.lists(document(simple), min_size=1, max_size=3, unique_by=lambda d: d["id"]),
-                  st.booleans()),
+        st.tuples(
+            st.just("add"),
+            st.lists(document(simple), min_size=1, max_size=3, unique_by=lambda d: d["id"]),
+            st.booleans(),
+        ),
         st.tuples(st.just("delete"), st.lists(st.sampled_from(IDS), min_size=1, max_size=2)),
         st.tuples(st.just("clear")),
         st.tuples(st.just("embedders"), st.sets(st.sampled_from(sorted(DIMS)))),
@@ -101,7 +110,10 @@ def fresh_index() -> Iterator[Index]:
 def set_embedders(index: Index, names: set[str]) -> None:
     with index.write() as w:
         old = complete_settings(w.settings())
-        new = {**old, "embedders": {n: {"source": "userProvided", "dimensions": DIMS[n]} for n in sorted(names)}}
+        new = {
+            **old,
+            "embedders": {n: {"source": "userProvided", "dimensions": DIMS[n]} for n in sorted(names)},
+        }
         reindex_for_settings(w, old, new)
         w.set_settings(new)
 
@@ -210,10 +222,15 @@ def check(index: Index, model: Model, *, exact_user_provided: bool) -> None:
             assert status.user_provided == want_up, name
             assert status.skip_regenerate == want_skip == skip[name], name
             assert store.docids(r, name) == want_vectors, name
-            for form, want in ((f"_vectors.{name}.userProvided EXISTS", want_up),
-                               (f"_vectors.{name}.regenerate EXISTS", want_vectors - want_skip),
-                               (f"_vectors.{name}.documentTemplate EXISTS", want_vectors - want_up),
-                               (f"_vectors.{name}.regenerate NOT EXISTS", BitMap(docids.values()) - (want_vectors - want_skip))):
+            for form, want in (
+                (f"_vectors.{name}.userProvided EXISTS", want_up),
+                (f"_vectors.{name}.regenerate EXISTS", want_vectors - want_skip),
+                (f"_vectors.{name}.documentTemplate EXISTS", want_vectors - want_up),
+                (
+                    f"_vectors.{name}.regenerate NOT EXISTS",
+                    BitMap(docids.values()) - (want_vectors - want_skip),
+                ),
+            ):
                 node = parse_filter(form)
                 assert node is not None
                 assert context.evaluate(node) == want, form
@@ -224,8 +241,9 @@ def check(index: Index, model: Model, *, exact_user_provided: bool) -> None:
     check_legacy_rebuild(index, model, stored, exact_user_provided)
 
 
-def check_legacy_rebuild(index: Index, model: Model, stored: list[tuple[int, dict[str, Any]]],
-                         exact_user_provided: bool) -> None:
+def check_legacy_rebuild(
+    index: Index, model: Model, stored: list[tuple[int, dict[str, Any]]], exact_user_provided: bool
+) -> None:
     """Drops the statuses and the marker, as in an index written before them: a reader derives them
     without reading documents (`legacy_status`), a `StatusWriter` rebuilds them from the documents (in
     a transaction that is then aborted)."""

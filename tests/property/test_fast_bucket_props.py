@@ -33,9 +33,38 @@ from hanzo_engine.engine.storage.keys import FIRST_WORD_FID, KEY_FIRST_WORDS, SE
 from hanzo_engine.engine.update.indexer import read_forward
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
 
-VOCAB = ["sun", "flower", "sunflower", "flowers", "sunn", "new", "news", "york", "newyork", "s",
-         "light", "lights", "night", "knight", "dark", "darkness", "the", "he", "t", "here", "her",
-         "house", "houses", "mouse", "ocean", "oceans", "blue", "glue", "red", "bed"]
+VOCAB = [
+    "sun",
+    "flower",
+    "sunflower",
+    "flowers",
+    "sunn",
+    "new",
+    "news",
+    "york",
+    "newyork",
+    "s",
+    "light",
+    "lights",
+    "night",
+    "knight",
+    "dark",
+    "darkness",
+    "the",
+    "he",
+    "t",
+    "here",
+    "her",
+    "house",
+    "houses",
+    "mouse",
+    "ocean",
+    "oceans",
+    "blue",
+    "glue",
+    "red",
+    "bed",
+]
 FIELDS = ["title", "body", "tags"]
 RULE_SETS = [
     ["words", "typo", "proximity", "attributeRank", "sort", "wordPosition", "exactness"],
@@ -49,22 +78,37 @@ RULE_SETS = [
 SORTS = [None, ["rank:asc"], ["rank:desc", "title:asc"], ["title:desc"]]
 
 text = st.lists(st.sampled_from(VOCAB), min_size=0, max_size=9).map(" ".join)
-document = st.fixed_dictionaries({"title": text, "body": text, "tags": st.lists(text, max_size=2)},
-                                  optional={"rank": st.one_of(st.integers(-3, 3), st.sampled_from(["x", "Y", "z"]),
-                                                              st.lists(st.integers(0, 5), max_size=2))})
-query = st.lists(st.sampled_from([*VOCAB, "sunfl", "flowe", "ne", "houze", "lihgt"]),
-                 min_size=1, max_size=4).map(" ".join)
-config = st.fixed_dictionaries({
-    "rankingRules": st.sampled_from(RULE_SETS),
-    "searchableAttributes": st.sampled_from([["*"], ["title", "body", "tags"], ["body", "title"],
-                                             ["tags", "title", "body"]]),
-    "proximityPrecision": st.sampled_from(["byWord", "byAttribute"]),
-    "synonyms": st.sampled_from([{}, {"sun": ["light", "blue ocean"], "night": ["dark"]},
-                                 {"new york": ["newyork"], "newyork": ["new york"]}]),
-    "typoTolerance": st.sampled_from([{}, {"disableOnAttributes": ["title"]},
-                                      {"minWordSizeForTypos": {"oneTypo": 3, "twoTypos": 5}}]),
-    "sortableAttributes": st.just(["rank", "title"]),
-})
+document = st.fixed_dictionaries(
+    {"title": text, "body": text, "tags": st.lists(text, max_size=2)},
+    optional={
+        "rank": st.one_of(
+            st.integers(-3, 3), st.sampled_from(["x", "Y", "z"]), st.lists(st.integers(0, 5), max_size=2)
+        )
+    },
+)
+query = st.lists(
+    st.sampled_from([*VOCAB, "sunfl", "flowe", "ne", "houze", "lihgt"]), min_size=1, max_size=4
+).map(" ".join)
+config = st.fixed_dictionaries(
+    {
+        "rankingRules": st.sampled_from(RULE_SETS),
+        "searchableAttributes": st.sampled_from(
+            [["*"], ["title", "body", "tags"], ["body", "title"], ["tags", "title", "body"]]
+        ),
+        "proximityPrecision": st.sampled_from(["byWord", "byAttribute"]),
+        "synonyms": st.sampled_from(
+            [
+                {},
+                {"sun": ["light", "blue ocean"], "night": ["dark"]},
+                {"new york": ["newyork"], "newyork": ["new york"]},
+            ]
+        ),
+        "typoTolerance": st.sampled_from(
+            [{}, {"disableOnAttributes": ["title"]}, {"minWordSizeForTypos": {"oneTypo": 3, "twoTypos": 5}}]
+        ),
+        "sortableAttributes": st.just(["rank", "title"]),
+    }
+)
 
 
 def record_sizes(monkeypatch: pytest.MonkeyPatch, method: str, arg: int) -> list[int]:
@@ -80,8 +124,15 @@ def record_sizes(monkeypatch: pytest.MonkeyPatch, method: str, arg: int) -> list
     return sizes
 
 
-def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.MonkeyPatch,
-        sort: list[str] | None = None, walk: bool = False) -> list[Any]:
+def run(
+    index: Index,
+    q: str,
+    strategy: str,
+    fast: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    sort: list[str] | None = None,
+    walk: bool = False,
+) -> list[Any]:
     with monkeypatch.context() as m:
         if fast:
             m.setattr(bucket_sort, "NATIVE_MIN_DOCS", 0)
@@ -90,7 +141,11 @@ def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.Mon
                 m.setattr(native_bucket_keys, "WALK_MIN", 0)
                 m.setattr(native_bucket_keys, "WALK_SHARE", 1)
         else:
-            m.setattr(native_bucket_keys.NativeBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
+            m.setattr(
+                native_bucket_keys.NativeBuckets,
+                "applicable",
+                staticmethod(lambda rules, ordering=None: False),
+            )
         with index.read() as r:
             settings_view = complete_settings(r.settings())
             custom = any(rule.endswith((":asc", ":desc")) for rule in settings_view["rankingRules"])
@@ -101,12 +156,23 @@ def run(index: Index, q: str, strategy: str, fast: bool, monkeypatch: pytest.Mon
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(docs=st.lists(document, min_size=1, max_size=40), cfg=config,
-       queries=st.lists(query, min_size=1, max_size=4),
-       strategy=st.sampled_from(["last", "all", "frequency"]), sort=st.sampled_from(SORTS), walk=st.booleans())
-def test_fast_path_ranks_as_python(docs: list[dict[str, Any]], cfg: dict[str, Any], queries: list[str],
-                                   strategy: str, sort: list[str] | None, walk: bool,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@given(
+    docs=st.lists(document, min_size=1, max_size=40),
+    cfg=config,
+    queries=st.lists(query, min_size=1, max_size=4),
+    strategy=st.sampled_from(["last", "all", "frequency"]),
+    sort=st.sampled_from(SORTS),
+    walk=st.booleans(),
+)
+def test_fast_path_ranks_as_python(
+    docs: list[dict[str, Any]],
+    cfg: dict[str, Any],
+    queries: list[str],
+    strategy: str,
+    sort: list[str] | None,
+    walk: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)], cfg)
         for q in queries:
@@ -121,7 +187,9 @@ def test_fast_path_is_taken_for_a_large_bucket(tmp_path: Path, monkeypatch: pyte
     with index.write() as w:
         for i in range(300):
             words = [VOCAB[(i * 7 + k * 3) % len(VOCAB)] for k in range(i % 9 + 1)]
-            w.put_document(str(i), {"id": i, "title": " ".join(words[:3]), "body": " ".join(words)}, merge=False)
+            w.put_document(
+                str(i), {"id": i, "title": " ".join(words[:3]), "body": " ".join(words)}, merge=False
+            )
         w.touch()
     calls = record_sizes(monkeypatch, "best", 4)
     for q in ("sun", "flower light", "news", "the dark"):
@@ -176,7 +244,11 @@ def test_exact_first_words_narrow_further(tmp_path: Path, monkeypatch: pytest.Mo
             with monkeypatch.context() as m:
                 m.setattr(bucket_sort, "NATIVE_MIN_DOCS", 0)
                 fast = search(r, SearchRequest(q="sun", limit=10, offset=limit_past), settings_view)
-                m.setattr(native_bucket_keys.NativeBuckets, "applicable", staticmethod(lambda rules, ordering=None: False))
+                m.setattr(
+                    native_bucket_keys.NativeBuckets,
+                    "applicable",
+                    staticmethod(lambda rules, ordering=None: False),
+                )
                 slow = search(r, SearchRequest(q="sun", limit=10, offset=limit_past), settings_view)
         assert [fast.docids, fast.scores, fast.details] == [slow.docids, slow.scores, slow.details]
         assert keyed == ([200] if limit_past == 100 else [600])
@@ -193,8 +265,14 @@ def sun_light_index(path: Path, titles: list[str], settings: dict[str, Any] | No
     docs = []
     for i in range(600):
         x, y = others[i % len(others)], others[(i * 7) % len(others)]
-        docs.append({"id": i, "title": titles[i % len(titles)].format(x=x, y=y), "body": f"{y} {x}",
-                     "rank": (i * 37) % 101})
+        docs.append(
+            {
+                "id": i,
+                "title": titles[i % len(titles)].format(x=x, y=y),
+                "body": f"{y} {x}",
+                "rank": (i * 37) % 101,
+            }
+        )
     return build_index(path, docs, settings)
 
 
@@ -217,7 +295,9 @@ def test_first_pairs_narrow_a_two_word_query(tmp_path: Path, monkeypatch: pytest
     # `sun lights` (the best keys need the words adjacent from position 0): only those are keyed;
     # for `sun light` only the quarter starting with the exact words (they alone can have an exact
     # attribute match, which exactness ranks first)
-    index = sun_light_index(tmp_path / "i", ["sun light {x} {y}", "sun {x} light", "{x} sun light", "sun lights {y}"])
+    index = sun_light_index(
+        tmp_path / "i", ["sun light {x} {y}", "sun {x} light", "{x} sun light", "sun lights {y}"]
+    )
     keyed = record_sizes(monkeypatch, "_key", 2)
     monkeypatch.setattr(native_bucket_keys, "PREFILTER_MIN", 100)
     for q in ("sun light", "sun lig"):
@@ -272,7 +352,11 @@ def test_next_words_of_an_older_index_are_not_read(tmp_path: Path, monkeypatch: 
 
 
 @settings(max_examples=60, deadline=None)
-@given(docs=st.lists(document, min_size=1, max_size=30), left=st.sampled_from(VOCAB), right=st.sampled_from(VOCAB))
+@given(
+    docs=st.lists(document, min_size=1, max_size=30),
+    left=st.sampled_from(VOCAB),
+    right=st.sampled_from(VOCAB),
+)
 def test_adjacent_words_as_the_forward_index_says(docs: list[dict[str, Any]], left: str, right: str) -> None:
     # split words (`sunflower` -> `sun flower`) keep the documents where the halves are adjacent
     with tempfile.TemporaryDirectory() as tmp:
@@ -299,7 +383,11 @@ def test_sort_narrows_a_large_bucket(tmp_path: Path, monkeypatch: pytest.MonkeyP
         reindex_for_settings(w, complete_settings({}), new)
         w.set_settings(new)
         for i in range(400):
-            doc: dict[str, Any] = {"id": i, "title": f"sun {VOCAB[i % len(VOCAB)]}", "body": VOCAB[i * 7 % len(VOCAB)]}
+            doc: dict[str, Any] = {
+                "id": i,
+                "title": f"sun {VOCAB[i % len(VOCAB)]}",
+                "body": VOCAB[i * 7 % len(VOCAB)],
+            }
             if i % 5:
                 doc["rank"] = 3 if i % 11 == 0 else 100 + (i * 37) % 400
             w.put_document(str(i), doc, merge=False)
@@ -339,7 +427,9 @@ def test_native_queries_are_shared_between_searches(tmp_path: Path, monkeypatch:
         assert run(index, "sun l", "last", True, monkeypatch) == expected
     assert len(built) == first
     narrower = sun_light_index(tmp_path / "j", titles, {"searchableAttributes": ["title"]})
-    assert run(narrower, "sun l", "last", True, monkeypatch) == run(narrower, "sun l", "last", False, monkeypatch)
+    assert run(narrower, "sun l", "last", True, monkeypatch) == run(
+        narrower, "sun l", "last", False, monkeypatch
+    )
     assert len(built) > first
 
 
@@ -355,11 +445,16 @@ def test_plan_cache_hands_a_taken_entry_to_one_search() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(docs=st.lists(document, min_size=1, max_size=30),
-       asked=st.dictionaries(st.sampled_from([*VOCAB, "zzz"]), st.sets(st.integers(0, 5)), max_size=6),
-       flag=st.sampled_from([0, FIRST_WORD_FID, FIRST_WORD_FID | SECOND_WORD_FID, FIRST_WORD_FID | SOLE_WORD_FID]))
-def test_scanned_unions_read_the_keys_lookups_read(docs: list[dict[str, Any]], asked: dict[str, set[int]],
-                                                   flag: int) -> None:
+@given(
+    docs=st.lists(document, min_size=1, max_size=30),
+    asked=st.dictionaries(st.sampled_from([*VOCAB, "zzz"]), st.sets(st.integers(0, 5)), max_size=6),
+    flag=st.sampled_from(
+        [0, FIRST_WORD_FID, FIRST_WORD_FID | SECOND_WORD_FID, FIRST_WORD_FID | SOLE_WORD_FID]
+    ),
+)
+def test_scanned_unions_read_the_keys_lookups_read(
+    docs: list[dict[str, Any]], asked: dict[str, set[int]], flag: int
+) -> None:
     # the cursor walk over each word's keys unions, per field, exactly the bitmaps the point lookups find
     with tempfile.TemporaryDirectory() as tmp:
         index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)])

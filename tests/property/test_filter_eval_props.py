@@ -32,8 +32,13 @@ WORDS = ("apple", "Apple", " apple ", "Éclair", "eclair", "b", "ba", "12", "12.
 NUMBERS = (-3, 0, 1, 2, 12, 12.5, 100)
 
 scalar = st.one_of(st.sampled_from(WORDS), st.sampled_from(NUMBERS), st.booleans(), st.none())
-value: st.SearchStrategy[Any] = st.one_of(scalar, st.just(""), st.just([]), st.just({}),
-                  st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(NUMBERS), st.booleans()), max_size=3))
+value: st.SearchStrategy[Any] = st.one_of(
+    scalar,
+    st.just(""),
+    st.just([]),
+    st.just({}),
+    st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(NUMBERS), st.booleans()), max_size=3),
+)
 
 
 @st.composite
@@ -57,9 +62,31 @@ literal = st.one_of(st.sampled_from(WORDS), st.sampled_from([str(n) for n in NUM
 def conditions(draw: Any) -> tuple[str, Any]:
     """(filter text, node description for the reference)."""
     field = draw(st.sampled_from(FIELDS))
-    op = draw(st.sampled_from(["=", "!=", ">", ">=", "<", "<=", "TO", "IN", "NOT IN", "EXISTS", "NOT EXISTS",
-                               "IS NULL", "IS NOT NULL", "IS EMPTY", "IS NOT EMPTY", "STARTS WITH",
-                               "NOT STARTS WITH", "CONTAINS", "NOT CONTAINS"]))
+    op = draw(
+        st.sampled_from(
+            [
+                "=",
+                "!=",
+                ">",
+                ">=",
+                "<",
+                "<=",
+                "TO",
+                "IN",
+                "NOT IN",
+                "EXISTS",
+                "NOT EXISTS",
+                "IS NULL",
+                "IS NOT NULL",
+                "IS EMPTY",
+                "IS NOT EMPTY",
+                "STARTS WITH",
+                "NOT STARTS WITH",
+                "CONTAINS",
+                "NOT CONTAINS",
+            ]
+        )
+    )
     if op in ("=", "!=", ">", ">=", "<", "<="):
         lit = draw(literal)
         return f"{field} {op} {quote(lit)}", (op, field, lit)
@@ -78,7 +105,8 @@ def conditions(draw: Any) -> tuple[str, Any]:
 def filters() -> st.SearchStrategy[tuple[str, Any]]:
     def extend(inner: st.SearchStrategy[tuple[str, Any]]) -> st.SearchStrategy[tuple[str, Any]]:
         binary = st.tuples(inner, st.sampled_from(["AND", "OR"]), inner).map(
-            lambda t: (f"({t[0][0]}) {t[1]} ({t[2][0]})", (t[1], t[0][1], t[2][1])))
+            lambda t: (f"({t[0][0]}) {t[1]} ({t[2][0]})", (t[1], t[0][1], t[2][1]))
+        )
         negated = inner.map(lambda t: (f"NOT ({t[0]})", ("NOT", t[1])))
         return st.one_of(binary, negated)
 
@@ -147,7 +175,14 @@ def matches(doc: dict[str, Any], node: Any, known: set[str]) -> bool:
         return not matches(doc, node[1], known)
     _, field, arg = node
     if field not in known:
-        return op in ("NOT IN", "NOT EXISTS", "IS NOT NULL", "IS NOT EMPTY", "NOT STARTS WITH", "NOT CONTAINS")
+        return op in (
+            "NOT IN",
+            "NOT EXISTS",
+            "IS NOT NULL",
+            "IS NOT EMPTY",
+            "NOT STARTS WITH",
+            "NOT CONTAINS",
+        )
     nums, strs = values(doc, field)
     v = raw(doc, field)
     if op == "=":
@@ -157,12 +192,14 @@ def matches(doc: dict[str, Any], node: Any, known: set[str]) -> bool:
     if op in (">", ">=", "<", "<="):
         n = number(arg)
         return (n is not None and any(compare(x, op, n) for x in nums)) or any(
-            compare(s.encode(), op, norm(arg).encode()) for s in strs)
+            compare(s.encode(), op, norm(arg).encode()) for s in strs
+        )
     if op == "TO":
         lo, hi = number(arg[0]), number(arg[1])
         nlo, nhi = norm(arg[0]).encode(), norm(arg[1]).encode()
         return (lo is not None and hi is not None and any(lo <= x <= hi for x in nums)) or any(
-            nlo <= s.encode() <= nhi for s in strs)
+            nlo <= s.encode() <= nhi for s in strs
+        )
     if op in ("IN", "NOT IN"):
         found = any(equal(doc, field, x) for x in arg)
         return found if op == "IN" else not found
@@ -209,8 +246,9 @@ def build(path: Path, docs: list[dict[str, Any]], order: list[int]) -> Index:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(docs=documents(), cases=st.lists(filters(), min_size=1, max_size=8), data=st.data())
-def test_random_filters_match_the_predicate(docs: list[dict[str, Any]], cases: list[tuple[str, Any]],
-                                            data: st.DataObject) -> None:
+def test_random_filters_match_the_predicate(
+    docs: list[dict[str, Any]], cases: list[tuple[str, Any]], data: st.DataObject
+) -> None:
     order = data.draw(st.lists(st.integers(0, len(docs) - 1), max_size=len(docs)))
     with tempfile.TemporaryDirectory() as tmp:
         index = build(Path(tmp) / "idx", docs, order)

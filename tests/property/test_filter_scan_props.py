@@ -38,7 +38,10 @@ def test_scanner_agrees_with_general_parser(expr: str) -> None:
 @settings(SETTINGS, max_examples=600)
 @given(st.lists(clauses(), min_size=1, max_size=6), st.data())
 def test_scanner_on_chains_of_clauses(parts: list[str], data: st.DataObject) -> None:
-    joins = [data.draw(st.sampled_from([" AND ", " OR ", " AND NOT ", ") OR (", "AND", " OR\t"])) for _ in parts[1:]]
+    joins = [
+        data.draw(st.sampled_from([" AND ", " OR ", " AND NOT ", ") OR (", "AND", " OR\t"]))
+        for _ in parts[1:]
+    ]
     expr = parts[0] + "".join(j + p for j, p in zip(joins, parts[1:], strict=True))
     _check(expr)
     _check("(" + expr + ")")
@@ -47,7 +50,7 @@ def test_scanner_on_chains_of_clauses(parts: list[str], data: st.DataObject) -> 
 def test_scanner_reads_the_common_shapes() -> None:
     expr = (
         "NOT (genres = Horror OR release_date > 946684800) AND (director = 'C \\'Chris\\' N' OR price 10 TO 100)"
-        " AND (tags IN [action, \"science fiction\", drama,] OR poster EXISTS) AND NOT (budget IS NULL OR"
+        ' AND (tags IN [action, "science fiction", drama,] OR poster EXISTS) AND NOT (budget IS NULL OR'
         " overview IS NOT EMPTY) AND (x NOT IN [] OR y NOT EXISTS) AND (t CONTAINS kebab OR t NOT STARTS WITH b)"
         " AND _geoRadius(45.47, 9.18, 2000)"
     )

@@ -46,8 +46,11 @@ def _cross(o: Pt, a: Pt, b: Pt) -> int:
 
 
 def _on_segment(p: Pt, a: Pt, b: Pt) -> bool:
-    return (_cross(a, b, p) == 0 and min(a[0], b[0]) <= p[0] <= max(a[0], b[0])
-            and min(a[1], b[1]) <= p[1] <= max(a[1], b[1]))
+    return (
+        _cross(a, b, p) == 0
+        and min(a[0], b[0]) <= p[0] <= max(a[0], b[0])
+        and min(a[1], b[1]) <= p[1] <= max(a[1], b[1])
+    )
 
 
 def _edges(ring: list[Pt]) -> Iterator[tuple[Pt, Pt]]:
@@ -80,7 +83,7 @@ def meet(a: Pt, b: Pt, c: Pt, d: Pt) -> bool:
     o1, o2, o3, o4 = _cross(c, d, a), _cross(c, d, b), _cross(a, b, c), _cross(a, b, d)
     if ((o1 > 0 > o2) or (o1 < 0 < o2)) and ((o3 > 0 > o4) or (o3 < 0 < o4)):
         return True
-    return (_on_segment(a, c, d) or _on_segment(b, c, d) or _on_segment(c, a, b) or _on_segment(d, a, b))
+    return _on_segment(a, c, d) or _on_segment(b, c, d) or _on_segment(c, a, b) or _on_segment(d, a, b)
 
 
 def line_meets_area(line: list[Pt], ring: list[Pt], closed: bool) -> bool:
@@ -102,7 +105,11 @@ areas = st.lists(vertex, min_size=3, max_size=7)
 
 
 def _filter(area: list[tuple[int, int]]) -> str:
-    return "_geoPolygon(" + ", ".join(f"[{lat!r}, {lng!r}]" for lat, lng in map(lambda v: _coord(*v), area)) + ")"
+    return (
+        "_geoPolygon("
+        + ", ".join(f"[{lat!r}, {lng!r}]" for lat, lng in map(lambda v: _coord(*v), area))
+        + ")"
+    )
 
 
 def _ring(area: list[tuple[int, int]]) -> list[Pt]:
@@ -114,7 +121,9 @@ def _ring(area: list[tuple[int, int]]) -> list[Pt]:
 
 @settings(max_examples=150, deadline=None)
 @given(areas, st.lists(st.tuples(st.integers(-2, 14), st.integers(-2, 14)), min_size=1, max_size=40))
-def test_strictly_inside_is_the_even_odd_rule(area: list[tuple[int, int]], points: list[tuple[int, int]]) -> None:
+def test_strictly_inside_is_the_even_odd_rule(
+    area: list[tuple[int, int]], points: list[tuple[int, int]]
+) -> None:
     ring = _ring(area)
     closed = [_coord(*v) for v in [*area, area[0]]]
     rx, ry = np.array([c[1] for c in closed]), np.array([c[0] for c in closed])
@@ -146,7 +155,9 @@ def points_index(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
             doc["_geo"] = {"lat": lat, "lng": lng}  # never looked at by `_geoPolygon`
         docs.append(doc)
     docs.append({"id": len(GRID), "title": "no shape"})
-    return Fixture(Path(tmp_path_factory.mktemp("pts")) / "i", {"filterableAttributes": ["_geojson", "_geo"]}, docs)
+    return Fixture(
+        Path(tmp_path_factory.mktemp("pts")) / "i", {"filterableAttributes": ["_geojson", "_geo"]}, docs
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -164,7 +175,9 @@ for _k in range(120):
     _kind = "LineString" if _k % 2 else "Polygon"
     _size = int(_rng.integers(1 if _kind == "LineString" else 3, 6))
     _center = _rng.integers(-6, 20, size=2)
-    _pts = [(int(_center[0] + _rng.integers(-4, 5)), int(_center[1] + _rng.integers(-4, 5))) for _ in range(_size)]
+    _pts = [
+        (int(_center[0] + _rng.integers(-4, 5)), int(_center[1] + _rng.integers(-4, 5))) for _ in range(_size)
+    ]
     SHAPES.append((_kind, _pts))
 SHAPES.append(("Polygon", [(-40, -40), (60, -40), (60, 60), (-40, 60)]))  # contains every area
 
@@ -183,7 +196,9 @@ def shapes_index(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(area=areas)
-def test_polygon_filter_selects_the_shapes_meeting_it(shapes_index: Fixture, area: list[tuple[int, int]]) -> None:
+def test_polygon_filter_selects_the_shapes_meeting_it(
+    shapes_index: Fixture, area: list[tuple[int, int]]
+) -> None:
     ring = _ring(area)
     expected = []
     for n, (kind, pts) in enumerate(SHAPES):

@@ -29,9 +29,11 @@ from hanzo_engine.engine.vector import VectorStore
 DIM = 4
 LABELS = st.integers(min_value=0, max_value=40)
 VECTOR = st.lists(st.integers(min_value=-4, max_value=4), min_size=DIM, max_size=DIM).map(
-    lambda v: np.asarray(v, dtype=np.float32))
-SETTINGS = settings(max_examples=60, stateful_step_count=40, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+    lambda v: np.asarray(v, dtype=np.float32)
+)
+SETTINGS = settings(
+    max_examples=60, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def sq_dist(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
@@ -75,15 +77,20 @@ class GraphMachine(RuleBasedStateMachine):
             for node, vector in nodes.items():
                 copy.load_vectors([node], copy.encode(vector))
         assert copy.finish_load(stats["entry"]) == 0
-        assert {k: copy.stats()[k] for k in ("live", "tombstones", "labels", "entry")} == \
-            {k: stats[k] for k in ("live", "tombstones", "labels", "entry")}
+        assert {k: copy.stats()[k] for k in ("live", "tombstones", "labels", "entry")} == {
+            k: stats[k] for k in ("live", "tombstones", "labels", "entry")
+        }
         self.graph = copy
 
     def _best(self, query: np.ndarray[Any, Any], label: int) -> float:
         return min(sq_dist(query, v) for v in self.model[label].values())
 
-    @rule(query=VECTOR, k=st.integers(min_value=1, max_value=12),
-          allowed=st.none() | st.sets(LABELS, max_size=15), exact=st.booleans())
+    @rule(
+        query=VECTOR,
+        k=st.integers(min_value=1, max_value=12),
+        allowed=st.none() | st.sets(LABELS, max_size=15),
+        exact=st.booleans(),
+    )
     def search(self, query: np.ndarray[Any, Any], k: int, allowed: set[int] | None, exact: bool) -> None:
         hits = self.graph.search(query, k, filter=None if allowed is None else BitMap(allowed), exact=exact)
         labels = [label for label, _ in hits]
@@ -119,7 +126,9 @@ class StoreMachine(RuleBasedStateMachine):
         self.index.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    @rule(ops=st.lists(st.tuples(st.booleans(), LABELS, VECTOR), min_size=1, max_size=8), commit=st.booleans())
+    @rule(
+        ops=st.lists(st.tuples(st.booleans(), LABELS, VECTOR), min_size=1, max_size=8), commit=st.booleans()
+    )
     def transaction(self, ops: list[tuple[bool, int, np.ndarray[Any, Any]]], commit: bool) -> None:
         model = dict(self.committed)
         try:
@@ -167,5 +176,6 @@ class StoreMachine(RuleBasedStateMachine):
 TestGraph = GraphMachine.TestCase
 TestGraph.settings = SETTINGS
 TestStore = StoreMachine.TestCase
-TestStore.settings = settings(max_examples=25, stateful_step_count=12, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow])
+TestStore.settings = settings(
+    max_examples=25, stateful_step_count=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)

@@ -49,8 +49,9 @@ _U32 = struct.Struct(">I")
 _pack = msgspec.msgpack.Encoder().encode
 
 
-def reference_analyze(tokenizer: TokenizerConfig, document: dict[str, Any],
-                      fid_of: dict[str, int]) -> tuple[dict[int, int], dict[str, list[int]]]:
+def reference_analyze(
+    tokenizer: TokenizerConfig, document: dict[str, Any], fid_of: dict[str, int]
+) -> tuple[dict[int, int], dict[str, list[int]]]:
     """The indexer's documented analysis, in plain Python: positions `fid << 16 | pos`, +8 between
     array elements, nothing past MAX_POSITION."""
     lengths: dict[int, int] = {}
@@ -81,16 +82,43 @@ def reference_analyze(tokenizer: TokenizerConfig, document: dict[str, Any],
 
 # -- documents and operations -------------------------------------------------------------------
 
-WORDS = ["the", "Quick", "brown", "fox", "café", "CAFE", "東京", "straße", "x" * 40, "über", "ok.", "a-b",
-         "1984", "naïve", "hello, world", "Jump! Over", ""]
+WORDS = [
+    "the",
+    "Quick",
+    "brown",
+    "fox",
+    "café",
+    "CAFE",
+    "東京",
+    "straße",
+    "x" * 40,
+    "über",
+    "ok.",
+    "a-b",
+    "1984",
+    "naïve",
+    "hello, world",
+    "Jump! Over",
+    "",
+]
 text = st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join)
-scalar = st.one_of(text, st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False, width=32),
-                   st.booleans(), st.none())
-value = st.recursive(scalar, lambda inner: st.one_of(
-    st.lists(inner, max_size=4),
-    st.dictionaries(st.sampled_from(["a", "b", "title"]), inner, max_size=3)), max_leaves=8)
-document = st.dictionaries(st.sampled_from(["title", "overview", "tags", "info", "n", "_vectors", "a.b"]),
-                           value, max_size=5)
+scalar = st.one_of(
+    text,
+    st.integers(-5, 10**6),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.booleans(),
+    st.none(),
+)
+value = st.recursive(
+    scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(["a", "b", "title"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+document = st.dictionaries(
+    st.sampled_from(["title", "overview", "tags", "info", "n", "_vectors", "a.b"]), value, max_size=5
+)
 ids = st.sampled_from(["1", "2", "3", "4", "5"])
 operation = st.one_of(
     st.tuples(st.just("put"), ids, document, st.booleans()),
@@ -98,8 +126,14 @@ operation = st.one_of(
     st.tuples(st.just("commit")),
     st.just(("clear",)) | st.just(("reindex",)),
 )
-index_settings = st.sampled_from([{}, {"stopWords": ["the", "fox"]}, {"separatorTokens": ["ü"]},
-                                  {"nonSeparatorTokens": ["-"], "dictionary": ["a-b"]}])
+index_settings = st.sampled_from(
+    [
+        {},
+        {"stopWords": ["the", "fox"]},
+        {"separatorTokens": ["ü"]},
+        {"nonSeparatorTokens": ["-"], "dictionary": ["a-b"]},
+    ]
+)
 
 
 @contextmanager
@@ -136,15 +170,17 @@ def check_consistent(index: Index, settings_: dict[str, Any]) -> None:
                     expected_fids.setdefault(word_fid_key(word, fid), set()).add(docid)
                 for fid in {p >> 16 for p in positions if p & 0xFFFF == 1}:
                     # the word at position 1: under fid | FIRST_WORD_FID | SECOND_WORD_FID
-                    expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID | SECOND_WORD_FID),
-                                             set()).add(docid)
+                    expected_fids.setdefault(
+                        word_fid_key(word, fid | FIRST_WORD_FID | SECOND_WORD_FID), set()
+                    ).add(docid)
                 for fid in {p >> 16 for p in positions if p & 0xFFFF == 0}:
                     # the field starts with the word: also under the pseudo field fid | FIRST_WORD_FID
                     expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID), set()).add(docid)
                     if lengths[fid] == 1:
                         # ... and holds it alone: under fid | FIRST_WORD_FID | SOLE_WORD_FID too
-                        expected_fids.setdefault(word_fid_key(word, fid | FIRST_WORD_FID | SOLE_WORD_FID),
-                                                 set()).add(docid)
+                        expected_fids.setdefault(
+                            word_fid_key(word, fid | FIRST_WORD_FID | SOLE_WORD_FID), set()
+                        ).add(docid)
             # a word directly followed by another in the same field: under NEXT_WORD_FID | its bits
             at: dict[int, list[str]] = {}
             for word, positions in postings.items():
@@ -165,13 +201,17 @@ def check_consistent(index: Index, settings_: dict[str, Any]) -> None:
             with txn.cursor(db=index.db(db_name)) as cursor:
                 return {bytes(k): set(BitMap.deserialize(bytes(v))) for k, v in cursor}
 
-        assert {_U32.unpack(bytes(k))[0] for k, _ in txn.cursor(db=index.db(DB_DOCID_WORDS))} == set(documents)
+        assert {_U32.unpack(bytes(k))[0] for k, _ in txn.cursor(db=index.db(DB_DOCID_WORDS))} == set(
+            documents
+        )
         assert stored(DB_WORD_DOCIDS) == expected_words
         assert stored(DB_WORD_FID_DOCIDS) == expected_fids
         assert {fid: v for fid, v in field_stats(reader).items() if v != [0, 0]} == expected_stats
 
 
-def run(index: Index, settings_: dict[str, Any], ops: list[tuple[Any, ...]], *, max_memory: int | None = None) -> None:
+def run(
+    index: Index, settings_: dict[str, Any], ops: list[tuple[Any, ...]], *, max_memory: int | None = None
+) -> None:
     """Applies `ops`, a "commit" ending each write transaction; `max_memory` = 0 makes the indexer
     flush after every document (the memory bound)."""
     ops = [("commit",), *ops]  # the settings go in first, before any document
@@ -201,9 +241,9 @@ def run(index: Index, settings_: dict[str, Any], ops: list[tuple[Any, ...]], *, 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(index_settings, st.lists(operation, max_size=25), st.sampled_from([None, 0]))
-def test_structures_equal_a_rebuild_from_the_stored_documents(settings_: dict[str, Any],
-                                                               ops: list[tuple[Any, ...]],
-                                                               max_memory: int | None) -> None:
+def test_structures_equal_a_rebuild_from_the_stored_documents(
+    settings_: dict[str, Any], ops: list[tuple[Any, ...]], max_memory: int | None
+) -> None:
     with new_index() as index:
         run(index, settings_, list(ops), max_memory=max_memory)
         check_consistent(index, settings_)
@@ -212,10 +252,19 @@ def test_structures_equal_a_rebuild_from_the_stored_documents(settings_: dict[st
 def test_replacing_a_document_twice_in_one_transaction() -> None:
     # add, then remove of a docid added in the same transaction: the `pending` flush path
     with new_index() as index:
-        run(index, {}, [("put", "1", {"title": "alpha beta"}, False), ("commit",),
-                        ("put", "1", {"title": "gamma"}, False), ("put", "1", {"title": "beta delta"}, False),
-                        ("put", "2", {"title": "alpha"}, True), ("delete", "2"),
-                        ("put", "1", {"tags": ["gamma"]}, True)])
+        run(
+            index,
+            {},
+            [
+                ("put", "1", {"title": "alpha beta"}, False),
+                ("commit",),
+                ("put", "1", {"title": "gamma"}, False),
+                ("put", "1", {"title": "beta delta"}, False),
+                ("put", "2", {"title": "alpha"}, True),
+                ("delete", "2"),
+                ("put", "1", {"tags": ["gamma"]}, True),
+            ],
+        )
         check_consistent(index, {})
         with index.read() as reader:
             keys = {bytes(k) for k, _ in reader.txn.cursor(db=index.db(DB_WORD_DOCIDS))}
@@ -224,8 +273,9 @@ def test_replacing_a_document_twice_in_one_transaction() -> None:
 
 # -- the analysis --------------------------------------------------------------------------------
 
-field_texts = st.lists(st.tuples(st.integers(0, 0xFFFF), st.lists(text, max_size=4)), max_size=5,
-                       unique_by=lambda f: f[0])
+field_texts = st.lists(
+    st.tuples(st.integers(0, 0xFFFF), st.lists(text, max_size=4)), max_size=5, unique_by=lambda f: f[0]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -236,8 +286,14 @@ def test_analyze_matches_the_reference_and_msgspec(fields: list[tuple[int, list[
     fid_of = {f"f{fid}": fid for fid, _ in fields}
     lengths, postings, per_field = analyze(tokenizer, fields)
     assert (lengths, postings) == reference_analyze(tokenizer, document, fid_of)
-    first = {fid: {w: min(p for p in ps if p >> 16 == fid) for w, ps in postings.items()
-                   if any(p >> 16 == fid for p in ps)} for fid in lengths}
+    first = {
+        fid: {
+            w: min(p for p in ps if p >> 16 == fid)
+            for w, ps in postings.items()
+            if any(p >> 16 == fid for p in ps)
+        }
+        for fid in lengths
+    }
     assert per_field == [(fid, sorted(first[fid], key=first[fid].__getitem__)) for fid in lengths]
     forward = PostingAccumulator().add(tokenizer, 7, fields)
     assert forward == _pack((lengths, postings))
@@ -249,7 +305,11 @@ def test_position_cap_and_long_containers() -> None:
     # bytes (str8), over 15 words (map16) and positions (array16), fids needing u8/u16 encodings.
     tokenizer = tokenizer_for({})
     long_words = " ".join(chr(ord("a") + i % 26) * (31 + i) for i in range(20))
-    fields = [(0, ["one two three four five six seven"] * 10_000), (200, [long_words]), (0xFFFF, ["last word"])]
+    fields = [
+        (0, ["one two three four five six seven"] * 10_000),
+        (200, [long_words]),
+        (0xFFFF, ["last word"]),
+    ]
     document = {"a": fields[0][1], "b": fields[1][1], "c": fields[2][1]}
     reference = reference_analyze(tokenizer, document, {"a": 0, "b": 200, "c": 0xFFFF})
     lengths, postings, _ = analyze(tokenizer, fields)
@@ -274,9 +334,12 @@ def test_bad_input_is_rejected() -> None:
 
 # -- the bitmap merge ----------------------------------------------------------------------------
 
+
 def u32_sets(max_size: int) -> st.SearchStrategy[list[int]]:
     chunky = st.integers(0, 3).flatmap(lambda hi: st.integers(hi << 16, (hi << 16) + 0xFFFF))
-    ranges = st.tuples(st.integers(0, 200_000), st.integers(1, 9000)).map(lambda t: list(range(t[0], t[0] + t[1])))
+    ranges = st.tuples(st.integers(0, 200_000), st.integers(1, 9000)).map(
+        lambda t: list(range(t[0], t[0] + t[1]))
+    )
     return st.one_of(
         st.lists(chunky, max_size=max_size),
         st.lists(st.integers(0, 2**32 - 1), max_size=max_size),
@@ -286,9 +349,14 @@ def u32_sets(max_size: int) -> st.SearchStrategy[list[int]]:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(u32_sets(6000), st.booleans(), st.booleans(), u32_sets(6000), u32_sets(6000), st.booleans())
-def test_merge_bitmap_is_stored_minus_removed_or_added(old: list[int], run_optimize: bool, absent: bool,
-                                                        added: list[int], removed: list[int],
-                                                        remove_stored: bool) -> None:
+def test_merge_bitmap_is_stored_minus_removed_or_added(
+    old: list[int],
+    run_optimize: bool,
+    absent: bool,
+    added: list[int],
+    removed: list[int],
+    remove_stored: bool,
+) -> None:
     stored = BitMap(old)
     if run_optimize:
         stored.run_optimize()

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from hanzo_engine._native.indexing import next_word_bits
 
 
-@given(prefix=st.binary(min_size=2, max_size=4), tails=st.lists(st.binary(max_size=8), min_size=1, max_size=20))
+@given(
+    prefix=st.binary(min_size=2, max_size=4), tails=st.lists(st.binary(max_size=8), min_size=1, max_size=20)
+)
 def test_words_sharing_two_bytes_share_their_bits(prefix: bytes, tails: list[bytes]) -> None:
     assert len({next_word_bits(prefix + tail) for tail in tails} | {next_word_bits(prefix)}) == 1
 

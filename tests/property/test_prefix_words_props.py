@@ -18,11 +18,14 @@ word = st.text(alphabet=ALPHABET, min_size=1, max_size=5)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(texts=st.lists(st.lists(word, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=20),
-       prefixes=st.lists(st.text(alphabet=ALPHABET, min_size=1, max_size=3), min_size=1, max_size=8),
-       limit=st.integers(1, 12))
-def test_prefix_words_from_the_dictionary_equal_the_cursor_walk(texts: list[str], prefixes: list[str],
-                                                                 limit: int) -> None:
+@given(
+    texts=st.lists(st.lists(word, min_size=1, max_size=6).map(" ".join), min_size=1, max_size=20),
+    prefixes=st.lists(st.text(alphabet=ALPHABET, min_size=1, max_size=3), min_size=1, max_size=8),
+    limit=st.integers(1, 12),
+)
+def test_prefix_words_from_the_dictionary_equal_the_cursor_walk(
+    texts: list[str], prefixes: list[str], limit: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
         with index.write() as w:

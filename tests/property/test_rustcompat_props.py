@@ -35,7 +35,7 @@ def test_debug_str_quotes_without_losing_anything(text: str) -> None:
     i = 0
     while i < len(body):
         if body[i] == "\\":
-            assert body[i + 1] in "\\\"0tnru"
+            assert body[i + 1] in '\\"0tnru'
             i += 2
         else:
             assert body[i] != '"'
@@ -44,7 +44,9 @@ def test_debug_str_quotes_without_losing_anything(text: str) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | finite | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

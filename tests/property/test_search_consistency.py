@@ -29,12 +29,15 @@ TOKENIZER = Tokenizer()
 WORDS = [TOKENIZER.normalize(w) for w in VOCABULARY]
 
 text = st.lists(st.sampled_from(VOCABULARY), max_size=5).map(" ".join)
-fields = st.fixed_dictionaries({}, optional={
-    "title": text,
-    "body": st.one_of(text, st.lists(text, max_size=3)),
-    "meta": st.fixed_dictionaries({"note": text}),
-    "count": st.integers(0, 3),
-})
+fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "title": text,
+        "body": st.one_of(text, st.lists(text, max_size=3)),
+        "meta": st.fixed_dictionaries({"note": text}),
+        "count": st.integers(0, 3),
+    },
+)
 doc_id = st.integers(0, 7)
 operation: st.SearchStrategy[tuple[str, int, dict[str, Any]]] = st.one_of(
     st.tuples(st.just("put"), doc_id, fields),
@@ -42,8 +45,12 @@ operation: st.SearchStrategy[tuple[str, int, dict[str, Any]]] = st.one_of(
     st.tuples(st.just("delete"), doc_id, st.just({})),
 )
 batches = st.lists(st.lists(operation, min_size=1, max_size=6), min_size=1, max_size=4)
-queries = st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3), st.booleans(),
-                    st.lists(st.sampled_from(WORDS), max_size=1), st.integers(1, 4))
+queries = st.tuples(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    st.booleans(),
+    st.lists(st.sampled_from(WORDS), max_size=1),
+    st.integers(1, 4),
+)
 
 
 def apply(state: dict[str, dict[str, Any]], op: tuple[str, int, dict[str, Any]]) -> None:
@@ -68,7 +75,9 @@ def words_of(document: dict[str, Any]) -> list[str]:
     return out
 
 
-def brute_force(state: dict[str, dict[str, Any]], terms: list[str], prefix: bool, negated: list[str]) -> set[int]:
+def brute_force(
+    state: dict[str, dict[str, Any]], terms: list[str], prefix: bool, negated: list[str]
+) -> set[int]:
     found = set()
     for doc in state.values():
         words = words_of(doc)
@@ -85,8 +94,9 @@ def brute_force(state: dict[str, dict[str, Any]], terms: list[str], prefix: bool
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=batches, checks=st.lists(queries, min_size=1, max_size=6))
-def test_search_matches_brute_force(batches: list[list[tuple[str, int, dict[str, Any]]]],
-                                   checks: list[tuple[list[str], bool, list[str], int]]) -> None:
+def test_search_matches_brute_force(
+    batches: list[list[tuple[str, int, dict[str, Any]]]], checks: list[tuple[list[str], bool, list[str], int]]
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = Index.create(Path(tmp) / "idx", primary_key="id", created_at=0)
         try:

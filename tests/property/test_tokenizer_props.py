@@ -23,15 +23,25 @@ SPECIAL = (
     "0123456789½①ﬁＡ"  # digits and compatibility characters
 )
 interesting = st.text(alphabet=st.sampled_from(SPECIAL), max_size=60)
-any_text = st.one_of(st.text(max_size=80), interesting, st.lists(st.sampled_from(
-    ["Hello", "world", "32.3", "C++", "J. R. R.", "東京", "ガ", "ไทย", " ", ". ", ", ", "\u0301", "é"]),
-    max_size=12).map("".join))
+any_text = st.one_of(
+    st.text(max_size=80),
+    interesting,
+    st.lists(
+        st.sampled_from(
+            ["Hello", "world", "32.3", "C++", "J. R. R.", "東京", "ガ", "ไทย", " ", ". ", ", ", "\u0301", "é"]
+        ),
+        max_size=12,
+    ).map("".join),
+)
 
 pattern = st.text(alphabet=st.sampled_from("ab.- |+東é"), min_size=1, max_size=3)
 tokenizers = st.builds(
     lambda seps, non_seps, dictionary, stop: Tokenizer(
-        separator_tokens=seps, non_separator_tokens=non_seps, dictionary=dictionary, stop_words=stop),
-    st.lists(pattern, max_size=3), st.lists(pattern, max_size=3), st.lists(pattern, max_size=3),
+        separator_tokens=seps, non_separator_tokens=non_seps, dictionary=dictionary, stop_words=stop
+    ),
+    st.lists(pattern, max_size=3),
+    st.lists(pattern, max_size=3),
+    st.lists(pattern, max_size=3),
     st.lists(st.sampled_from(["a", "the", "東", "É"]), max_size=2),
 )
 DEFAULT = Tokenizer()
@@ -43,8 +53,8 @@ def check_spans(text: str, tokenizer: Tokenizer) -> None:
     for token in tokenizer.tokenize(text):
         assert token.length > 0
         assert end <= token.start and token.end <= len(raw)  # ordered, disjoint, inside the text
-        raw[:token.start].decode()  # both ends on UTF-8 boundaries
-        raw[token.start:token.end].decode()
+        raw[: token.start].decode()  # both ends on UTF-8 boundaries
+        raw[token.start : token.end].decode()
         end = token.end
 
 
@@ -68,11 +78,11 @@ def test_words_are_their_span_normalized_and_gaps_normalize_to_nothing(text: str
     raw = text.encode()
     end = 0
     for token in DEFAULT.tokenize(text):
-        original = raw[token.start:token.end].decode()
+        original = raw[token.start : token.end].decode()
         if not token.is_separator:
             assert token.word == native.normalize(original) != ""
         # What lies between tokens is only what normalized to nothing (controls, lone marks).
-        assert native.normalize(raw[end:token.start].decode()) == ""
+        assert native.normalize(raw[end : token.start].decode()) == ""
         end = token.end
     assert native.normalize(raw[end:].decode()) == ""
 
@@ -93,8 +103,11 @@ def test_positions_and_index_mode_agree(text: str, max_positions: int) -> None:
     positions = [t.position for t in words]
     assert all(later - earlier in (1, 8) for earlier, later in itertools.pairwise(positions))
     assert not positions or positions[0] == 0
-    expected = [(t.word, t.position) for t in words
-                if not t.is_stop_word and len(t.word.encode()) <= native.MAX_WORD_BYTES]
+    expected = [
+        (t.word, t.position)
+        for t in words
+        if not t.is_stop_word and len(t.word.encode()) <= native.MAX_WORD_BYTES
+    ]
     assert tokenizer.word_positions(text) == expected
     assert tokenizer.word_positions(text, max_positions) == [(w, p) for w, p in expected if p < max_positions]
 

@@ -107,8 +107,13 @@ MILLI_SETTINGS: dict[str, Any] = {
     "synonyms": {"hello": ["good morning"], "world": ["earth"], "america": ["the united states"]},
 }
 MILLI_QUERY = "hello world america"
-RANK_FIELDS = {"words": "word_rank", "typo": "typo_rank", "proximity": "proximity_rank",
-               "attribute": "attribute_rank", "exactness": "exact_rank"}
+RANK_FIELDS = {
+    "words": "word_rank",
+    "typo": "typo_rank",
+    "proximity": "proximity_rank",
+    "attribute": "attribute_rank",
+    "exactness": "exact_rank",
+}
 
 
 def milli_test_set() -> list[dict[str, Any]]:

@@ -38,8 +38,22 @@ DOCS = [{"id": i, "title": t, "description": d, "plot": p} for i, (t, d, p) in e
 SEARCHABLE = ["title", "description", "plot"]
 QUERY = "the quick brown fox jumps over the lazy dog"
 # milli's snapshot (attribute_fid_ngrams): (id, fid rank /19, position rank /91), in order
-MILLI = [(2, 19, 91), (6, 15, 81), (5, 14, 79), (4, 13, 77), (3, 12, 83), (9, 11, 75), (8, 10, 79),
-         (7, 10, 73), (11, 7, 77), (10, 6, 81), (13, 6, 81), (12, 6, 78), (14, 5, 75), (0, 1, 91)]
+MILLI = [
+    (2, 19, 91),
+    (6, 15, 81),
+    (5, 14, 79),
+    (4, 13, 77),
+    (3, 12, 83),
+    (9, 11, 75),
+    (8, 10, 79),
+    (7, 10, 73),
+    (11, 7, 77),
+    (10, 6, 81),
+    (13, 6, 81),
+    (12, 6, 78),
+    (14, 5, 75),
+    (0, 1, 91),
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +67,10 @@ def test_legacy_attribute_rule(legacy: Idx) -> None:
     for hit, (i, fid, pos) in zip(result["hits"], MILLI, strict=True):
         detail = hit["_rankingScoreDetails"]["attribute"]
         assert (hit["id"], detail["attributeRankingOrderScore"], detail["queryWordDistanceScore"]) == (
-            i, fid / 19, pos / 91), hit["id"]
+            i,
+            fid / 19,
+            pos / 91,
+        ), hit["id"]
         # the detail's score folds both ranks; with one rule it is the ranking score
         assert detail["score"] == hit["_rankingScore"] == ((fid - 1) * 91 + pos) / (19 * 91)
         assert list(detail) == ["order", "attributeRankingOrderScore", "queryWordDistanceScore", "score"]
@@ -72,11 +89,20 @@ def test_attribute_rank(make_index: Callable[..., Idx]) -> None:
 
 
 def test_searchable_attributes_order_is_the_weight(make_index: Callable[..., Idx]) -> None:
-    docs = [{"id": 0, "a": "kiwi", "b": "", "c": ""}, {"id": 1, "a": "", "b": "kiwi", "c": ""},
-            {"id": 2, "a": "", "b": "", "c": "kiwi"}]
-    idx = make_index(docs, {"searchableAttributes": ["a", "b", "c"], "rankingRules": ["words", "attributeRank"]})
+    docs = [
+        {"id": 0, "a": "kiwi", "b": "", "c": ""},
+        {"id": 1, "a": "", "b": "kiwi", "c": ""},
+        {"id": 2, "a": "", "b": "", "c": "kiwi"},
+    ]
+    idx = make_index(
+        docs, {"searchableAttributes": ["a", "b", "c"], "rankingRules": ["words", "attributeRank"]}
+    )
     assert idx.ids("kiwi") == [0, 1, 2]
-    assert [h["_rankingScoreDetails"]["attributeRank"]["score"] for h in idx.search("kiwi")["hits"]] == [1, 2 / 3, 1 / 3]
+    assert [h["_rankingScoreDetails"]["attributeRank"]["score"] for h in idx.search("kiwi")["hits"]] == [
+        1,
+        2 / 3,
+        1 / 3,
+    ]
     idx.settings({"searchableAttributes": ["c", "a", "b"]})
     assert idx.ids("kiwi") == [2, 0, 1]
     # restricted to some attributes: only those are searched, the weights stay
@@ -89,33 +115,68 @@ def test_searchable_attributes_order_is_the_weight(make_index: Callable[..., Idx
 
 
 def test_nested_fields_share_their_parent_weight(make_index: Callable[..., Idx]) -> None:
-    docs = [{"id": 0, "meta": {"x": "kiwi"}, "name": ""}, {"id": 1, "meta": {"x": ""}, "name": "kiwi"},
-            {"id": 2, "meta": {"y": {"z": "kiwi"}}, "name": ""}]
-    idx = make_index(docs, {"searchableAttributes": ["name", "meta"], "rankingRules": ["words", "attributeRank"]})
+    docs = [
+        {"id": 0, "meta": {"x": "kiwi"}, "name": ""},
+        {"id": 1, "meta": {"x": ""}, "name": "kiwi"},
+        {"id": 2, "meta": {"y": {"z": "kiwi"}}, "name": ""},
+    ]
+    idx = make_index(
+        docs, {"searchableAttributes": ["name", "meta"], "rankingRules": ["words", "attributeRank"]}
+    )
     assert_buckets(idx.buckets("kiwi"), [[1], [0, 2]])
 
 
 def test_attribute_rank_before_words_keeps_partial_matches(make_index: Callable[..., Idx]) -> None:
     docs: list[dict[str, Any]] = [
-        {"id": 0, "title": "albert einstein", "category": "physics",
-         "description": "famous physicist who developed the theory of relativity"},
-        {"id": 1, "title": "albert abraham michelson", "category": "physics",
-         "description": "measured the speed of light with great precision"},
-        {"id": 2, "title": "albert camus", "category": "literature",
-         "description": "french author and philosopher known for absurdism"},
-        {"id": 3, "title": "albert schweitzer", "category": "medicine", "description": "physician and philosopher in africa"},
-        {"id": 4, "title": "physics of fluids", "category": "physics",
-         "description": "a journal about fluid dynamics and related topics"},
-        {"id": 5, "title": "richard feynman", "category": "physics",
-         "description": "albert einstein once inspired this quantum physicist"},
+        {
+            "id": 0,
+            "title": "albert einstein",
+            "category": "physics",
+            "description": "famous physicist who developed the theory of relativity",
+        },
+        {
+            "id": 1,
+            "title": "albert abraham michelson",
+            "category": "physics",
+            "description": "measured the speed of light with great precision",
+        },
+        {
+            "id": 2,
+            "title": "albert camus",
+            "category": "literature",
+            "description": "french author and philosopher known for absurdism",
+        },
+        {
+            "id": 3,
+            "title": "albert schweitzer",
+            "category": "medicine",
+            "description": "physician and philosopher in africa",
+        },
+        {
+            "id": 4,
+            "title": "physics of fluids",
+            "category": "physics",
+            "description": "a journal about fluid dynamics and related topics",
+        },
+        {
+            "id": 5,
+            "title": "richard feynman",
+            "category": "physics",
+            "description": "albert einstein once inspired this quantum physicist",
+        },
     ]
     searchable = ["title", "category", "description"]
-    idx = make_index(docs, {"searchableAttributes": searchable,
-                            "rankingRules": ["words", "typo", "proximity", "attribute"]})
+    idx = make_index(
+        docs,
+        {"searchableAttributes": searchable, "rankingRules": ["words", "typo", "proximity", "attribute"]},
+    )
     # "physics" is the last word: a prefix, and with one typo it matches "physici(an)" in 3
     assert_milli_order(idx.search("albert physics")["hits"], [0, 1, 5, 3, 2])
-    for rules in (["attributeRank", "words", "typo", "proximity"], ["wordPosition", "words", "typo", "proximity"],
-                  ["attributeRank", "wordPosition", "words", "typo", "proximity"]):
+    for rules in (
+        ["attributeRank", "words", "typo", "proximity"],
+        ["wordPosition", "words", "typo", "proximity"],
+        ["attributeRank", "wordPosition", "words", "typo", "proximity"],
+    ):
         idx.settings({"rankingRules": rules})
         result = idx.search("albert physics")
         assert sorted(h["id"] for h in result["hits"]) == [0, 1, 2, 3, 5], rules

@@ -34,7 +34,11 @@ DOCS: list[dict[str, Any]] = [
     {"id": 0, "title": "Ocean currents", "body": "The ocean moves heat; currents carry it far."},
     {"id": 1, "title": "Desert winds", "body": "Winds shape dunes. The desert is dry, the desert is wide."},
     {"id": 2, "title": "ocean ocean ocean", "body": "A short one."},
-    {"id": 3, "title": "Mountain", "body": "Snow, rock, ocean views and winds on every mountain ridge we climbed."},
+    {
+        "id": 3,
+        "title": "Mountain",
+        "body": "Snow, rock, ocean views and winds on every mountain ridge we climbed.",
+    },
     {"id": 4, "title": "", "body": ["ocean", "winds of the ocean", "dunes"]},
     {"id": 5, "title": "Rivers", "body": "ocean rivers meet the sea near the dunes"},
     {"id": 6, "title": "the", "body": "nothing here"},
@@ -70,7 +74,9 @@ def reference(terms: list[tuple[str, ...]]) -> dict[int, float]:
         return sum(tuple(ws[i : i + len(term)]) == term for i in range(len(ws) - len(term) + 1))
 
     n = len(DOCS)
-    containing = {t: {i for per_doc in words.values() for i, ws in per_doc.items() if tf(ws, t)} for t in terms}
+    containing = {
+        t: {i for per_doc in words.values() for i, ws in per_doc.items() if tf(ws, t)} for t in terms
+    }
     scores: dict[int, float] = {}
     for i in set().union(*containing.values()):
         total = 0.0
@@ -110,8 +116,9 @@ def run(index: Index, q: str, settings: dict[str, Any] | None = None, **params: 
         return search(reader, SearchRequest(q=q, limit=params.pop("limit", 100), **params), full)
 
 
-@pytest.mark.parametrize("q", ["ocean winds ", "desert rivers ", "glaciers ocean dunes ", "sea mountain winds ",
-                               "winds "])
+@pytest.mark.parametrize(
+    "q", ["ocean winds ", "desert rivers ", "glaciers ocean dunes ", "sea mountain winds ", "winds "]
+)
 def test_any_word_ordered_by_bm25(index: Index, q: str) -> None:
     expected = reference([(w,) for w in q.split()])
     result = run(index, q)
@@ -163,21 +170,38 @@ def test_distinct_terms_are_bounded_at_1024(index: Index) -> None:
 
 def test_parse_distinct_counts_query_term_frequency() -> None:
     tok = Tokenizer(stop_words=STOP)
-    q = "Ocean winds, the ocean; OCEAN \"ocean winds\" winds \"ocean winds\" ocea"
+    q = 'Ocean winds, the ocean; OCEAN "ocean winds" winds "ocean winds" ocea'
     parsed = parse_query(q, tok, max_terms=MAX_TERMS_BM25, distinct=True)
     assert [(t.index, t.word, t.count, t.is_prefix) for t in parsed.terms] == [
-        (0, "ocean", 3, False), (1, "winds", 2, False), (2, "ocean winds", 2, False), (3, "ocea", 1, True)]
+        (0, "ocean", 3, False),
+        (1, "winds", 2, False),
+        (2, "ocean winds", 2, False),
+        (3, "ocea", 1, True),
+    ]
     assert parsed.terms[2].phrase == ["ocean", "winds"]
     # the default parsing keeps repeats as separate terms, up to 10
     plain = parse_query(q, tok)
-    assert [t.word for t in plain.terms] == ["ocean", "winds", "ocean", "ocean", "ocean winds", "winds",
-                                             "ocean winds", "ocea"]
+    assert [t.word for t in plain.terms] == [
+        "ocean",
+        "winds",
+        "ocean",
+        "ocean",
+        "ocean winds",
+        "winds",
+        "ocean winds",
+        "ocea",
+    ]
     assert all(t.count == 1 for t in plain.terms)
     assert len(parse_query(" ".join(filler_words(30)), tok).terms) == 10
-    assert len(parse_query(" ".join(filler_words(1100)), tok, max_terms=MAX_TERMS_BM25, distinct=True).terms) == 1024
+    assert (
+        len(parse_query(" ".join(filler_words(1100)), tok, max_terms=MAX_TERMS_BM25, distinct=True).terms)
+        == 1024
+    )
 
 
-@pytest.mark.parametrize("q", ["ocean ocean winds ", "winds ocean winds winds dunes ocean ", "the ocean of the sea "])
+@pytest.mark.parametrize(
+    "q", ["ocean ocean winds ", "winds ocean winds winds dunes ocean ", "the ocean of the sea "]
+)
 def test_repeated_terms_weigh_by_query_term_frequency(index: Index, q: str) -> None:
     # a repeated word adds its BM25 once per occurrence (bm25s, SQLite FTS5): qtf * idf
     words = q.split()
@@ -194,7 +218,9 @@ def test_pagination_filter_negation_threshold(index: Index) -> None:
     expected = expected_order(reference([("ocean",), ("winds",)]))
     assert run(index, "ocean winds ", offset=2, limit=3).docids == expected[2:5]
     universe = BitMap([1, 3, 5])
-    assert run(index, "ocean winds ", filter_universe=universe).docids == [i for i in expected if i in universe]
+    assert run(index, "ocean winds ", filter_universe=universe).docids == [
+        i for i in expected if i in universe
+    ]
     assert run(index, "ocean winds -desert").docids == [i for i in expected if i != 1]
     result = run(index, "ocean winds ")
     cut = result.scores[2]
@@ -220,7 +246,9 @@ def test_typo_derivations_count(tmp_path: Path) -> None:
         idx.close()
 
 
-@pytest.mark.parametrize("q", ["ocean winds dunes glaciers ", "the ocean rivers sea ", "winds desert mountain "])
+@pytest.mark.parametrize(
+    "q", ["ocean winds dunes glaciers ", "the ocean rivers sea ", "winds desert mountain "]
+)
 def test_maxscore_pruning_keeps_the_exact_top(tmp_path: Path, q: str) -> None:
     # no stop words: `the` and `ocean` match most documents, which MaxScore may skip
     idx = Index.create(tmp_path / "prune", primary_key="id", created_at=0)

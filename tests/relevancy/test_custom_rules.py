@@ -49,7 +49,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("rules", "strategy"), CASES, ids=lambda v: ",".join(v) if isinstance(v, list) else v)
+@pytest.mark.parametrize(
+    ("rules", "strategy"), CASES, ids=lambda v: ",".join(v) if isinstance(v, list) else v
+)
 def test_milli_test_set(milli_index: Idx, rules: list[str], strategy: str) -> None:
     milli_index.settings({"rankingRules": rules})
     result = milli_index.search(MILLI_QUERY, matchingStrategy=strategy)
@@ -114,8 +116,12 @@ def test_nested_field(custom: Idx) -> None:
 
 
 def test_custom_rule_before_words_sorts_every_match(make_index: Callable[..., Idx]) -> None:
-    docs = [{"id": 0, "t": "red apple", "n": 3}, {"id": 1, "t": "red", "n": 1}, {"id": 2, "t": "apple", "n": 2},
-            {"id": 3, "t": "red apple pie", "n": 2}]
+    docs = [
+        {"id": 0, "t": "red apple", "n": 3},
+        {"id": 1, "t": "red", "n": 1},
+        {"id": 2, "t": "apple", "n": 2},
+        {"id": 3, "t": "red apple pie", "n": 2},
+    ]
     idx = make_index(docs, {"rankingRules": ["n:asc", "words", "exactness"]})
     # `last` keeps the documents with "red" only; the custom rule orders them before words does
     result = idx.search("red apple")
@@ -137,8 +143,10 @@ def test_placeholder_search_uses_custom_rules(custom: Idx) -> None:
 
 
 def test_hidden_field_is_redacted(make_index: Callable[..., Idx]) -> None:
-    idx = make_index([{"id": 0, "t": "kiwi", "secret": 2}, {"id": 1, "t": "kiwi", "secret": 1}],
-                     {"rankingRules": ["words", "secret:asc"], "displayedAttributes": ["id", "t"]})
+    idx = make_index(
+        [{"id": 0, "t": "kiwi", "secret": 2}, {"id": 1, "t": "kiwi", "secret": 1}],
+        {"rankingRules": ["words", "secret:asc"], "displayedAttributes": ["id", "t"]},
+    )
     result = idx.search("kiwi")
     assert [h["id"] for h in result["hits"]] == [1, 0]
     assert result["hits"][0]["_rankingScoreDetails"]["<hidden-rule-1>"] == {"order": 1, "value": "<hidden>"}

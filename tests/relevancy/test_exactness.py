@@ -35,8 +35,13 @@ def test_simple_ordered(make_index: Callable[..., Idx]) -> None:
     details = {h["id"]: exactness(h) for h in result["hits"]}
     assert details[9] == {"order": 1, "matchType": "exactMatch", "score": 1.0}
     # 6 ("... jumps over") keeps 7 terms (the second "the" is in it) but has no 7th word
-    assert details[6] == {"order": 1, "matchType": "noExactMatch", "matchingWords": 7, "maxMatchingWords": 7,
-                          "score": 8 / 24}
+    assert details[6] == {
+        "order": 1,
+        "matchType": "noExactMatch",
+        "matchingWords": 7,
+        "maxMatchingWords": 7,
+        "score": 8 / 24,
+    }
     assert result["hits"][0]["_rankingScore"] == 1.0
 
 
@@ -46,30 +51,54 @@ def test_simple_reversed(make_index: Callable[..., Idx]) -> None:
     # docs without "the" are not returned (the first term is never dropped); 3 starts with "the"
     assert_milli_order(result["hits"], [9, 8, 3, 4, 5, 6, 7])
     types = {h["id"]: exactness(h)["matchType"] for h in result["hits"]}
-    assert types == {9: "exactMatch", 8: "noExactMatch", 3: "matchesStart", 4: "noExactMatch",
-                     5: "noExactMatch", 6: "noExactMatch", 7: "noExactMatch"}
+    assert types == {
+        9: "exactMatch",
+        8: "noExactMatch",
+        3: "matchesStart",
+        4: "noExactMatch",
+        5: "noExactMatch",
+        6: "noExactMatch",
+        7: "noExactMatch",
+    }
 
 
 def test_simple_random(make_index: Callable[..., Idx]) -> None:
-    texts = ["", "over", "jump dog", "brown the lazy", "jump dog quick the", "fox the lazy dog brown",
-             "jump fox quick lazy the dog", "the dog brown over jumps quick lazy",
-             "the jumps dog quick over brown lazy fox"]
+    texts = [
+        "",
+        "over",
+        "jump dog",
+        "brown the lazy",
+        "jump dog quick the",
+        "fox the lazy dog brown",
+        "jump fox quick lazy the dog",
+        "the dog brown over jumps quick lazy",
+        "the jumps dog quick over brown lazy fox",
+    ]
     idx = make_index(docs(texts), SETTINGS)
     assert_milli_order(idx.search(QUERY)["hits"], [8, 7, 4, 6, 3, 5])
 
 
-STARTS_WITH = ["what a lovely view from this balcony, I love it", "this balcony is overlooking the sea",
-               "this balcony", "over looking the sea is a beautiful balcony",
-               "a beautiful balcony is overlooking the sea",
-               "overlooking the sea is a beautiful balcony, I love it",
-               "overlooking the sea is a beautiful balcony", "overlooking"]
+STARTS_WITH = [
+    "what a lovely view from this balcony, I love it",
+    "this balcony is overlooking the sea",
+    "this balcony",
+    "over looking the sea is a beautiful balcony",
+    "a beautiful balcony is overlooking the sea",
+    "overlooking the sea is a beautiful balcony, I love it",
+    "overlooking the sea is a beautiful balcony",
+    "overlooking",
+]
 
 
 def test_attribute_starts_with(make_index: Callable[..., Idx]) -> None:
     idx = make_index(docs(STARTS_WITH), SETTINGS)
     result = idx.search("this balcony")
     assert_milli_order(result["hits"], [2, 1, 0])
-    assert [exactness(h)["matchType"] for h in result["hits"]] == ["exactMatch", "matchesStart", "noExactMatch"]
+    assert [exactness(h)["matchType"] for h in result["hits"]] == [
+        "exactMatch",
+        "matchesStart",
+        "noExactMatch",
+    ]
     assert [exactness(h)["score"] for h in result["hits"]] == [1.0, 2 / 3, fold_no_exact(2, 2)]
 
     assert_milli_order(idx.search('"overlooking the sea" is a beautiful balcony')["hits"], [6, 5, 4, 1])
@@ -92,12 +121,28 @@ def test_all_candidates_with_typo(make_index: Callable[..., Idx]) -> None:
     assert {exactness(h)["matchType"] for h in result["hits"]} == {"noExactMatch"}
 
 
-TYPOS = ["", "the", "the quack", "the quack briwn", "the quack briwn fox", "the quack briwn fox jlmps",
-         "the quack briwn fox jlmps over", "the quack briwn fox jlmps over the",
-         "the quack briwn fox jlmps over the lazy", "the quack briwn fox jlmps over the lazy dog",
-         "", "the", "the quick", "the quick brown", "the quick brown fox", "the quick brown fox jumps",
-         "the quick brown fox jumps over", "the quick brown fox jumps over the",
-         "the quick brown fox jumps over the lazy", "the quick brown fox jumps over the lazy dog"]
+TYPOS = [
+    "",
+    "the",
+    "the quack",
+    "the quack briwn",
+    "the quack briwn fox",
+    "the quack briwn fox jlmps",
+    "the quack briwn fox jlmps over",
+    "the quack briwn fox jlmps over the",
+    "the quack briwn fox jlmps over the lazy",
+    "the quack briwn fox jlmps over the lazy dog",
+    "",
+    "the",
+    "the quick",
+    "the quick brown",
+    "the quick brown fox",
+    "the quick brown fox jumps",
+    "the quick brown fox jumps over",
+    "the quick brown fox jumps over the",
+    "the quick brown fox jumps over the lazy",
+    "the quick brown fox jumps over the lazy dog",
+]
 AFTER_WORDS = [19, 9, 18, 8, 17, 16, 6, 7, 15, 5, 14, 4, 13, 3, 12, 2, 1, 11]
 
 
@@ -112,33 +157,51 @@ def test_exactness_after_words(make_index: Callable[..., Idx]) -> None:
 
 
 def test_proximity_after_exactness(make_index: Callable[..., Idx]) -> None:
-    texts = ["lazy jumps dog brown quick the over fox the", "the quick brown fox jumps over the very lazy dog",
-             "the quick brown fox jumps over the lazy dog", "dog brown quick the over fox the lazy",
-             "the quick brown fox over the very lazy dog", "the quick brown fox over the lazy dog",
-             "brown quick the over fox", "the very quick brown fox over", "the quick brown fox over"]
+    texts = [
+        "lazy jumps dog brown quick the over fox the",
+        "the quick brown fox jumps over the very lazy dog",
+        "the quick brown fox jumps over the lazy dog",
+        "dog brown quick the over fox the lazy",
+        "the quick brown fox over the very lazy dog",
+        "the quick brown fox over the lazy dog",
+        "brown quick the over fox",
+        "the very quick brown fox over",
+        "the quick brown fox over",
+    ]
     rules = {"searchableAttributes": ["text"], "rankingRules": ["exactness", "words", "proximity"]}
     idx = make_index(docs(texts), rules)
     assert_milli_order(idx.search(QUERY)["hits"], [2, 1, 0, 4, 5, 8, 7, 3, 6])
 
-    texts = ["lazy jumps dog brown quick the over fox the",
-             "lazy jumps dog brown quick the over fox the. quack briwn jlmps",
-             "lazy jumps dog brown quick the over fox the. quack briwn jlmps overt"]
+    texts = [
+        "lazy jumps dog brown quick the over fox the",
+        "lazy jumps dog brown quick the over fox the. quack briwn jlmps",
+        "lazy jumps dog brown quick the over fox the. quack briwn jlmps overt",
+    ]
     idx = make_index(docs(texts), rules)
     assert_milli_order(idx.search(QUERY)["hits"], [0, 1, 2])
 
 
-PREFIX = ["expraordinarily quick brown fox", "extraordinarily quick brown fox", "extra quick brown fox",
-          "expraordinarily quack brown fox", "expraordinapily quick brown fox"]
+PREFIX = [
+    "expraordinarily quick brown fox",
+    "extraordinarily quick brown fox",
+    "extra quick brown fox",
+    "expraordinarily quack brown fox",
+    "expraordinapily quick brown fox",
+]
 
 
 def test_exactness_then_typo_prefers_exact_words(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(docs(PREFIX), {"searchableAttributes": ["text"], "rankingRules": ["exactness", "words", "typo"]})
+    idx = make_index(
+        docs(PREFIX), {"searchableAttributes": ["text"], "rankingRules": ["exactness", "words", "typo"]}
+    )
     # "extra" is a prefix: "extra" itself is exact, "extraordinarily" a prefix, "expraor..." a typo
     assert_milli_order(idx.search("quick brown fox extra")["hits"], [2, 1, 0, 4, 3])
 
 
 def test_typo_then_exactness(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(docs(PREFIX), {"searchableAttributes": ["text"], "rankingRules": ["words", "typo", "exactness"]})
+    idx = make_index(
+        docs(PREFIX), {"searchableAttributes": ["text"], "rankingRules": ["words", "typo", "exactness"]}
+    )
     result = idx.search("extraordinarily quick brown fox")
     assert_milli_order(result["hits"], [1, 0, 4, 3])
     assert [h["_rankingScoreDetails"]["typo"]["typoCount"] for h in result["hits"]] == [0, 1, 2, 2]

@@ -65,8 +65,9 @@ def test_phrase_needs_consecutive_words(index: Idx) -> None:
 
 
 def test_phrase_with_stop_words(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(milli_test_set(), {**MILLI_SETTINGS, "stopWords": ["a", "an", "the", "of"],
-                                        "rankingRules": []})
+    idx = make_index(
+        milli_test_set(), {**MILLI_SETTINGS, "stopWords": ["a", "an", "the", "of"], "rankingRules": []}
+    )
     # stop words keep their slot: "the use of force" is "* use * force"
     assert idx.ids('"the use of force"', matchingStrategy="all") == ["H"]
     idx.settings({"rankingRules": ["proximity", "attribute", "exactness"]})

@@ -61,9 +61,16 @@ SETTINGS = {"searchableAttributes": ["text"], "rankingRules": ["words", "proximi
 
 @pytest.fixture(scope="module")
 def edge_index(make_index: Callable[..., Idx]) -> Idx:
-    docs: list[dict[str, Any]] = [{"id": 0, "text": " ".join(f"s{a}{b}" for a in "abcdefgklmnopqrst" for b in "abcefghijklmnopqrtuvwxyz")}]
+    docs: list[dict[str, Any]] = [
+        {
+            "id": 0,
+            "text": " ".join(f"s{a}{b}" for a in "abcdefgklmnopqrst" for b in "abcefghijklmnopqrtuvwxyz"),
+        }
+    ]
     docs += [{"id": i, "text": t} for i, t in sorted(EDGE.items())]
-    docs.append({"id": 14, "text": " ".join(f"win{a}{b}" for a in "abcdefgklmnopqrst" for b in "abcefghijklmnopqr")})
+    docs.append(
+        {"id": 14, "text": " ".join(f"win{a}{b}" for a in "abcdefgklmnopqrst" for b in "abcefghijklmnopqr")}
+    )
     docs.sort(key=lambda d: d["id"])
     return make_index(docs, SETTINGS)
 
@@ -104,13 +111,18 @@ def test_backward_and_forward_distances(edge_index: Idx) -> None:
     scores = {h["id"]: h["_rankingScoreDetails"]["proximity"]["score"] for h in result["hits"]}
     # forward 1 -> 0, backward 1 -> 1, forward 3 and backward 2 -> 2, further -> 3 (out of 3)
     assert [scores[i] for i in (10, 13, 9, 12, 11, 8)] == [1.0, 0.75, 0.5, 0.5, 0.25, 0.25]
-    assert_milli_order(edge_index.search("best wint", matchingStrategy="all")["hits"],
-                       [19, 22, 18, 21, 15, 16, 17, 20])
+    assert_milli_order(
+        edge_index.search("best wint", matchingStrategy="all")["hits"], [19, 22, 18, 21, 15, 16, 17, 20]
+    )
 
 
 def test_proximity_only_between_consecutive_query_terms(make_index: Callable[..., Idx]) -> None:
-    docs: list[dict[str, Any]] = [{"id": 0, "text": "alpha beta gamma"}, {"id": 1, "text": "alpha gamma"},
-            {"id": 2, "text": "gamma x x x x alpha"}, *({"id": i, "text": "beta"} for i in (3, 4, 5))]
+    docs: list[dict[str, Any]] = [
+        {"id": 0, "text": "alpha beta gamma"},
+        {"id": 1, "text": "alpha gamma"},
+        {"id": 2, "text": "gamma x x x x alpha"},
+        *({"id": i, "text": "beta"} for i in (3, 4, 5)),
+    ]
     idx = make_index(docs, SETTINGS)
     # `frequency` drops "beta" (the most frequent); "alpha" and "gamma" are then not consecutive
     # in the query, so milli computes no proximity between them: 1 and 2 tie
@@ -124,9 +136,14 @@ def test_proximity_only_between_consecutive_query_terms(make_index: Callable[...
 
 
 def test_proximity_precision_by_attribute(make_index: Callable[..., Idx]) -> None:
-    docs = [{"id": 0, "a": "red x x x x x car", "b": ""}, {"id": 1, "a": "red car", "b": ""},
-            {"id": 2, "a": "red", "b": "car"}]
+    docs = [
+        {"id": 0, "a": "red x x x x x car", "b": ""},
+        {"id": 1, "a": "red car", "b": ""},
+        {"id": 2, "a": "red", "b": "car"},
+    ]
     by_word = make_index(docs, {"rankingRules": ["words", "proximity"]})
     assert_buckets(by_word.buckets("red car", matchingStrategy="all"), [[1], [0, 2]])
-    by_attribute = make_index(docs, {"rankingRules": ["words", "proximity"], "proximityPrecision": "byAttribute"})
+    by_attribute = make_index(
+        docs, {"rankingRules": ["words", "proximity"], "proximityPrecision": "byAttribute"}
+    )
     assert_buckets(by_attribute.buckets("red car", matchingStrategy="all"), [[0, 1], [2]])

@@ -16,8 +16,13 @@ import pytest
 
 from .conftest import Idx
 
-CUTOFF_DOCS = [{"id": 4, "text": "hella puppo kefir"}, {"id": 3, "text": "hella puppy kefir"},
-               {"id": 2, "text": "hello"}, {"id": 1, "text": "hello puppy"}, {"id": 0, "text": "hello puppy kefir"}]
+CUTOFF_DOCS = [
+    {"id": 4, "text": "hella puppo kefir"},
+    {"id": 3, "text": "hella puppy kefir"},
+    {"id": 2, "text": "hello"},
+    {"id": 1, "text": "hello puppy"},
+    {"id": 0, "text": "hello puppy kefir"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +61,9 @@ def test_threshold(cutoff: Idx) -> None:
 
 
 def test_threshold_without_showing_scores(cutoff: Idx) -> None:
-    response = cutoff.client.post(f"/indexes/{cutoff.uid}/search",
-                                  json={"q": "hello puppy kefir", "rankingScoreThreshold": 0.9})
+    response = cutoff.client.post(
+        f"/indexes/{cutoff.uid}/search", json={"q": "hello puppy kefir", "rankingScoreThreshold": 0.9}
+    )
     assert [h["id"] for h in response.json()["hits"]] == [0, 3]
     assert "_rankingScore" not in response.json()["hits"][0]
 
@@ -76,7 +82,9 @@ def default_rules(make_index: Callable[..., Idx]) -> Idx:
     return make_index(DOCS, {"searchableAttributes": ["title", "body"]})
 
 
-@pytest.mark.parametrize("q", ["quick brown fox", "quick", "brwn fox", "fox quick brown", '"quick brown" fox', "qu"])
+@pytest.mark.parametrize(
+    "q", ["quick brown fox", "quick", "brwn fox", "fox quick brown", '"quick brown" fox', "qu"]
+)
 def test_scores_are_in_unit_interval_and_decrease(default_rules: Idx, q: str) -> None:
     hits = default_rules.search(q)["hits"]
     assert hits
@@ -115,7 +123,12 @@ def test_default_rules_detail_shapes(default_rules: Idx) -> None:
     top = hits[0]
     assert top["id"] == 0
     assert top["_rankingScoreDetails"]["exactness"] == {
-        "order": 5, "matchType": "noExactMatch", "matchingWords": 3, "maxMatchingWords": 3, "score": 4 / 12}
+        "order": 5,
+        "matchType": "noExactMatch",
+        "matchingWords": 3,
+        "maxMatchingWords": 3,
+        "score": 4 / 12,
+    }
 
 
 def test_bm25_detail_only_when_bm25_is_a_rule(make_index: Callable[..., Idx]) -> None:
@@ -128,15 +141,19 @@ def test_bm25_detail_only_when_bm25_is_a_rule(make_index: Callable[..., Idx]) ->
         assert list(details) == ["words", "bm25", "exactness"]
         assert list(details["bm25"]) == ["order", "value", "score"]
         assert details["bm25"]["order"] == 1
-    without = make_index(docs, {"rankingRules": ["words", "exactness"]}).search("red car", matchingStrategy="last")
+    without = make_index(docs, {"rankingRules": ["words", "exactness"]}).search(
+        "red car", matchingStrategy="last"
+    )
     assert [list(h["_rankingScoreDetails"]) for h in without["hits"]] == [["words", "exactness"]] * 2
     # "red car" matches a whole field exactly, so it comes first without the bm25 rule
     assert [h["id"] for h in without["hits"]] == [1, 0]
 
 
 def test_ranking_score_of_a_small_case(make_index: Callable[..., Idx]) -> None:
-    idx = make_index([{"id": 0, "t": "red car"}, {"id": 1, "t": "car red"}],
-                     {"rankingRules": ["words", "proximity", "exactness"]})
+    idx = make_index(
+        [{"id": 0, "t": "red car"}, {"id": 1, "t": "car red"}],
+        {"rankingRules": ["words", "proximity", "exactness"]},
+    )
     hits = idx.search("red car", matchingStrategy="last")["hits"]
     # doc 1: words 2/2, proximity: "car" before "red" costs 1 of 3 -> 3/4, exactness: noExactMatch
     # (1/3) with 2 of 2 exact words (3/3) -> fold = ((2-1)*4 + 3 - 1)*3*3 + ... computed below
@@ -154,16 +171,28 @@ def test_placeholder_scores(default_rules: Idx) -> None:
 
 
 def test_legacy_rules_detail_shapes(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(DOCS, {"searchableAttributes": ["title", "body"],
-                            "rankingRules": ["words", "typo", "proximity", "attribute", "sort", "exactness"]})
+    idx = make_index(
+        DOCS,
+        {
+            "searchableAttributes": ["title", "body"],
+            "rankingRules": ["words", "typo", "proximity", "attribute", "sort", "exactness"],
+        },
+    )
     details = idx.search("quick brown fox")["hits"][0]["_rankingScoreDetails"]
     assert list(details) == ["words", "typo", "proximity", "attribute", "exactness"]
-    assert list(details["attribute"]) == ["order", "attributeRankingOrderScore", "queryWordDistanceScore", "score"]
+    assert list(details["attribute"]) == [
+        "order",
+        "attributeRankingOrderScore",
+        "queryWordDistanceScore",
+        "score",
+    ]
 
 
 def test_search_cutoff_skips_the_remaining_rules(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(CUTOFF_DOCS, {"searchableAttributes": ["text"], "rankingRules": ["words", "typo"],
-                                   "searchCutoffMs": 0})
+    idx = make_index(
+        CUTOFF_DOCS,
+        {"searchableAttributes": ["text"], "rankingRules": ["words", "typo"], "searchCutoffMs": 0},
+    )
     result = idx.search("hello puppy kefir")
     # the budget is spent before any bucket is sorted: the same hits, unsorted, marked `skipped`
     assert sorted(h["id"] for h in result["hits"]) == [0, 1, 2, 3, 4]

@@ -21,25 +21,39 @@ import pytest
 
 from .conftest import Idx, assert_buckets, buckets
 
-TITLES = ["Shazam!", "Captain Marvel", "Escape Room", "How to Train Your Dragon: The Hidden World", "Gläss",
-          "How to Attempt to Train Your Dragon", "How to Train Your Dragon: the Hidden World"]
+TITLES = [
+    "Shazam!",
+    "Captain Marvel",
+    "Escape Room",
+    "How to Train Your Dragon: The Hidden World",
+    "Gläss",
+    "How to Attempt to Train Your Dragon",
+    "How to Train Your Dragon: the Hidden World",
+]
 LEGACY_RULES = ["words", "typo", "proximity", "attribute", "sort", "exactness"]
 
 
 @pytest.fixture(scope="module")
 def stop(make_index: Callable[..., Idx]) -> Idx:
     docs = [{"id": i, "title": t} for i, t in enumerate(TITLES)]
-    return make_index(docs, {"searchableAttributes": ["title"], "stopWords": ["to", "xyz"],
-                             "rankingRules": LEGACY_RULES})
+    return make_index(
+        docs, {"searchableAttributes": ["title"], "stopWords": ["to", "xyz"], "rankingRules": LEGACY_RULES}
+    )
 
 
 def summary(hit: dict[str, Any]) -> tuple[Any, ...]:
     d = hit["_rankingScoreDetails"]
     exact = d["exactness"]
-    return ((d["words"]["matchingWords"], d["words"]["maxMatchingWords"]),
-            (d["typo"]["typoCount"], d["typo"]["maxTypoCount"]), d["proximity"]["score"],
-            d["attribute"]["attributeRankingOrderScore"], d["attribute"]["queryWordDistanceScore"],
-            exact["matchType"], exact.get("matchingWords"), exact.get("maxMatchingWords"))
+    return (
+        (d["words"]["matchingWords"], d["words"]["maxMatchingWords"]),
+        (d["typo"]["typoCount"], d["typo"]["maxTypoCount"]),
+        d["proximity"]["score"],
+        d["attribute"]["attributeRankingOrderScore"],
+        d["attribute"]["queryWordDistanceScore"],
+        exact["matchType"],
+        exact.get("matchingWords"),
+        exact.get("maxMatchingWords"),
+    )
 
 
 def test_stop_words_are_ignored_except_the_last_token(stop: Idx) -> None:
@@ -92,11 +106,19 @@ SYNONYM_DOCS = [
 
 @pytest.fixture(scope="module")
 def syn(make_index: Callable[..., Idx]) -> Idx:
-    return make_index(SYNONYM_DOCS, {
-        "rankingRules": ["words", "typo", "exactness"],
-        "synonyms": {"lackadaisical": ["lazy"], "sf": ["san francisco"], "san francisco": ["sf"],
-                     "fast": ["quick"], "quick": ["fast"]},
-    })
+    return make_index(
+        SYNONYM_DOCS,
+        {
+            "rankingRules": ["words", "typo", "exactness"],
+            "synonyms": {
+                "lackadaisical": ["lazy"],
+                "sf": ["san francisco"],
+                "san francisco": ["sf"],
+                "fast": ["quick"],
+                "quick": ["fast"],
+            },
+        },
+    )
 
 
 def test_one_way_synonyms(syn: Idx) -> None:

@@ -96,8 +96,14 @@ def test_disable_on_words(make_index: Callable[..., Idx]) -> None:
 
 
 def test_disable_on_attributes(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(DOCS, {"searchableAttributes": ["text", "tolerant_text"], "rankingRules": ["words"],
-                            "typoTolerance": {"disableOnAttributes": ["text"], "disableOnWords": ["quivk"]}})
+    idx = make_index(
+        DOCS,
+        {
+            "searchableAttributes": ["text", "tolerant_text"],
+            "rankingRules": ["words"],
+            "typoTolerance": {"disableOnAttributes": ["text"], "disableOnWords": ["quivk"]},
+        },
+    )
     # an exact query matches both kinds of fields; the typo "quivk" only in the tolerant one
     assert sorted(idx.ids(QUERY, matchingStrategy="all")) == [0, 24, 25]
     assert sorted(idx.ids("the quidk brown fox jumps over the lazy dog", matchingStrategy="all")) == [24, 25]
@@ -108,14 +114,25 @@ def test_disable_on_attributes(make_index: Callable[..., Idx]) -> None:
 
 def test_prefix_search_on_exact_attribute(make_index: Callable[..., Idx]) -> None:
     docs = [{"id": i, "title": "Hello many", "content": "Goodbye many"} for i in range(20)]
-    idx = make_index(docs, {"searchableAttributes": ["title", "content"], "rankingRules": ["words"],
-                            "typoTolerance": {"disableOnAttributes": ["title"], "disableOnNumbers": True}})
+    idx = make_index(
+        docs,
+        {
+            "searchableAttributes": ["title", "content"],
+            "rankingRules": ["words"],
+            "typoTolerance": {"disableOnAttributes": ["title"], "disableOnNumbers": True},
+        },
+    )
     assert len(idx.ids("ma")) == 20
     assert len(idx.ids("hel")) == 20  # prefixes work in exact attributes
 
 
 def test_disable_on_numbers(make_index: Callable[..., Idx]) -> None:
-    docs = [{"id": 0, "n": "123456"}, {"id": 1, "n": "123457"}, {"id": 2, "n": "abcdef"}, {"id": 3, "n": "abcdeg"}]
+    docs = [
+        {"id": 0, "n": "123456"},
+        {"id": 1, "n": "123457"},
+        {"id": 2, "n": "abcdef"},
+        {"id": 3, "n": "abcdeg"},
+    ]
     on = make_index(docs, {"rankingRules": ["words"], "typoTolerance": {"disableOnNumbers": True}})
     assert on.ids("123456 ") == [0]
     assert sorted(on.ids("abcdef ")) == [2, 3]  # words keep their typos
@@ -125,9 +142,13 @@ def test_disable_on_numbers(make_index: Callable[..., Idx]) -> None:
 
 def test_ngram_typos(index: Idx) -> None:
     # "extra lagant" -> 2-gram "extralagant" (11 letters: 2 - 1 = 1 typo) -> "extravagant"
-    assert index.ids("the extra lagant fox skyrocketed over the languorous dog", matchingStrategy="all") == [6]
+    assert index.ids("the extra lagant fox skyrocketed over the languorous dog", matchingStrategy="all") == [
+        6
+    ]
     # a 3-gram allows no typo
-    assert index.ids("the ex tra lagant fox skyrocketed over the languorous dog", matchingStrategy="all") == []
+    assert (
+        index.ids("the ex tra lagant fox skyrocketed over the languorous dog", matchingStrategy="all") == []
+    )
 
 
 EXPECTED_LAST = [0, 23, 7, 8, 9, 22, 10, 11, 1, 2, 12, 13, 4, 3, 5, 6, 21]
@@ -146,8 +167,9 @@ def test_typo_rule_without_words_rule(make_index: Callable[..., Idx]) -> None:
 def test_typo_bucketing(make_index: Callable[..., Idx]) -> None:
     idx = make_index(DOCS, BASE)
     # words alone: one bucket
-    assert_buckets(idx.buckets("network interconnection sunflower", matchingStrategy="all"),
-                   [[14, 15, 16, 17, 18, 20]])
+    assert_buckets(
+        idx.buckets("network interconnection sunflower", matchingStrategy="all"), [[14, 15, 16, 17, 18, 20]]
+    )
     idx.settings({"rankingRules": ["typo"]})
     result = idx.search("network interconnection sunflower", matchingStrategy="all")
     assert_milli_order(result["hits"], [16, 18, 17, 20, 15, 14])
@@ -161,8 +183,14 @@ def test_typo_bucketing(make_index: Callable[..., Idx]) -> None:
 
 
 def test_typo_synonyms(make_index: Callable[..., Idx]) -> None:
-    idx = make_index(DOCS, {"searchableAttributes": ["text"], "rankingRules": ["typo"],
-                            "synonyms": {"lackadaisical": ["lazy"], "fast brownish": ["quick brown"]}})
+    idx = make_index(
+        DOCS,
+        {
+            "searchableAttributes": ["text"],
+            "rankingRules": ["typo"],
+            "synonyms": {"lackadaisical": ["lazy"], "fast brownish": ["quick brown"]},
+        },
+    )
     result = idx.search("the quick brown fox jumps over the lackadaisical dog", matchingStrategy="all")
     assert_milli_order(result["hits"], [0, 22, 23])
     assert [typo_detail(h)[0] for h in result["hits"]] == [0, 0, 1]  # a synonym costs nothing
@@ -200,15 +228,22 @@ def test_typo_settings_on_milli_test_set(make_index: Callable[..., Idx]) -> None
 
 
 def test_disabled_word_typo(make_index: Callable[..., Idx]) -> None:
-    idx = make_index([{"id": 1, "data": "zealand"}, {"id": 2, "data": "zearand"}], {"rankingRules": ["words"]})
+    idx = make_index(
+        [{"id": 1, "data": "zealand"}, {"id": 2, "data": "zearand"}], {"rankingRules": ["words"]}
+    )
     assert sorted(idx.ids("zealand")) == [1, 2]
     idx.settings({"typoTolerance": {"disableOnWords": ["zealand"]}})
     assert idx.ids("zealand") == [1]
 
 
 def test_first_letter_typo_counts_two(make_index: Callable[..., Idx]) -> None:
-    docs = [{"id": 0, "t": "interconnection"}, {"id": 1, "t": "nterconnection"}, {"id": 2, "t": "xnterconnection"},
-            {"id": 3, "t": "xnterconection"}, {"id": 4, "t": "intreconnection"}]
+    docs = [
+        {"id": 0, "t": "interconnection"},
+        {"id": 1, "t": "nterconnection"},
+        {"id": 2, "t": "xnterconnection"},
+        {"id": 3, "t": "xnterconection"},
+        {"id": 4, "t": "intreconnection"},
+    ]
     idx = make_index(docs, {"rankingRules": ["words", "typo"]})
     result = idx.search("interconnection ")
     # 15 letters: 2 typos; a wrong first letter (missing or replaced) is 2 by itself, so 3 is out

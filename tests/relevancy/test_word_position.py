@@ -33,14 +33,30 @@ TEXTS = {
     13: {"text": "quickbrown"},
 }
 # milli's snapshot (attribute_position_different_fields): (id, position rank / 21) in order
-MILLI = [(10, 21), (12, 21), (11, 20), (13, 20), (3, 19), (4, 19), (2, 18), (0, 15), (1, 15), (6, 13),
-         (8, 5), (7, 4), (9, 4), (5, 1)]
+MILLI = [
+    (10, 21),
+    (12, 21),
+    (11, 20),
+    (13, 20),
+    (3, 19),
+    (4, 19),
+    (2, 18),
+    (0, 15),
+    (1, 15),
+    (6, 13),
+    (8, 5),
+    (7, 4),
+    (9, 4),
+    (5, 1),
+]
 
 
 @pytest.fixture(scope="module")
 def index(make_index: Callable[..., Idx]) -> Idx:
     docs = [{"id": i, **fields} for i, fields in sorted(TEXTS.items())]
-    return make_index(docs, {"searchableAttributes": ["text", "text2", "other"], "rankingRules": ["wordPosition"]})
+    return make_index(
+        docs, {"searchableAttributes": ["text", "text2", "other"], "rankingRules": ["wordPosition"]}
+    )
 
 
 def test_word_position(index: Idx) -> None:
@@ -61,11 +77,15 @@ def test_repeated_words(index: Idx) -> None:
 
 def test_legacy_attribute_includes_word_position(make_index: Callable[..., Idx]) -> None:
     docs = [{"id": i, **fields} for i, fields in sorted(TEXTS.items())]
-    idx = make_index(docs, {"searchableAttributes": ["text", "text2", "other"], "rankingRules": ["attribute"]})
+    idx = make_index(
+        docs, {"searchableAttributes": ["text", "text2", "other"], "rankingRules": ["attribute"]}
+    )
     result = idx.search("quick brown", matchingStrategy="all")
     assert_milli_order(result["hits"], [i for i, _ in MILLI])
     # all in the first field: attributeRank ties, wordPosition orders
-    assert {h["_rankingScoreDetails"]["attribute"]["attributeRankingOrderScore"] for h in result["hits"]} == {1.0}
+    assert {h["_rankingScoreDetails"]["attribute"]["attributeRankingOrderScore"] for h in result["hits"]} == {
+        1.0
+    }
 
 
 def test_position_is_relative_to_the_query_position(make_index: Callable[..., Idx]) -> None:
@@ -74,4 +94,8 @@ def test_position_is_relative_to_the_query_position(make_index: Callable[..., Id
     # "red" at query position 0, "apple" at 1: doc 0 is exact, doc 1 costs 1 + 1, doc 2 3 + 3
     result = idx.search("red apple", matchingStrategy="all")
     assert [h["id"] for h in result["hits"]] == [0, 1, 2]
-    assert [h["_rankingScoreDetails"]["wordPosition"]["score"] for h in result["hits"]] == [1.0, 19 / 21, 15 / 21]
+    assert [h["_rankingScoreDetails"]["wordPosition"]["score"] for h in result["hits"]] == [
+        1.0,
+        19 / 21,
+        15 / 21,
+    ]

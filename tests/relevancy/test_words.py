@@ -46,14 +46,18 @@ FULL = [9, 10, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22]
 
 @pytest.fixture(scope="module")
 def words_index(make_index: Callable[..., Idx]) -> Idx:
-    return make_index([{"id": i, "text": t} for i, t in enumerate(TEXTS)],
-                      {"searchableAttributes": ["text"], "rankingRules": ["words"]})
+    return make_index(
+        [{"id": i, "text": t} for i, t in enumerate(TEXTS)],
+        {"searchableAttributes": ["text"], "rankingRules": ["words"]},
+    )
 
 
 @pytest.fixture(scope="module")
 def proximity_index(make_index: Callable[..., Idx]) -> Idx:
-    return make_index([{"id": i, "text": t} for i, t in enumerate(TEXTS)],
-                      {"searchableAttributes": ["text"], "rankingRules": ["words", "proximity"]})
+    return make_index(
+        [{"id": i, "text": t} for i, t in enumerate(TEXTS)],
+        {"searchableAttributes": ["text"], "rankingRules": ["words", "proximity"]},
+    )
 
 
 def words_detail(hit: dict[str, Any]) -> tuple[int, int]:
@@ -102,19 +106,27 @@ def test_whole_query_phrase_and_unclosed_quote(words_index: Idx) -> None:
 
 def test_words_then_proximity(proximity_index: Idx) -> None:
     # 7 beats 6: "the" is close to its neighbours
-    assert_milli_order(proximity_index.search(QUERY, limit=20)["hits"],
-                       [9, 21, 14, 17, 13, 10, 18, 16, 19, 15, 20, 22, 8, 7, 6, 5, 4, 11, 12, 3])
+    assert_milli_order(
+        proximity_index.search(QUERY, limit=20)["hits"],
+        [9, 21, 14, 17, 13, 10, 18, 16, 19, 15, 20, 22, 8, 7, 6, 5, 4, 11, 12, 3],
+    )
     # 10 beats 9: "brown quick" is in the query's order
-    assert_milli_order(proximity_index.search("the brown quick fox jumps over the lazy dog", limit=20)["hits"],
-                       [10, 18, 19, 9, 20, 21, 14, 17, 13, 15, 16, 22, 8, 7, 6, 5, 4, 11, 12, 3])
+    assert_milli_order(
+        proximity_index.search("the brown quick fox jumps over the lazy dog", limit=20)["hits"],
+        [10, 18, 19, 9, 20, 21, 14, 17, 13, 15, 16, 22, 8, 7, 6, 5, 4, 11, 12, 3],
+    )
 
 
 def test_words_then_proximity_with_phrases(proximity_index: Idx) -> None:
     # the proximity of a phrase's first and last words to the next and previous terms counts
-    assert_milli_order(proximity_index.search('the "quick brown" fox jumps over the lazy dog')["hits"],
-                       [9, 21, 14, 17, 13, 16, 15, 8, 7, 6, 5, 4, 11, 12, 3])
-    assert_milli_order(proximity_index.search('the "quick brown" "fox jumps" over the lazy dog')["hits"],
-                       [9, 21, 14, 17, 13, 16, 15, 8, 7, 6, 5])
+    assert_milli_order(
+        proximity_index.search('the "quick brown" fox jumps over the lazy dog')["hits"],
+        [9, 21, 14, 17, 13, 16, 15, 8, 7, 6, 5, 4, 11, 12, 3],
+    )
+    assert_milli_order(
+        proximity_index.search('the "quick brown" "fox jumps" over the lazy dog')["hits"],
+        [9, 21, 14, 17, 13, 16, 15, 8, 7, 6, 5],
+    )
 
 
 def test_all_removes_nothing(proximity_index: Idx) -> None:

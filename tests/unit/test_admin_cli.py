@@ -28,17 +28,29 @@ from hanzo_engine.scheduler.scheduler import Scheduler
 def add_docs(s: Scheduler, uid: str, docs: list[dict[str, Any]]) -> int:
     file_uuid, path = s.new_update_file()
     path.write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in docs))
-    task = s.register("documentAdditionOrUpdate", uid,
-                      details={"receivedDocuments": len(docs), "indexedDocuments": None},
-                      kind={"method": "replace", "primaryKey": None, "contentFile": file_uuid,
-                            "contentSize": path.stat().st_size, "documentsCount": len(docs),
-                            "allowIndexCreation": True})
+    task = s.register(
+        "documentAdditionOrUpdate",
+        uid,
+        details={"receivedDocuments": len(docs), "indexedDocuments": None},
+        kind={
+            "method": "replace",
+            "primaryKey": None,
+            "contentFile": file_uuid,
+            "contentSize": path.stat().st_size,
+            "documentsCount": len(docs),
+            "allowIndexCreation": True,
+        },
+    )
     return int(task["taskUid"])
 
 
 def delete_docs(s: Scheduler, uid: str, ids: list[str]) -> int:
-    task = s.register("documentDeletion", uid, details={"providedIds": len(ids), "deletedDocuments": None,
-                                                       "originalFilter": None}, kind={"op": "ids", "ids": ids})
+    task = s.register(
+        "documentDeletion",
+        uid,
+        details={"providedIds": len(ids), "deletedDocuments": None, "originalFilter": None},
+        kind={"op": "ids", "ids": ids},
+    )
     return int(task["taskUid"])
 
 
@@ -64,7 +76,9 @@ def db(tmp_path: Path) -> Path:
 
 
 def admin(db: Path, *args: str, input: bytes | None = None) -> Result:
-    return CliRunner().invoke(main, ["admin", "--db-path", str(db), *args], prog_name="hanzo-engine", input=input)
+    return CliRunner().invoke(
+        main, ["admin", "--db-path", str(db), *args], prog_name="hanzo-engine", input=input
+    )
 
 
 def lines(text: str) -> list[Any]:
@@ -79,8 +93,12 @@ def test_list_indexes_and_keys(db: Path) -> None:
     assert movies["databaseSize"] > 0
     result = admin(db, "list-keys")
     keys = lines(result.stdout)
-    assert [k["name"] for k in keys] == ["Default Search API Key", "Default Admin API Key",
-                                         "Default Read-Only Admin API Key", "Default Chat API Key"]
+    assert [k["name"] for k in keys] == [
+        "Default Search API Key",
+        "Default Admin API Key",
+        "Default Read-Only Admin API Key",
+        "Default Chat API Key",
+    ]
     assert "key" not in keys[0]
     shown = lines(admin(db, "list-keys", "--master-key", "a-master-key-of-16b").stdout)
     assert shown[0]["key"] == generate_key_value(uuid.UUID(shown[0]["uid"]), "a-master-key-of-16b")
@@ -91,8 +109,9 @@ def test_export_documents_as_ndjson(db: Path) -> None:
     assert result.exit_code == 0, result.output
     assert lines(result.stdout) == MOVIES
     assert "Exported 50 documents" in result.stderr
-    skipped = lines(admin(db, "export-documents", "--index-name", "movies", "--offset", "45",
-                          "--ignore-vectors").stdout)
+    skipped = lines(
+        admin(db, "export-documents", "--index-name", "movies", "--offset", "45", "--ignore-vectors").stdout
+    )
     assert skipped == [{"id": i, "title": f"movie {i}"} for i in range(45, 50)]
     missing = admin(db, "export-documents", "--index-name", "nope")
     assert missing.exit_code == 1 and "index `nope` not found" in missing.stderr
@@ -173,16 +192,29 @@ def index_state(s: Scheduler, uid: str) -> dict[str, Any]:
         searches = []
         for q in COMPACTION_QUERIES:
             result = search(r, SearchRequest(q=q, limit=1000), settings)
-            searches.append({"hits": [r.document_by_internal_id(d) for d in result.docids],
-                             "scores": result.scores, "details": result.details, "candidates": result.candidates})
-        answers = {"documents": list(r.iter_documents()), "settings": r.settings(), "count": r.number_of_documents(),
-                   "fields": r.field_distribution(), "primaryKey": r.primary_key, "searches": searches}
+            searches.append(
+                {
+                    "hits": [r.document_by_internal_id(d) for d in result.docids],
+                    "scores": result.scores,
+                    "details": result.details,
+                    "candidates": result.candidates,
+                }
+            )
+        answers = {
+            "documents": list(r.iter_documents()),
+            "settings": r.settings(),
+            "count": r.number_of_documents(),
+            "fields": r.field_distribution(),
+            "primaryKey": r.primary_key,
+            "searches": searches,
+        }
     # JSON round trip: what a client would see, and a check that it is all plain JSON
     return {"answers": json.loads(json.dumps(answers)), "databases": raw_databases(index.env)}
 
 
-def test_index_compaction_shrinks_the_file_after_deletions(db: Path, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_index_compaction_shrinks_the_file_after_deletions(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     s = Scheduler(db)
     big = [{"id": i, "title": f"document {i}", "body": "text to reclaim " * 40} for i in range(100, 6100)]
     add_docs(s, "movies", big)
@@ -207,7 +239,9 @@ def test_index_compaction_shrinks_the_file_after_deletions(db: Path, tmp_path: P
     finally:
         fresh.stop()
     with capsys.disabled():
-        print(f"\nindex-compaction: {report['sizeBefore']} -> {report['sizeAfter']} bytes (fresh: {fresh_size})")
+        print(
+            f"\nindex-compaction: {report['sizeBefore']} -> {report['sizeAfter']} bytes (fresh: {fresh_size})"
+        )
     assert report["sizeAfter"] < report["sizeBefore"] / 3
     # LMDB's own compacting copy keeps the half-empty pages: over 3x the fresh index here
     assert report["sizeAfter"] <= 1.5 * fresh_size
@@ -235,10 +269,14 @@ def test_index_compaction_shrinks_the_file_after_deletions(db: Path, tmp_path: P
 def test_compacted_copy_keeps_every_database_its_flags_and_the_map_size(tmp_path: Path) -> None:
     """The dense rebuild on databases of every kind LMDB has (the engine's own are all plain today)."""
     env = lmdb.open(str(tmp_path / "source"), max_dbs=8, map_size=64 << 20)
-    dbs = {"plain": env.open_db(b"plain"), "dups": env.open_db(b"dups", dupsort=True),
-           "fixed": env.open_db(b"fixed", dupsort=True, dupfixed=True),
-           "reverse": env.open_db(b"reverse", reverse_key=True),
-           "integers": env.open_db(b"integers", integerkey=True), "empty": env.open_db(b"empty")}
+    dbs = {
+        "plain": env.open_db(b"plain"),
+        "dups": env.open_db(b"dups", dupsort=True),
+        "fixed": env.open_db(b"fixed", dupsort=True, dupfixed=True),
+        "reverse": env.open_db(b"reverse", reverse_key=True),
+        "integers": env.open_db(b"integers", integerkey=True),
+        "empty": env.open_db(b"empty"),
+    }
     with env.begin(write=True) as txn:
         for i in range(5000):
             txn.put(b"k%06d" % i, b"v" * (i % 300), db=dbs["plain"])
@@ -297,7 +335,10 @@ def test_import_documents_in_every_format(db: Path, tmp_path: Path) -> None:
     bad.write_text('[{"book_id": 1,}]')
     result = admin(db, "import-documents", "--index-name", "books", str(bad))
     assert result.exit_code == 1
-    assert "The `json` payload provided is malformed. `Couldn't serialize document value: key must be a string" in result.stderr
+    assert (
+        "The `json` payload provided is malformed. `Couldn't serialize document value: key must be a string"
+        in result.stderr
+    )
     no_id = tmp_path / "no_id.json"
     no_id.write_text('[{"title": "no id"}]')
     result = admin(db, "import-documents", "--index-name", "books", str(no_id))
@@ -308,9 +349,16 @@ def test_import_documents_in_every_format(db: Path, tmp_path: Path) -> None:
 def test_every_command_refuses_a_directory_held_by_a_server(db: Path, tmp_path: Path) -> None:
     lock = DataDirLock(db, "a hanzo-engine server").acquire()
     try:
-        for args in (["list-indexes"], ["list-keys"], ["clear-task-queue"], ["export-a-dump"],
-                     ["export-documents", "--index-name", "movies"], ["index-compaction", "movies"],
-                     ["import-documents", "--index-name", "movies", str(tmp_path / "x.ndjson")], ["upgrade"]):
+        for args in (
+            ["list-indexes"],
+            ["list-keys"],
+            ["clear-task-queue"],
+            ["export-a-dump"],
+            ["export-documents", "--index-name", "movies"],
+            ["index-compaction", "movies"],
+            ["import-documents", "--index-name", "movies", str(tmp_path / "x.ndjson")],
+            ["upgrade"],
+        ):
             (tmp_path / "x.ndjson").write_text('{"id": 1}\n')
             result = admin(db, *args)
             assert result.exit_code == 1, args

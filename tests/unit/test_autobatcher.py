@@ -9,8 +9,18 @@ from hypothesis import strategies as st
 
 from hanzo_engine.scheduler.autobatcher import BATCHABLE, autobatch
 
-TYPES = ["documentAdditionOrUpdate", "documentDeletion", "settingsUpdate", "indexCreation", "indexDeletion",
-         "indexUpdate", "taskCancelation", "taskDeletion", "indexSwap", "dumpCreation"]
+TYPES = [
+    "documentAdditionOrUpdate",
+    "documentDeletion",
+    "settingsUpdate",
+    "indexCreation",
+    "indexDeletion",
+    "indexUpdate",
+    "taskCancelation",
+    "taskDeletion",
+    "indexSwap",
+    "dumpCreation",
+]
 
 
 def task(uid: int, type_: str, index: str | None = "a", size: int = 0, swaps: Any = None) -> dict[str, Any]:
@@ -28,8 +38,12 @@ def test_nothing_enqueued() -> None:
 
 
 def test_consecutive_document_tasks_of_one_index_batch_together() -> None:
-    tasks = [task(0, "documentAdditionOrUpdate"), task(1, "documentAdditionOrUpdate", "b"),
-             task(2, "documentDeletion"), task(3, "documentAdditionOrUpdate")]
+    tasks = [
+        task(0, "documentAdditionOrUpdate"),
+        task(1, "documentAdditionOrUpdate", "b"),
+        task(2, "documentDeletion"),
+        task(3, "documentAdditionOrUpdate"),
+    ]
     choice = autobatch(tasks)
     assert choice is not None
     assert choice.task_uids == [0, 2, 3]
@@ -37,7 +51,11 @@ def test_consecutive_document_tasks_of_one_index_batch_together() -> None:
 
 
 def test_index_deletion_joins_and_ends_the_batch() -> None:
-    tasks = [task(0, "documentAdditionOrUpdate"), task(1, "indexDeletion"), task(2, "documentAdditionOrUpdate")]
+    tasks = [
+        task(0, "documentAdditionOrUpdate"),
+        task(1, "indexDeletion"),
+        task(2, "documentAdditionOrUpdate"),
+    ]
     choice = autobatch(tasks)
     assert choice is not None and choice.task_uids == [0, 1]
     assert choice.strategy == "stopped after task with id 1 because it deletes the index"
@@ -58,8 +76,12 @@ def test_index_creation_runs_alone() -> None:
 
 
 def test_cancelations_overtake_everything() -> None:
-    tasks = [task(0, "documentAdditionOrUpdate"), task(1, "taskCancelation"), task(2, "taskDeletion"),
-             task(3, "taskCancelation")]
+    tasks = [
+        task(0, "documentAdditionOrUpdate"),
+        task(1, "taskCancelation"),
+        task(2, "taskDeletion"),
+        task(3, "taskCancelation"),
+    ]
     choice = autobatch(tasks)
     assert choice is not None and choice.task_uids == [3], "the newest cancelation first"
     choice = autobatch([t for t in tasks if t["uid"] != 3])
@@ -69,8 +91,11 @@ def test_cancelations_overtake_everything() -> None:
 
 
 def test_swap_is_a_barrier_for_the_indexes_it_names() -> None:
-    tasks = [task(0, "documentAdditionOrUpdate", "a"), task(1, "indexSwap"),
-             task(2, "documentAdditionOrUpdate", "a")]
+    tasks = [
+        task(0, "documentAdditionOrUpdate", "a"),
+        task(1, "indexSwap"),
+        task(2, "documentAdditionOrUpdate", "a"),
+    ]
     choice = autobatch(tasks)
     assert choice is not None and choice.task_uids == [0]
 
@@ -104,6 +129,10 @@ def test_batches_preserve_per_index_order_and_never_mix_indexes(spec: list[tuple
     assert sorted(order) == list(range(len(spec)))
     # For each index, its index-scoped tasks run in uid order.
     for idx in "abc":
-        ran = [u for u in order if spec[u][1] == idx and spec[u][0] not in
-               ("taskCancelation", "taskDeletion", "indexSwap", "dumpCreation")]
+        ran = [
+            u
+            for u in order
+            if spec[u][1] == idx
+            and spec[u][0] not in ("taskCancelation", "taskDeletion", "indexSwap", "dumpCreation")
+        ]
         assert ran == sorted(ran)

@@ -11,18 +11,37 @@ from hanzo_engine.scheduler.progress import Progress
 from hanzo_engine.scheduler.stats import camel_case, human_size, rust_duration, size_changes
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (0, "0.00ns"), (50e-9, "50.00ns"), (368e-6, "368.00µs"), (0.012345, "12.35ms"), (0.0123449, "12.34ms"),
-    (1.2, "1.20s"), (61.005, "61.01s"), (0.999999999, "1000.00ms"), (1e-6, "1.00µs"), (999e-9, "999.00ns"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0.00ns"),
+        (50e-9, "50.00ns"),
+        (368e-6, "368.00µs"),
+        (0.012345, "12.35ms"),
+        (0.0123449, "12.34ms"),
+        (1.2, "1.20s"),
+        (61.005, "61.01s"),
+        (0.999999999, "1000.00ms"),
+        (1e-6, "1.00µs"),
+        (999e-9, "999.00ns"),
+    ],
+)
 def test_rust_duration(seconds: float, text: str) -> None:
     assert rust_duration(seconds) == text
 
 
-@pytest.mark.parametrize(("n", "text"), [
-    (0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"), (10_000, "9.77 KiB"),
-    (10 * 1024 * 1024, "10 MiB"), (5 * 1024**3 + 1, "5 GiB"),
-])
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1 KiB"),
+        (1536, "1.5 KiB"),
+        (10_000, "9.77 KiB"),
+        (10 * 1024 * 1024, "10 MiB"),
+        (5 * 1024**3 + 1, "5 GiB"),
+    ],
+)
 def test_human_size(n: int, text: str) -> None:
     assert human_size(n) == text
 
@@ -30,13 +49,19 @@ def test_human_size(n: int, text: str) -> None:
 def test_size_changes_keep_only_what_changed() -> None:
     before = {"documents": 4096, "wordDocids": 1024 * 1024, "main": 4096}
     after = {"documents": 8192, "wordDocids": 1024 * 1024, "main": 0, "facetDocs": 4096}
-    assert size_changes(before, after) == {"documents": "8 KiB (+4 KiB)", "main": "0 B (-4 KiB)",
-                                           "facetDocs": "4 KiB (+4 KiB)"}
+    assert size_changes(before, after) == {
+        "documents": "8 KiB (+4 KiB)",
+        "main": "0 B (-4 KiB)",
+        "facetDocs": "4 KiB (+4 KiB)",
+    }
 
 
 def test_camel_case() -> None:
     assert [camel_case(n) for n in ("word-fid-docids", "documents", "facet_strings")] == [
-        "wordFidDocids", "documents", "facetStrings"]
+        "wordFidDocids",
+        "documents",
+        "facetStrings",
+    ]
 
 
 def test_progress_trace_accumulates_step_paths() -> None:

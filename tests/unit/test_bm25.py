@@ -30,7 +30,11 @@ DOCS: list[dict[str, Any]] = [
     {"id": 0, "title": "Ocean currents", "body": "The ocean moves heat; currents carry it far."},
     {"id": 1, "title": "Desert winds", "body": "Winds shape dunes. The desert is dry, the desert is wide."},
     {"id": 2, "title": "ocean ocean ocean", "body": "A short one."},
-    {"id": 3, "title": "Mountain", "body": "Snow, rock, ocean views and winds on every mountain ridge we climbed."},
+    {
+        "id": 3,
+        "title": "Mountain",
+        "body": "Snow, rock, ocean views and winds on every mountain ridge we climbed.",
+    },
     {"id": 4, "title": "", "body": ["ocean", "winds of the ocean", "dunes"]},
     {"id": 5, "title": "Rivers", "nested": {"note": "ocean rivers meet the sea"}},
     {"id": 6, "title": "the", "body": "nothing here"},
@@ -49,8 +53,9 @@ def texts(value: Any) -> Iterator[str]:
             yield from texts(item)
 
 
-def reference(docs: list[dict[str, Any]], query: list[str], fields: list[str] | None,
-              stop_words: list[str]) -> dict[Any, float]:
+def reference(
+    docs: list[dict[str, Any]], query: list[str], fields: list[str] | None, stop_words: list[str]
+) -> dict[Any, float]:
     """BM25 of every document matching all of `query`, straight from the documents."""
     tok = Tokenizer(stop_words=stop_words)
     # field -> doc id -> words (normalized, stop words out)
@@ -113,8 +118,9 @@ def index(tmp_path: Path) -> Iterator[Index]:
     idx.close()
 
 
-@pytest.mark.parametrize("q", ["ocean ", "winds ", "ocean winds ", "desert ", "ocean ocean ", "dunes winds ",
-                               "rivers sea "])
+@pytest.mark.parametrize(
+    "q", ["ocean ", "winds ", "ocean winds ", "desert ", "ocean ocean ", "dunes winds ", "rivers sea "]
+)
 def test_bm25_matches_reference(index: Index, q: str) -> None:
     got, _ = engine_bm25(index, q)
     expected = reference(DOCS, q.split(), None, ["the", "of"])
@@ -135,7 +141,9 @@ def test_bm25_over_searched_fields_only(tmp_path: Path) -> None:
     idx = build(tmp_path / "idx2", DOCS, NO_TYPO)
     try:
         got, _ = engine_bm25(idx, "ocean ", attributes_to_search_on=["title", "nested"])
-        assert got == pytest.approx(reference(DOCS, ["ocean"], ["title", "nested.note"], ["the", "of"]), rel=1e-12)
+        assert got == pytest.approx(
+            reference(DOCS, ["ocean"], ["title", "nested.note"], ["the", "of"]), rel=1e-12
+        )
     finally:
         idx.close()
 

@@ -41,7 +41,9 @@ def test_compressed_and_plain_files_read_alike(root: Path) -> None:
     arr = np.arange(6, dtype=np.float16).reshape(2, 3)
     np.save(root / "x" / "a.npy", arr)
     (root / "x" / "b.npy.xz").write_bytes(lzma.compress((root / "x" / "a.npy").read_bytes()))
-    assert np.array_equal(datasets.load_npy("x/b.npy"), arr) and datasets.load_npy("x/b.npy").dtype == np.float16
+    assert (
+        np.array_equal(datasets.load_npy("x/b.npy"), arr) and datasets.load_npy("x/b.npy").dtype == np.float16
+    )
 
 
 def test_env_root_comes_first_and_repository_copy_fills_in(root: Path) -> None:
@@ -56,7 +58,9 @@ def test_missing_file_raises_in_tests_and_skips_benchmarks(root: Path) -> None:
     with pytest.raises(datasets.DatasetMissing, match=r"dataset missing: ir/none/file \(looked in "):
         datasets.read_bytes("ir/none/file")
     assert datasets.find("ir/none/file") is None
-    assert datasets.missing("meilisearch/movies_1688.json", "ir/none/file") == datasets.missing_message("ir/none/file")
+    assert datasets.missing("meilisearch/movies_1688.json", "ir/none/file") == datasets.missing_message(
+        "ir/none/file"
+    )
     assert str(root / "ir/none/file") in datasets.missing_message("ir/none/file")
     datasets.require("meilisearch/movies_1688.json")  # present: no skip
     with pytest.raises(pytest.skip.Exception, match="dataset missing: ir/none/file"):

@@ -54,7 +54,9 @@ def peak_traced(call: Callable[[], T]) -> tuple[T, int]:
 def write_dump(path: Path, n: int) -> int:
     """A v6 dump of one index `docs` holding `documents(n)`; returns the documents' size."""
     size = sum(len(line) for line in documents(n))
-    with DumpWriter(path, instance_uid=None, db_version="1.20.0", dump_date_ns=1_700_000_000_000_000_000) as w:
+    with DumpWriter(
+        path, instance_uid=None, db_version="1.20.0", dump_date_ns=1_700_000_000_000_000_000
+    ) as w:
         w.write_keys([])
         # only the title is searchable: the blob is stored and dumped, not indexed (keeps the test fast)
         settings = complete_settings({"searchableAttributes": ["title"]})
@@ -75,7 +77,8 @@ def round_trip(tmp_path: Path, name: str, n: int) -> tuple[Path, int, int, int]:
         imported, import_peak = peak_traced(lambda: import_dump(sched, keys, dump))
         assert imported.documents == n
         exported, export_peak = peak_traced(
-            lambda: export_dump(sched, dump_dir=tmp_path / f"{name}-out", keys=[], instance_uid=None))
+            lambda: export_dump(sched, dump_dir=tmp_path / f"{name}-out", keys=[], instance_uid=None)
+        )
         assert exported.documents == n
     finally:
         keys.close()

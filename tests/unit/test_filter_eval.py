@@ -91,55 +91,58 @@ def fx(tmp_path: Path) -> Iterator[Fixture]:
     f.index.close()
 
 
-@pytest.mark.parametrize(("expr", "expected"), [
-    ("title = 'Shazam!'", [1]),
-    ("title = 'shazam!'", [1]),
-    ("title = 'gläss'", [4]),          # trimmed and lowercased, accents kept (NFKD)
-    ("title = glass", []),
-    ("title = 'Crêpe'", [6]),
-    ("year = 2019", [1, 2, 4]),        # the number 2019 and the string "2019"
-    ("year = 2019.0", [1, 4]),         # as a string "2019.0" matches nothing, as a number only numbers
-    ("year > 2018", [1, 2, 4]),        # numbers, and strings above "2018"
-    ("year >= 2019", [1, 2, 4]),
-    ("year < 2019", [3]),
-    ("year <= 2018", [3]),
-    ("year 2018 TO 2019", [1, 2, 3, 4]),
-    ("year 2020 TO 2019", []),         # lower above upper selects nothing
-    ("rating > 7 AND rating < 8", [1]),
-    ("genres = action", [1, 2]),
-    ("genres IN [horror, ADVENTURE]", [1, 2, 3]),
-    ("genres NOT IN [horror, adventure]", [4, 5, 6]),
-    ("genres != action", [3, 4, 5, 6]),       # documents without the field included
-    ("NOT genres = action", [3, 4, 5, 6]),
-    ("genres IS EMPTY", [4]),
-    ("title IS EMPTY", [5]),
-    ("empty IS EMPTY", [5]),
-    ("rating IS NULL", [3]),
-    ("rating IS NOT NULL", [1, 2, 4, 5, 6]),
-    ("rating EXISTS", [1, 3]),
-    ("rating NOT EXISTS", [2, 4, 5, 6]),
-    ("nested.a = 2", [5]),
-    ("nested.a IS NULL", []),          # a null inside an array is not "null"
-    ("nested.a.b = 3", [4]),
-    ("nested EXISTS", [4, 5]),
-    ("nested.a EXISTS", [4, 5]),
-    ("flag = true", [4]),
-    ("flag = false", [5]),
-    ("flag > f", [4, 5]),              # booleans are the strings "true" / "false"
-    ("doggos.name = bobby", [6]),
-    ("doggos.age > 3", [6]),
-    ("doggos.age 5 TO 10", []),
-    ("title STARTS WITH sha", [1]),
-    ("title STARTS WITH ''", [1, 2, 3, 4, 5, 6]),  # an empty prefix: every document with the field
-    ("title NOT STARTS WITH c", [1, 3, 4, 5]),
-    ("title CONTAINS arv", [2]),
-    ("title NOT CONTAINS e", [1, 4, 5]),
-    ("id IN [1, 3]", [1, 3]),
-    ("(year = 2019 AND genres = action) OR id = 5", [1, 2, 5]),
-    ("NOT (year = 2019 OR id = 5)", [3, 6]),
-    (["genres = action", ["id = 1", "id = 3"]], [1]),
-    ("id = 3 AND NOT id = 3", []),
-])
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("title = 'Shazam!'", [1]),
+        ("title = 'shazam!'", [1]),
+        ("title = 'gläss'", [4]),  # trimmed and lowercased, accents kept (NFKD)
+        ("title = glass", []),
+        ("title = 'Crêpe'", [6]),
+        ("year = 2019", [1, 2, 4]),  # the number 2019 and the string "2019"
+        ("year = 2019.0", [1, 4]),  # as a string "2019.0" matches nothing, as a number only numbers
+        ("year > 2018", [1, 2, 4]),  # numbers, and strings above "2018"
+        ("year >= 2019", [1, 2, 4]),
+        ("year < 2019", [3]),
+        ("year <= 2018", [3]),
+        ("year 2018 TO 2019", [1, 2, 3, 4]),
+        ("year 2020 TO 2019", []),  # lower above upper selects nothing
+        ("rating > 7 AND rating < 8", [1]),
+        ("genres = action", [1, 2]),
+        ("genres IN [horror, ADVENTURE]", [1, 2, 3]),
+        ("genres NOT IN [horror, adventure]", [4, 5, 6]),
+        ("genres != action", [3, 4, 5, 6]),  # documents without the field included
+        ("NOT genres = action", [3, 4, 5, 6]),
+        ("genres IS EMPTY", [4]),
+        ("title IS EMPTY", [5]),
+        ("empty IS EMPTY", [5]),
+        ("rating IS NULL", [3]),
+        ("rating IS NOT NULL", [1, 2, 4, 5, 6]),
+        ("rating EXISTS", [1, 3]),
+        ("rating NOT EXISTS", [2, 4, 5, 6]),
+        ("nested.a = 2", [5]),
+        ("nested.a IS NULL", []),  # a null inside an array is not "null"
+        ("nested.a.b = 3", [4]),
+        ("nested EXISTS", [4, 5]),
+        ("nested.a EXISTS", [4, 5]),
+        ("flag = true", [4]),
+        ("flag = false", [5]),
+        ("flag > f", [4, 5]),  # booleans are the strings "true" / "false"
+        ("doggos.name = bobby", [6]),
+        ("doggos.age > 3", [6]),
+        ("doggos.age 5 TO 10", []),
+        ("title STARTS WITH sha", [1]),
+        ("title STARTS WITH ''", [1, 2, 3, 4, 5, 6]),  # an empty prefix: every document with the field
+        ("title NOT STARTS WITH c", [1, 3, 4, 5]),
+        ("title CONTAINS arv", [2]),
+        ("title NOT CONTAINS e", [1, 4, 5]),
+        ("id IN [1, 3]", [1, 3]),
+        ("(year = 2019 AND genres = action) OR id = 5", [1, 2, 5]),
+        ("NOT (year = 2019 OR id = 5)", [3, 6]),
+        (["genres = action", ["id = 1", "id = 3"]], [1]),
+        ("id = 3 AND NOT id = 3", []),
+    ],
+)
 def test_operators(fx: Fixture, expr: Any, expected: list[int]) -> None:
     assert fx.ids(expr) == expected
 
@@ -147,7 +150,8 @@ def test_operators(fx: Fixture, expr: Any, expected: list[int]) -> None:
 def test_not_filterable_is_positioned(fx: Fixture) -> None:
     assert fx.error("id = 1 AND unknown = 3") == (
         "Attribute `unknown` is not filterable. Available filterable attribute patterns are: `doggos`, "
-        "`empty`, `flag`, `genres`, `id`, `nested`, `rating`, `title`, `year`.\n12:19 id = 1 AND unknown = 3")
+        "`empty`, `flag`, `genres`, `id`, `nested`, `rating`, `title`, `year`.\n12:19 id = 1 AND unknown = 3"
+    )
 
 
 def test_field_never_seen_selects_nothing(tmp_path: Path) -> None:
@@ -157,10 +161,13 @@ def test_field_never_seen_selects_nothing(tmp_path: Path) -> None:
     assert f.ids("NOT ghost = 1") == [1, 2, 3, 4, 5, 6]
 
 
-GRANULAR = [{"attributePatterns": ["year"], "features": {"filter": {"equality": True, "comparison": False}}},
-            {"attributePatterns": ["rating"], "features": {"filter": {"equality": False, "comparison": True}}},
-            {"attributePatterns": ["doggos.a*"], "features": {"filter": {"equality": False, "comparison": False}}},
-            {"attributePatterns": ["doggos.*"]}, "title"]
+GRANULAR = [
+    {"attributePatterns": ["year"], "features": {"filter": {"equality": True, "comparison": False}}},
+    {"attributePatterns": ["rating"], "features": {"filter": {"equality": False, "comparison": True}}},
+    {"attributePatterns": ["doggos.a*"], "features": {"filter": {"equality": False, "comparison": False}}},
+    {"attributePatterns": ["doggos.*"]},
+    "title",
+]
 
 
 def test_granular_operator_gating(tmp_path: Path) -> None:
@@ -173,20 +180,23 @@ def test_granular_operator_gating(tmp_path: Path) -> None:
         "  - Note: allowed operators: OR, AND, NOT, =, !=, IN, IS EMPTY, IS NULL, EXISTS.\n"
         "  - Note: field `year` matched rule #0 in `filterableAttributes`\n"
         "  - Hint: enable comparison in rule #0 by modifying the features.filter object\n"
-        "  - Hint: prepend another rule matching `year` with appropriate filter features before rule #0")
+        "  - Hint: prepend another rule matching `year` with appropriate filter features before rule #0"
+    )
     assert f.error("year 1 TO 3").startswith("Filter operator `TO` is not allowed for the attribute `year`.")
     assert f.error("rating IN [7.5]") == (
         "Filter operator `=` is not allowed for the attribute `rating`.\n"
         "  - Note: allowed operators: OR, AND, NOT, <, >, <=, >=, TO, IS EMPTY, IS NULL, EXISTS.\n"
         "  - Note: field `rating` matched rule #1 in `filterableAttributes`\n"
         "  - Hint: enable equality in rule #1 by modifying the features.filter object\n"
-        "  - Hint: prepend another rule matching `rating` with appropriate filter features before rule #1")
+        "  - Hint: prepend another rule matching `rating` with appropriate filter features before rule #1"
+    )
     assert f.error("rating != 7.5").startswith("Filter operator `!=` is not allowed")
     # the first matching rule wins: `doggos.age` matches the disabled rule #2, `doggos.name` rule #3
     assert f.ids("doggos.name = bobby") == [6]
     assert f.error("doggos.age > 2") == (
         "Attribute `doggos.age` is not filterable. Available filterable attribute patterns are: `doggos.*`, "
-        "`rating`, `title`, `year`.\n1:11 doggos.age > 2")
+        "`rating`, `title`, `year`.\n1:11 doggos.age > 2"
+    )
     # a granular pattern does not cover nested fields, a plain name does
     assert "Attribute `title.x`" not in f.error("year > 1")  # (gating error above, not filterability)
 
@@ -220,17 +230,22 @@ def test_geo_filters(tmp_path: Path) -> None:
     assert f.ids("_geoBoundingBox([0, -170], [-20, 170])") == [4, 5]
     assert f.ids("NOT _geoBoundingBox([50, 10], [40, 0])") == [1, 3, 4, 5, 6]
     assert f.error("_geoRadius(100, 0, 10)") == (
-        "Bad latitude `100`. Latitude must be contained between -90 and 90 degrees.\n12:15 _geoRadius(100, 0, 10)")
+        "Bad latitude `100`. Latitude must be contained between -90 and 90 degrees.\n12:15 _geoRadius(100, 0, 10)"
+    )
     assert f.error("_geoBoundingBox([1, 2], [3, 4])") == (
-        "The top latitude `1` is below the bottom latitude `3`.\n29:30 _geoBoundingBox([1, 2], [3, 4])")
+        "The top latitude `1` is below the bottom latitude `3`.\n29:30 _geoBoundingBox([1, 2], [3, 4])"
+    )
 
 
 def test_geo_needs_geo_filterable(tmp_path: Path) -> None:
     f = Fixture(tmp_path / "i", {"filterableAttributes": ["name"], "sortableAttributes": ["_geo"]}, GEO_DOCS)
     assert f.error("_geoRadius(1, 2, 3)") == (
         "Attribute `_geo/_geojson` is not filterable. Available filterable attribute patterns are: `name`."
-        "\n12:13 _geoRadius(1, 2, 3)")
-    assert f.error("_geoPolygon([1, 2], [3, 4], [5, 6])").startswith("Attribute `_geojson` is not filterable.")
+        "\n12:13 _geoRadius(1, 2, 3)"
+    )
+    assert f.error("_geoPolygon([1, 2], [3, 4], [5, 6])").startswith(
+        "Attribute `_geojson` is not filterable."
+    )
 
 
 def test_geo_validation_messages() -> None:
@@ -243,29 +258,38 @@ def test_geo_validation_messages() -> None:
         return info.value.message
 
     assert message("foobar") == (
-        "Index `test`: The `_geo` field in the document with the id: `\"11\"` is not an object. Was expecting an "
-        "object with the `_geo.lat` and `_geo.lng` fields but instead got `\"foobar\"`.")
-    assert message({}) == ("Index `test`: Could not find latitude nor longitude in the document with the id: "
-                           "`\"11\"`. Was expecting `_geo.lat` and `_geo.lng` fields.")
+        'Index `test`: The `_geo` field in the document with the id: `"11"` is not an object. Was expecting an '
+        'object with the `_geo.lat` and `_geo.lng` fields but instead got `"foobar"`.'
+    )
+    assert message({}) == (
+        "Index `test`: Could not find latitude nor longitude in the document with the id: "
+        '`"11"`. Was expecting `_geo.lat` and `_geo.lng` fields.'
+    )
     assert message({"doggos": "are good"}).endswith("Was expecting `_geo.lat` and `_geo.lng` fields.")
-    assert message({"lat": 12}) == ("Index `test`: Could not find longitude in the document with the id: `\"11\"`. "
-                                    "Was expecting a `_geo.lng` field.")
+    assert message({"lat": 12}) == (
+        'Index `test`: Could not find longitude in the document with the id: `"11"`. '
+        "Was expecting a `_geo.lng` field."
+    )
     assert message({"lng": True}).startswith("Index `test`: Could not find latitude in the document")
     assert message({"lat": False, "lng": True}) == (
-        "Index `test`: Could not parse latitude nor longitude in the document with the id: `\"11\"`. Was "
-        "expecting finite numbers but instead got `false` and `true`.")
-    assert message({"lat": "doggo", "lng": 1}).endswith("Was expecting a finite number but instead got `\"doggo\"`.")
+        'Index `test`: Could not parse latitude nor longitude in the document with the id: `"11"`. Was '
+        "expecting finite numbers but instead got `false` and `true`."
+    )
+    assert message({"lat": "doggo", "lng": 1}).endswith(
+        'Was expecting a finite number but instead got `"doggo"`.'
+    )
     assert message({"lat": 1, "lng": "inf"}).startswith("Index `test`: Could not parse longitude")
     assert message({"lat": 1, "lng": 2, "extra": 3}) == (
-        "Index `test`: The `_geo` field in the document with the id: `\"11\"` contains the following unexpected "
-        "fields: `{\"extra\":3}`.")
+        'Index `test`: The `_geo` field in the document with the id: `"11"` contains the following unexpected '
+        'fields: `{"extra":3}`.'
+    )
     check_geo(settings, [("1", {"_geo": None}), ("2", {"_geo": {"lat": "1.5", "lng": 2}})], "test")
     # without `_geo` sortable or filterable nothing is checked
     check_geo(complete_settings({}), [("1", {"_geo": "foobar"})], "test")
 
 
 def test_writes_keep_structures_in_step(fx: Fixture) -> None:
-    fx.add([{"id": 1, "title": "Other"}])          # replace: the old values go
+    fx.add([{"id": 1, "title": "Other"}])  # replace: the old values go
     assert fx.ids("genres = action") == [2]
     assert fx.ids("title = other") == [1]
     fx.add([{"id": 2, "year": 1990}], merge=True)  # update: top-level fields overwrite, others stay
@@ -311,7 +335,9 @@ def test_settings_rebuild_only_what_changed(tmp_path: Path) -> None:
         year = store.fid("year")
         assert year is not None and len(store.column(year, NUMBERS)) == 2  # sortable only: faceted too
     # a custom ranking rule and the distinct attribute facet their fields as well
-    rules = FacetRules(complete_settings({"rankingRules": ["words", "rating:desc"], "distinctAttribute": "id"}))
+    rules = FacetRules(
+        complete_settings({"rankingRules": ["words", "rating:desc"], "distinctAttribute": "id"})
+    )
     assert rules.is_faceted("rating") and rules.is_faceted("id") and not rules.is_faceted("title")
     assert not rules.is_filterable("rating")
 
@@ -340,19 +366,29 @@ def test_values() -> None:
 def test_bitmap_codec() -> None:
     ranged = BitMap()
     ranged.add_range(10, 70_000)  # run containers serialize small: never mistaken for plain u32s
-    for bitmap in (BitMap([5]), BitMap(range(7)), BitMap(range(8)), BitMap(range(0, 10**6, 7)), ranged,
-                   BitMap(range(8)) | BitMap([2**32 - 1])):
+    for bitmap in (
+        BitMap([5]),
+        BitMap(range(7)),
+        BitMap(range(8)),
+        BitMap(range(0, 10**6, 7)),
+        ranged,
+        BitMap(range(8)) | BitMap([2**32 - 1]),
+    ):
         raw = encode_bitmap(bitmap)
         assert decode_bitmap(raw) == bitmap
         assert (len(raw) <= 28) == (len(bitmap) <= 7)
 
 
 @pytest.mark.parametrize("small", [False, True])
-def test_column_levels_cover_every_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: bool) -> None:
+def test_column_levels_cover_every_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: bool
+) -> None:
     if small:  # every range unions kept bitmaps, every group from level 1 up is built with the column
         monkeypatch.setattr(facet_store, "LOOSE_UNION_SIZE", 0)
         monkeypatch.setattr(facet_store, "EAGER_SPAN", 4)
-    docs: list[dict[str, Any]] = [{"id": i, "n": i % 97 if i % 5 else 3, "s": f"v{i % 41:03d}"} for i in range(500)]
+    docs: list[dict[str, Any]] = [
+        {"id": i, "n": i % 97 if i % 5 else 3, "s": f"v{i % 41:03d}"} for i in range(500)
+    ]
     f = Fixture(tmp_path / "i", {"filterableAttributes": ["n", "s"]}, docs)
     with f.index.read() as r:
         store = FacetStore(r)

@@ -28,16 +28,29 @@ def t(value: str) -> Token:
 
 def test_the_clause_parses_into_a_foreign_node() -> None:
     node = parse_filter_value("genres = action AND NOT _foreign(author, id = a1 OR popularity > 3)")
-    assert node == And([Comparison(t("genres"), "=", t("action")),
-                        Not(Foreign(t("author"), Or([Comparison(t("id"), "=", t("a1")),
-                                                     Comparison(t("popularity"), ">", t("3"))])))])
+    assert node == And(
+        [
+            Comparison(t("genres"), "=", t("action")),
+            Not(
+                Foreign(
+                    t("author"),
+                    Or([Comparison(t("id"), "=", t("a1")), Comparison(t("popularity"), ">", t("3"))]),
+                )
+            ),
+        ]
+    )
     # spaces inside the parentheses, a quoted field
-    assert parse_filter_value("_foreign( 'author' ,  id = a1 )") == Foreign(t("author"), Comparison(t("id"), "=", t("a1")))
+    assert parse_filter_value("_foreign( 'author' ,  id = a1 )") == Foreign(
+        t("author"), Comparison(t("id"), "=", t("a1"))
+    )
 
 
 def test_the_printed_form_parses_back() -> None:
     node = parse_filter_value('x = 1 OR _foreign(author, birthday STARTS WITH "1958-" AND popularity >= 3.5)')
-    assert to_string(node) == '"x" = "1" OR _foreign("author", "birthday" STARTS WITH "1958-" AND "popularity" >= "3.5")'
+    assert (
+        to_string(node)
+        == '"x" = "1" OR _foreign("author", "birthday" STARTS WITH "1958-" AND "popularity" >= "3.5")'
+    )
     assert parse_filter_value(to_string(node)) == node
 
 
@@ -45,15 +58,20 @@ def test_a_field_named_foreign_is_still_a_field() -> None:
     assert parse_filter_value("_foreign = 3") == Comparison(t("_foreign"), "=", t("3"))
 
 
-@pytest.mark.parametrize(("source", "fragment", "position"), [
-    ("_foreign(author)", ")", "16:17 _foreign(author)"),
-    ("a = 1 AND _foreign (author, id = 1)", " (author, id = 1)", "19:36 _foreign (author, id = 1)"),
-])
+@pytest.mark.parametrize(
+    ("source", "fragment", "position"),
+    [
+        ("_foreign(author)", ")", "16:17 _foreign(author)"),
+        ("a = 1 AND _foreign (author, id = 1)", " (author, id = 1)", "19:36 _foreign (author, id = 1)"),
+    ],
+)
 def test_malformed_clauses(source: str, fragment: str, position: str) -> None:
     with pytest.raises(FilterError) as err:
         parse_filter_value(source)
-    assert err.value.message == ("Was expecting a field name and an condition inside `_foreign(..)` filter but "
-                                 f"instead found `{fragment}`.\n{position}")
+    assert err.value.message == (
+        "Was expecting a field name and an condition inside `_foreign(..)` filter but "
+        f"instead found `{fragment}`.\n{position}"
+    )
 
 
 def test_the_gate_points_at_the_field_and_prints_the_clause() -> None:
@@ -63,7 +81,8 @@ def test_the_gate_points_at_the_field_and_prints_the_clause() -> None:
     assert err.value.feature == "foreignKeys"
     assert err.value.message == (
         "using a foreign filter requires enabling the `foreign_keys` experimental feature. See "
-        "https://github.com/orgs/meilisearch/discussions/873\n30:36 _foreign(author, id = a1)")
+        "https://github.com/orgs/meilisearch/discussions/873\n30:36 _foreign(author, id = a1)"
+    )
     check_features(node, ON)
 
 
@@ -79,5 +98,6 @@ def test_one_index_routes_refuse_it() -> None:
     reject_foreign(None)
     with pytest.raises(FilterError) as err:
         reject_foreign(parse_filter_value("a = 1 OR _foreign(author, id = a1)"))
-    assert err.value.message == ("Filter condition `_foreign` is not supported for this endpoint.\n"
-                                 "19:25 _foreign(author, id = a1)")
+    assert err.value.message == (
+        "Filter condition `_foreign` is not supported for this endpoint.\n19:25 _foreign(author, id = a1)"
+    )

@@ -37,10 +37,14 @@ ERRORS: list[tuple[Any, str]] = [
     ("Point", 'Expected an owned Object, but got `"Point"`'),
     ({"coordinates": [1, 2]}, "Encountered an unknown 'geometry' object type: `type`"),
     ({"type": 3, "coordinates": [1, 2]}, "Encountered an unknown 'geometry' object type: `type`"),
-    ({"type": "Circle", "coordinates": [1, 2]},
-     "Expected a Feature, FeatureCollection, or Geometry, but got an empty type"),
-    ({"type": "point", "coordinates": [1, 2]},
-     "Expected a Feature, FeatureCollection, or Geometry, but got an empty type"),
+    (
+        {"type": "Circle", "coordinates": [1, 2]},
+        "Expected a Feature, FeatureCollection, or Geometry, but got an empty type",
+    ),
+    (
+        {"type": "point", "coordinates": [1, 2]},
+        "Expected a Feature, FeatureCollection, or Geometry, but got an empty type",
+    ),
     ({"type": "Point"}, "Expected a GeoJSON property for `coordinates`, but got None"),
     ({"type": "Point", "coordinates": "1,2"}, "Expected an Array value, but got `None`"),
     ({"type": "Point", "coordinates": [1]}, "A position must contain two or more elements, but got `1`"),
@@ -49,45 +53,83 @@ ERRORS: list[tuple[Any, str]] = [
     ({"type": "Point", "coordinates": [1, True]}, "Expected a floating-point value, but got None"),
     ({"type": "LineString", "coordinates": [1, 2]}, "Expected an Array value, but got `None`"),
     ({"type": "Polygon", "coordinates": [[1, 2]]}, "Expected an Array value, but got `None`"),
-    ({"type": "MultiPolygon", "coordinates": [[[[0, 0], [1]]]]},
-     "A position must contain two or more elements, but got `1`"),
+    (
+        {"type": "MultiPolygon", "coordinates": [[[[0, 0], [1]]]]},
+        "A position must contain two or more elements, but got `1`",
+    ),
     # the bounding box is read before the coordinates
-    ({"type": "Point", "coordinates": [1], "bbox": {"a": 1}},
-     "Encountered non-array value for a 'bbox' object: `{\"a\":1}`"),
-    ({"type": "Point", "coordinates": [1], "bbox": [0, "1"]}, "Encountered non-numeric value within 'bbox' array"),
+    (
+        {"type": "Point", "coordinates": [1], "bbox": {"a": 1}},
+        "Encountered non-array value for a 'bbox' object: `{\"a\":1}`",
+    ),
+    (
+        {"type": "Point", "coordinates": [1], "bbox": [0, "1"]},
+        "Encountered non-numeric value within 'bbox' array",
+    ),
     ({"type": "GeometryCollection"}, "Expected a GeoJSON property for `geometries`, but got None"),
     ({"type": "GeometryCollection", "geometries": {}}, "Expected an Array value, but got `Object`"),
     ({"type": "GeometryCollection", "geometries": None}, "Expected an Array value, but got `Null`"),
     ({"type": "GeometryCollection", "geometries": [1]}, "Expected an owned Object, but got `1`"),
-    ({"type": "GeometryCollection", "geometries": [{"coordinates": [1, 2]}]},
-     "Expected a GeoJSON property for `type`, but got None"),
-    ({"type": "GeometryCollection", "geometries": [{"type": False}]}, "Expected a String value, but got a `false`"),
-    ({"type": "GeometryCollection", "geometries": [{"type": "Feature", "geometry": POINT}]},
-     "Encountered an unknown 'geometry' object type: `Feature`"),
+    (
+        {"type": "GeometryCollection", "geometries": [{"coordinates": [1, 2]}]},
+        "Expected a GeoJSON property for `type`, but got None",
+    ),
+    (
+        {"type": "GeometryCollection", "geometries": [{"type": False}]},
+        "Expected a String value, but got a `false`",
+    ),
+    (
+        {"type": "GeometryCollection", "geometries": [{"type": "Feature", "geometry": POINT}]},
+        "Encountered an unknown 'geometry' object type: `Feature`",
+    ),
     ({"type": "Feature"}, "Expected a GeoJSON property for `geometry`, but got None"),
-    ({"type": "Feature", "geometry": 3.5},
-     "Encountered neither object type nor null type for 'geometry' field on 'feature' object: `3.5`"),
-    ({"type": "Feature", "geometry": {"type": "Point", "coordinates": [0]}},
-     "A position must contain two or more elements, but got `1`"),
-    ({"type": "Feature", "geometry": POINT, "properties": []},
-     "Encountered neither object type nor null type for 'properties' object: `[]`"),
-    ({"type": "Feature", "geometry": POINT, "id": None},
-     "Encountered neither number type nor string type for 'id' field on 'feature' object: `null`"),
-    ({"type": "Feature", "geometry": POINT, "bbox": "x"}, "Encountered non-array value for a 'bbox' object: `\"x\"`"),
+    (
+        {"type": "Feature", "geometry": 3.5},
+        "Encountered neither object type nor null type for 'geometry' field on 'feature' object: `3.5`",
+    ),
+    (
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [0]}},
+        "A position must contain two or more elements, but got `1`",
+    ),
+    (
+        {"type": "Feature", "geometry": POINT, "properties": []},
+        "Encountered neither object type nor null type for 'properties' object: `[]`",
+    ),
+    (
+        {"type": "Feature", "geometry": POINT, "id": None},
+        "Encountered neither number type nor string type for 'id' field on 'feature' object: `null`",
+    ),
+    (
+        {"type": "Feature", "geometry": POINT, "bbox": "x"},
+        "Encountered non-array value for a 'bbox' object: `\"x\"`",
+    ),
     # a feature without geometry parses, but cannot be converted; it is printed back as the crate
     # serializes it (type, geometry, properties — `{}` when absent —, bbox as floats, id, the rest)
-    ({"type": "Feature", "geometry": None},
-     "Attempted to a convert a feature without a geometry into a geo_types::Geometry: "
-     '`{"type":"Feature","geometry":null,"properties":{}}`'),
-    ({"name": "x", "id": 7, "bbox": [1, 2, 3, 4], "type": "Feature", "geometry": None, "properties": {"a": 1}},
-     "Attempted to a convert a feature without a geometry into a geo_types::Geometry: "
-     '`{"type":"Feature","geometry":null,"properties":{"a":1},"bbox":[1.0,2.0,3.0,4.0],"id":7,"name":"x"}`'),
+    (
+        {"type": "Feature", "geometry": None},
+        "Attempted to a convert a feature without a geometry into a geo_types::Geometry: "
+        '`{"type":"Feature","geometry":null,"properties":{}}`',
+    ),
+    (
+        {
+            "name": "x",
+            "id": 7,
+            "bbox": [1, 2, 3, 4],
+            "type": "Feature",
+            "geometry": None,
+            "properties": {"a": 1},
+        },
+        "Attempted to a convert a feature without a geometry into a geo_types::Geometry: "
+        '`{"type":"Feature","geometry":null,"properties":{"a":1},"bbox":[1.0,2.0,3.0,4.0],"id":7,"name":"x"}`',
+    ),
     ({"type": "FeatureCollection"}, "Expected a GeoJSON property for `features`, but got None"),
     ({"type": "FeatureCollection", "features": "x"}, "Expected an Array value, but got `String`"),
     ({"type": "FeatureCollection", "features": [POINT]}, "Expected a Feature mapping, but got a `Point`"),
     ({"type": "FeatureCollection", "features": [[]]}, "Expected an owned Object, but got `[]`"),
-    ({"type": "FeatureCollection", "features": [{"geometry": None}]},
-     "Expected a GeoJSON property for `type`, but got None"),
+    (
+        {"type": "FeatureCollection", "features": [{"geometry": None}]},
+        "Expected a GeoJSON property for `type`, but got None",
+    ),
 ]
 
 
@@ -101,20 +143,28 @@ def test_parse_errors(value: Any, message: str) -> None:
 def test_parse_shapes() -> None:
     assert parse_geojson(POINT) == GeoShape([1.0, 1.0])
     assert parse_geojson({"type": "Point", "coordinates": [1, 2, 300]}) == GeoShape([1.0, 2.0])
-    assert parse_geojson({"type": "MultiPoint", "coordinates": [[1, 2], [3, 4]]}) == GeoShape([1.0, 2.0, 3.0, 4.0])
+    assert parse_geojson({"type": "MultiPoint", "coordinates": [[1, 2], [3, 4]]}) == GeoShape(
+        [1.0, 2.0, 3.0, 4.0]
+    )
     line = {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}
     assert parse_geojson(line) == GeoShape(lines=[[0.0, 0.0, 1.0, 1.0]])
     # holes are dropped: polygons are solid
-    holed = {"type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 0]], [[1, 1], [2, 1], [2, 2], [1, 1]]]}
+    holed = {
+        "type": "Polygon",
+        "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 0]], [[1, 1], [2, 1], [2, 2], [1, 1]]],
+    }
     assert parse_geojson(holed) == GeoShape(polygons=[[0.0, 0.0, 4.0, 0.0, 4.0, 4.0, 0.0, 0.0]])
     feature = {"type": "Feature", "geometry": SQUARE, "properties": None, "id": "a", "extra": [1]}
     assert parse_geojson(feature).polygons == [[0.0, 0.0, 2.0, 0.0, 2.0, 2.0, 0.0, 2.0, 0.0, 0.0]]
     # a collection skips its features without geometry (Meilisearch issue 5904: collections index)
-    collection = {"type": "FeatureCollection", "features": [
-        {"type": "Feature", "geometry": None},
-        {"type": "Feature", "geometry": POINT, "properties": {}},
-        {"type": "Feature", "geometry": {"type": "GeometryCollection", "geometries": [line, POINT]}},
-    ]}
+    collection = {
+        "type": "FeatureCollection",
+        "features": [
+            {"type": "Feature", "geometry": None},
+            {"type": "Feature", "geometry": POINT, "properties": {}},
+            {"type": "Feature", "geometry": {"type": "GeometryCollection", "geometries": [line, POINT]}},
+        ],
+    }
     assert parse_geojson(collection) == GeoShape([1.0, 1.0, 1.0, 1.0], [[0.0, 0.0, 1.0, 1.0]])
     # coordinates are not range-checked (neither the crate nor cellulite does)
     assert parse_geojson({"type": "Point", "coordinates": [200, -100]}) == GeoShape([200.0, -100.0])
@@ -125,7 +175,9 @@ def test_parse_shapes() -> None:
 def test_check_geo_names_the_index_and_follows_the_settings() -> None:
     bad = [("7", {"id": 7, "_geojson": {"type": "Point", "coordinates": [1]}})]
     check_geo(complete_settings({"filterableAttributes": ["_geo"]}), bad, "movies")  # not read
-    check_geo(complete_settings({"filterableAttributes": [{"attributePatterns": ["_geojson"]}]}), bad, "movies")
+    check_geo(
+        complete_settings({"filterableAttributes": [{"attributePatterns": ["_geojson"]}]}), bad, "movies"
+    )
     with pytest.raises(MeiliError) as info:
         check_geo(complete_settings({"filterableAttributes": ["_geojson"]}), bad, "movies")
     assert info.value.code == "invalid_document_geojson_field"
@@ -136,7 +188,9 @@ def test_check_geo_names_the_index_and_follows_the_settings() -> None:
     assert info.value.code == "invalid_document_geo_field"  # `_geo` is checked first
     assert needs_geo_check({"filterableAttributes": []}, {"filterableAttributes": ["_geojson"]})
     assert needs_geo_check({}, {"sortableAttributes": ["_geo"]})
-    assert not needs_geo_check({"filterableAttributes": ["_geojson"]}, {"filterableAttributes": ["_geojson", "a"]})
+    assert not needs_geo_check(
+        {"filterableAttributes": ["_geojson"]}, {"filterableAttributes": ["_geojson", "a"]}
+    )
     assert not needs_geo_check({"filterableAttributes": ["_geojson"]}, {"filterableAttributes": []})
 
 
@@ -145,7 +199,10 @@ def test_check_geo_names_the_index_and_follows_the_settings() -> None:
 
 def _haversine(lat1: float, lng1: float, lat2: float, lng2: float) -> float:
     p1, p2 = math.radians(lat1), math.radians(lat2)
-    a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lng2 - lng1) / 2) ** 2
+    a = (
+        math.sin((p2 - p1) / 2) ** 2
+        + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lng2 - lng1) / 2) ** 2
+    )
     return 2 * 6_371_008.8 * math.asin(math.sqrt(a))
 
 
@@ -181,9 +238,14 @@ def test_densify_unwraps_the_antimeridian() -> None:
 
 def test_circle_and_box_areas() -> None:
     xs, ys = circle_ring(45.0, 9.0, 10_000.0, 8)
-    corners = [(x, y) for x, y in zip(xs, ys, strict=True) if abs(_haversine(45.0, 9.0, y, x) - 10_000.0) < 1e-3]
+    corners = [
+        (x, y) for x, y in zip(xs, ys, strict=True) if abs(_haversine(45.0, 9.0, y, x) - 10_000.0) < 1e-3
+    ]
     assert len(corners) >= 8  # the 8 destinations (and the closing copy of the first)
-    assert (ys[0], xs[0]) == (pytest.approx(45.0 + 10_000.0 / 6_371_008.8 * 180 / math.pi), pytest.approx(9.0))
+    assert (ys[0], xs[0]) == (
+        pytest.approx(45.0 + 10_000.0 / 6_371_008.8 * 180 / math.pi),
+        pytest.approx(9.0),
+    )
     xs, ys = box_ring(2.0, 3.0, 1.0, 0.0)
     assert (xs[0], ys[0]) == (3.0, 2.0)
     assert {(3.0, 2.0), (0.0, 2.0), (0.0, 1.0), (3.0, 1.0)} <= set(zip(xs.tolist(), ys.tolist(), strict=True))
@@ -196,7 +258,10 @@ def test_strictly_inside_excludes_the_boundary() -> None:
     assert strictly_inside(ring, px, py).tolist() == [True, False, False, False, False, False, False, True]
     concave = (np.array([0.0, 4.0, 4.0, 2.0, 0.0, 0.0]), np.array([0.0, 0.0, 4.0, 1.0, 4.0, 0.0]))
     assert strictly_inside(concave, np.array([2.0, 2.0, 1.0]), np.array([0.5, 2.0, 2.0])).tolist() == [
-        True, False, True]
+        True,
+        False,
+        True,
+    ]
 
 
 def test_segments_intersect_touching_and_collinear() -> None:
@@ -215,7 +280,10 @@ def test_segments_intersect_touching_and_collinear() -> None:
 
 # -- the index --------------------------------------------------------------------------------------
 
-LILLE = {"type": "Polygon", "coordinates": [[[3.0, 50.6], [3.1, 50.6], [3.1, 50.7], [3.0, 50.7], [3.0, 50.6]]]}
+LILLE = {
+    "type": "Polygon",
+    "coordinates": [[[3.0, 50.6], [3.1, 50.6], [3.1, 50.7], [3.0, 50.7], [3.0, 50.6]]],
+}
 SHAPES: list[dict[str, Any]] = [
     {"id": 1, "name": "missing"},
     {"id": 2, "_geojson": {"type": "Point", "coordinates": [1, 1]}},
@@ -260,13 +328,16 @@ def test_radius_and_box_add_shapes_to_points(shapes: Fixture) -> None:
     assert shapes.ids("_geoRadius(1, 1, 1000)") == [6]
     assert shapes.error("_geoPolygon([0,0],[0,2],[2,2],[2,0])") == (
         "Attribute `_geojson` is not filterable. Available filterable attribute patterns are: `_geo`."
-        "\n14:15 _geoPolygon([0,0],[0,2],[2,2],[2,0])")
+        "\n14:15 _geoPolygon([0,0],[0,2],[2,2],[2,0])"
+    )
 
 
 def test_the_inscribed_circle_polygon(tmp_path: Path) -> None:
     # 10 km circle as a 4-gon (resolution 4): the corners' directions are in, the diagonals' are not
-    near = [{"id": i, "_geojson": {"type": "Point", "coordinates": [lng, lat]}}
-            for i, (lat, lng) in enumerate([(0.08, 0.0), (0.0, 0.08), (0.05, 0.05), (0.03, 0.03)], 1)]
+    near = [
+        {"id": i, "_geojson": {"type": "Point", "coordinates": [lng, lat]}}
+        for i, (lat, lng) in enumerate([(0.08, 0.0), (0.0, 0.08), (0.05, 0.05), (0.03, 0.03)], 1)
+    ]
     f = Fixture(tmp_path / "c", {"filterableAttributes": ["_geojson"]}, near)
     assert f.ids("_geoRadius(0, 0, 10000, 4)") == [1, 2, 4]
     assert f.ids("_geoRadius(0, 0, 10000, 125)") == [1, 2, 3, 4]
@@ -286,7 +357,9 @@ def test_the_index_follows_writes_and_settings(tmp_path: Path) -> None:
     # switching geojson filtering off and on drops and rebuilds the shapes
     f.set({"filterableAttributes": ["other"]})
     f.set({"filterableAttributes": [{"attributePatterns": ["_geojson"]}, "x"]})
-    assert f.error(square).startswith("Attribute `_geojson` is not filterable. Available filterable attribute")
+    assert f.error(square).startswith(
+        "Attribute `_geojson` is not filterable. Available filterable attribute"
+    )
     f.set({"filterableAttributes": ["_geojson"]})
     assert f.ids(square) == [0, 1]
     # `_geojson` values are shapes, not facet values

@@ -105,7 +105,7 @@ def test_similarity_per_metric() -> None:
     b = np.array([0.0, 2.0], dtype=np.float32)
     cos = HnswGraph(2, "cosine")
     cos.add(1, b)
-    (label, dist), = cos.search(a, 1)
+    ((label, dist),) = cos.search(a, 1)
     assert label == 1 and cos.similarity(dist) == pytest.approx(0.0, abs=1e-6)
     dot = HnswGraph(2, "dot")
     dot.add(1, b)
@@ -148,7 +148,11 @@ def test_deleted_labels_are_never_returned_and_cleanup_repairs_the_graph() -> No
         assert graph.delete(label) == 1
     assert graph.delete(0) == 0  # already deleted
     stats = graph.stats()
-    assert (stats["live"], stats["tombstones"], stats["labels"]) == (2000 - len(deleted), len(deleted), 2000 - len(deleted))
+    assert (stats["live"], stats["tombstones"], stats["labels"]) == (
+        2000 - len(deleted),
+        len(deleted),
+        2000 - len(deleted),
+    )
     live = np.array(sorted(set(range(2000)) - deleted))
     truth = true_knn("euclidean", x[live], q, 10, labels=live)
     for qq in q:
@@ -297,8 +301,9 @@ def test_records_round_trip_to_an_identical_graph() -> None:
         graph.delete(label)  # tombstones carry their vector in the record
     copy = copy_through_records(graph, x, labels)
     s1, s2 = graph.stats(), copy.stats()
-    assert {k: s1[k] for k in ("slots", "live", "tombstones", "labels", "entry", "max_level")} == \
-        {k: s2[k] for k in ("slots", "live", "tombstones", "labels", "entry", "max_level")}
+    assert {k: s1[k] for k in ("slots", "live", "tombstones", "labels", "entry", "max_level")} == {
+        k: s2[k] for k in ("slots", "live", "tombstones", "labels", "entry", "max_level")
+    }
     for qq in clustered_data(30, 12, seed=16):
         a = graph.search(qq, 10, ef=40)
         b = copy.search(qq, 10, ef=40)

@@ -11,8 +11,15 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "src" / "hanzo_engine"
-LAYERS = (("_native", "filter_parser", "rustcompat"), ("apitypes",), ("engine",), ("auth", "dump"), ("scheduler",),
-          ("server",), ("cli",))
+LAYERS = (
+    ("_native", "filter_parser", "rustcompat"),
+    ("apitypes",),
+    ("engine",),
+    ("auth", "dump"),
+    ("scheduler",),
+    ("server",),
+    ("cli",),
+)
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 
 
@@ -63,8 +70,10 @@ def test_no_import_runs_upward() -> None:
 
 def test_the_check_sees_relative_function_level_and_type_checking_imports() -> None:
     probe = ROOT / "engine" / "search" / "probe.py"  # never written: its text is given
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hanzo_engine.scheduler import store\n"
-              "def f():\n    from ...server import app\n    from .. import index\n")
+    source = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hanzo_engine.scheduler import store\n"
+        "def f():\n    from ...server import app\n    from .. import index\n"
+    )
     assert upward_imports_of(probe, source) == [
         "hanzo_engine/engine/search/probe.py:3 imports hanzo_engine.scheduler",
         "hanzo_engine/engine/search/probe.py:5 imports hanzo_engine.server",

@@ -18,17 +18,32 @@ WORDS = ["sun", "moon", "star", "night", "day", "river", "stone", "wind", "fire"
 
 def make_docs(n: int) -> list[dict[str, Any]]:
     rng = random.Random(7)
-    return [{"id": i, "title": " ".join(rng.choices(WORDS, k=rng.randint(1, 4))),
-             "overview": " ".join(rng.choices(WORDS, k=rng.randint(5, 30))), "rating": rng.randint(0, 9)}
-            for i in range(n)]
+    return [
+        {
+            "id": i,
+            "title": " ".join(rng.choices(WORDS, k=rng.randint(1, 4))),
+            "overview": " ".join(rng.choices(WORDS, k=rng.randint(5, 30))),
+            "rating": rng.randint(0, 9),
+        }
+        for i in range(n)
+    ]
 
 
 def add_docs(s: Scheduler, uid: str, docs: list[dict[str, Any]]) -> None:
     file_uuid, path = s.new_update_file()
     path.write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in docs))
-    s.register("documentAdditionOrUpdate", uid, details={"receivedDocuments": len(docs), "indexedDocuments": None},
-               kind={"method": "replace", "primaryKey": "id", "contentFile": file_uuid,
-                     "contentSize": path.stat().st_size, "allowIndexCreation": True})
+    s.register(
+        "documentAdditionOrUpdate",
+        uid,
+        details={"receivedDocuments": len(docs), "indexedDocuments": None},
+        kind={
+            "method": "replace",
+            "primaryKey": "id",
+            "contentFile": file_uuid,
+            "contentSize": path.stat().st_size,
+            "allowIndexCreation": True,
+        },
+    )
 
 
 def indexer_memory(tmp_path: Path, max_indexing_memory: int | None) -> int:

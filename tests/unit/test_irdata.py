@@ -90,8 +90,11 @@ rankings = st.lists(doc_ids, max_size=40)
 
 @given(rankings, gains, st.integers(1, 20))
 def test_metrics_lie_in_unit_interval(ranked: list[str], rels: dict[str, int], k: int) -> None:
-    for value in (irdata.ndcg_at_k(ranked, rels, k), irdata.recall_at_k(ranked, rels, k),
-                  irdata.mrr_at_k(ranked, rels, k)):
+    for value in (
+        irdata.ndcg_at_k(ranked, rels, k),
+        irdata.recall_at_k(ranked, rels, k),
+        irdata.mrr_at_k(ranked, rels, k),
+    ):
         assert 0.0 <= value <= 1.0 + 1e-12
 
 
@@ -128,10 +131,22 @@ def test_irrelevant_suffix_changes_nothing_in_the_top_k(ranked: list[str], rels:
 
 
 def test_smart_records() -> None:
-    lines = ["ignored preamble\n", ".I 7\n", ".T \n", "A title\n", "on two lines\n", ".W\n", "body\n",
-             ".I 8\n", ".W\n", "other\n"]
-    assert irdata.smart_records(lines) == [{"I": "7", "T": "A title\non two lines\n", "W": "body\n"},
-                                           {"I": "8", "W": "other\n"}]
+    lines = [
+        "ignored preamble\n",
+        ".I 7\n",
+        ".T \n",
+        "A title\n",
+        "on two lines\n",
+        ".W\n",
+        "body\n",
+        ".I 8\n",
+        ".W\n",
+        "other\n",
+    ]
+    assert irdata.smart_records(lines) == [
+        {"I": "7", "T": "A title\non two lines\n", "W": "body\n"},
+        {"I": "8", "W": "other\n"},
+    ]
 
 
 def test_slash_records() -> None:
@@ -139,8 +154,10 @@ def test_slash_records() -> None:
     assert irdata.slash_records(lines) == [("1", "first line second"), ("2", "text"), ("3", "last")]
 
 
-@pytest.mark.parametrize(("name", "n_docs", "n_queries", "n_judgments"), [
-    ("cranfield", 1400, 225, 1612), ("npl", 11426, 93, 2083), ("cisi", 1460, 76, 3114)])
+@pytest.mark.parametrize(
+    ("name", "n_docs", "n_queries", "n_judgments"),
+    [("cranfield", 1400, 225, 1612), ("npl", 11426, 93, 2083), ("cisi", 1460, 76, 3114)],
+)
 def test_shipped_collections(name: str, n_docs: int, n_queries: int, n_judgments: int) -> None:
     docs, queries, qrels = irdata.IR_LOADERS[name]()
     assert (len(docs), len(queries), sum(len(r) for r in qrels.values())) == (n_docs, n_queries, n_judgments)
@@ -156,14 +173,20 @@ def test_cranfield_queries_are_numbered_by_position() -> None:
     _, queries, qrels = irdata.load_cranfield()
     assert [q for q, _ in queries] == [str(i) for i in range(1, 226)]
     # the third query of the file is `.I 004`: ids follow the position, not the `.I` number
-    assert queries[2] == ("3", "what problems of heat conduction in composite slabs have been solved so far .")
+    assert queries[2] == (
+        "3",
+        "what problems of heat conduction in composite slabs have been solved so far .",
+    )
     assert qrels["1"]["184"] == 3  # "1 184 2": Cleverdon code 2, gain 5 - 2
     assert max(g for rels in qrels.values() for g in rels.values()) == 4
 
 
 def test_npl_queries_lowercased() -> None:
     _, queries, _ = irdata.load_npl()
-    assert queries[0] == ("1", "measurement of dielectric constant of liquids by the use of microwave techniques")
+    assert queries[0] == (
+        "1",
+        "measurement of dielectric constant of liquids by the use of microwave techniques",
+    )
 
 
 @pytest.mark.parametrize("name", ["cranfield", "npl"])

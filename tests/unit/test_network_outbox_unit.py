@@ -33,8 +33,15 @@ def test_appended_jobs_survive_until_done(tmp_path: Path) -> None:
     box = Outbox(tmp_path)
     assert box.load() == []
     shared = b'[{"id": 1}]'
-    first = box.append(7, "POST", "/indexes/i/documents?primaryKey=id", {"content-type": "application/json"},
-                       "v1", "ms0", {"a": (A, shared), "b": (B, shared)})
+    first = box.append(
+        7,
+        "POST",
+        "/indexes/i/documents?primaryKey=id",
+        {"content-type": "application/json"},
+        "v1",
+        "ms0",
+        {"a": (A, shared), "b": (B, shared)},
+    )
     second = box.append(8, "PATCH", "/network", {}, "v1", "ms0", {"a": (A, b"{1}"), "b": (B, b"{22}")})
     assert box.body(first["b"]) == shared and box.body(second["b"]) == b"{22}"
     box.done("a", first["a"])
@@ -43,8 +50,14 @@ def test_appended_jobs_survive_until_done(tmp_path: Path) -> None:
     box = Outbox(tmp_path)
     entries = box.load()
     name, entry = entries[0]
-    assert (entry.method, entry.path, entry.headers, entry.network_version, entry.origin_name, entry.remote) == (
-        "POST", "/indexes/i/documents?primaryKey=id", {"content-type": "application/json"}, "v1", "ms0", B)
+    assert (
+        entry.method,
+        entry.path,
+        entry.headers,
+        entry.network_version,
+        entry.origin_name,
+        entry.remote,
+    ) == ("POST", "/indexes/i/documents?primaryKey=id", {"content-type": "application/json"}, "v1", "ms0", B)
     for name, entry in entries:
         box.done(name, entry)
     box.close()
@@ -105,20 +118,29 @@ class _Remote:
 
     def __call__(self, client: Any, url: str, remote: dict[str, Any], job: Any) -> int:
         if not self.up:
-            raise sharding._Failure(MeiliError("remote_could_not_send_request", "error sending request"), True)
+            raise sharding._Failure(
+                MeiliError("remote_could_not_send_request", "error sending request"), True
+            )
         with self.lock:
             self.received.append((remote["url"], job.task_uid, job.body))
             return len(self.received)
 
 
 def _network() -> Any:
-    return {**default_network(), "self": "ms0", "version": "0190a5b2-0000-7000-8000-000000000000",
-            "remotes": {"ms1": {"url": "http://127.0.0.1:1", "searchApiKey": None, "writeApiKey": None},
-                        "ms2": {"url": "http://127.0.0.1:2", "searchApiKey": None, "writeApiKey": None}}}
+    return {
+        **default_network(),
+        "self": "ms0",
+        "version": "0190a5b2-0000-7000-8000-000000000000",
+        "remotes": {
+            "ms1": {"url": "http://127.0.0.1:1", "searchApiKey": None, "writeApiKey": None},
+            "ms2": {"url": "http://127.0.0.1:2", "searchApiKey": None, "writeApiKey": None},
+        },
+    }
 
 
-def test_forwards_keep_the_task_order_and_survive_a_restart(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forwards_keep_the_task_order_and_survive_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS", "0.2")
     store = TaskStore(tmp_path / "tasks")
     write_network(store, _network())  # a remote no longer in the network would be given up on
@@ -141,11 +163,16 @@ def test_forwards_keep_the_task_order_and_survive_a_restart(tmp_path: Path,
     finally:
         fw2.close()
     assert sorted(up.received, key=lambda r: r[0]) == [
-        ("http://127.0.0.1:1", 1, b"body1"), ("http://127.0.0.1:1", 2, b"body2"),
-        ("http://127.0.0.1:2", 1, b"body1"), ("http://127.0.0.1:2", 2, b"body2")]
+        ("http://127.0.0.1:1", 1, b"body1"),
+        ("http://127.0.0.1:1", 2, b"body2"),
+        ("http://127.0.0.1:2", 1, b"body1"),
+        ("http://127.0.0.1:2", 2, b"body2"),
+    ]
 
 
-def test_a_forward_waits_for_the_writes_in_flight_before_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_forward_waits_for_the_writes_in_flight_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = TaskStore(tmp_path / "tasks")
     up = _Remote()
     monkeypatch.setattr(sharding, "_send_once", up)

@@ -306,7 +306,7 @@ def test_dump_and_snapshot_argument_relations(tmp_path: Path) -> None:
 
 
 def test_ignored_options_are_accepted_and_reported(tmp_path: Path) -> None:
-    write_config(tmp_path / "config.toml", 'ssl_resumption = true\nssl_tickets = false\n')
+    write_config(tmp_path / "config.toml", "ssl_resumption = true\nssl_tickets = false\n")
     opts = load(tmp_path, {"experimental_reduce_indexing_memory_usage": True})
     # A flag set to false in the file is not "used"; the other flag in the file and the CLI flag are.
     assert set(opts.ignored_options) == {"--ssl-resumption", "--experimental-reduce-indexing-memory-usage"}
@@ -317,18 +317,35 @@ def test_ignored_options_are_accepted_and_reported(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"s3_bucket_url": "https://s3.example"}, "The `--s3-bucket-url` option is not supported by hanzo-engine: "
-     "snapshots are written to `--snapshot-dir` only, never uploaded to S3. Remove it to start the server."),
-    ({"experimental_personalization_api_key": "co-key"}, "The `--experimental-personalization-api-key` option is "
-     "not supported by hanzo-engine: there is no personalization (reranking) service; a search with `personalize` "
-     "answers `feature_not_enabled`. Remove it to start the server."),
-    ({"ssl_ocsp_path": "ocsp.der"}, "The `--ssl-ocsp-path` option is not supported by hanzo-engine: OCSP stapling "
-     "is not available. Remove it to start the server."),
-    ({"experimental_replication_parameters": True}, "The `--experimental-replication-parameters` option is not "
-     "supported by hanzo-engine: the task queue has no replication mode. Remove it to start the server."),
-])
-def test_options_that_would_change_answers_are_refused(tmp_path: Path, values: dict[str, Any], message: str) -> None:
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"s3_bucket_url": "https://s3.example"},
+            "The `--s3-bucket-url` option is not supported by hanzo-engine: "
+            "snapshots are written to `--snapshot-dir` only, never uploaded to S3. Remove it to start the server.",
+        ),
+        (
+            {"experimental_personalization_api_key": "co-key"},
+            "The `--experimental-personalization-api-key` option is "
+            "not supported by hanzo-engine: there is no personalization (reranking) service; a search with `personalize` "
+            "answers `feature_not_enabled`. Remove it to start the server.",
+        ),
+        (
+            {"ssl_ocsp_path": "ocsp.der"},
+            "The `--ssl-ocsp-path` option is not supported by hanzo-engine: OCSP stapling "
+            "is not available. Remove it to start the server.",
+        ),
+        (
+            {"experimental_replication_parameters": True},
+            "The `--experimental-replication-parameters` option is not "
+            "supported by hanzo-engine: the task queue has no replication mode. Remove it to start the server.",
+        ),
+    ],
+)
+def test_options_that_would_change_answers_are_refused(
+    tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
     opts = load(tmp_path, {**values, "master_key": "a" * 16})
     with pytest.raises(ConfigError) as err:
         check_startup(opts)

@@ -32,20 +32,29 @@ def test_no_route_module_imports_another() -> None:
     modules = sorted(p for p in ROUTES_DIR.glob("*.py") if p.name != "__init__.py")
     assert len(modules) > 10
     names = {p.stem for p in modules}
-    found = [f"{path.name}:{line} imports {module}"
-             for path in modules for line, module in _imported_modules(path)
-             if module == ROUTES_PACKAGE
-             or (module.startswith(ROUTES_PACKAGE + ".") and module.split(".")[3] in names)]
+    found = [
+        f"{path.name}:{line} imports {module}"
+        for path in modules
+        for line, module in _imported_modules(path)
+        if module == ROUTES_PACKAGE
+        or (module.startswith(ROUTES_PACKAGE + ".") and module.split(".")[3] in names)
+    ]
     assert found == []
 
 
 def test_the_check_sees_relative_imports(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("from .search import x\nfrom .. import search\nfrom ..routes import keys\n"
-                      "def f():\n    from .indexes import y\n")
+    sample.write_text(
+        "from .search import x\nfrom .. import search\nfrom ..routes import keys\n"
+        "def f():\n    from .indexes import y\n"
+    )
     imported = {module for _line, module in _imported_modules(sample)}
-    assert {"hanzo_engine.server.routes.search", "hanzo_engine.server.search",
-            "hanzo_engine.server.routes.keys", "hanzo_engine.server.routes.indexes"} <= imported
+    assert {
+        "hanzo_engine.server.routes.search",
+        "hanzo_engine.server.search",
+        "hanzo_engine.server.routes.keys",
+        "hanzo_engine.server.routes.indexes",
+    } <= imported
 
 
 def test_the_route_table_lists_each_route_once() -> None:
@@ -64,7 +73,10 @@ def test_the_search_workers_answer_the_search_family() -> None:
     from hanzo_engine.server.route_table import ROUTES
 
     assert {(spec.method, spec.path) for spec in ROUTES if spec.worker} == {
-        ("POST", "/indexes/{index_uid}/search"), ("GET", "/indexes/{index_uid}/search"), ("POST", "/multi-search"),
-        ("POST", "/indexes/{index_uid}/facet-search"), ("POST", "/indexes/{index_uid}/similar"),
+        ("POST", "/indexes/{index_uid}/search"),
+        ("GET", "/indexes/{index_uid}/search"),
+        ("POST", "/multi-search"),
+        ("POST", "/indexes/{index_uid}/facet-search"),
+        ("POST", "/indexes/{index_uid}/similar"),
         ("GET", "/indexes/{index_uid}/similar"),
     }

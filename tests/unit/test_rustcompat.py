@@ -61,15 +61,33 @@ def test_trim_is_rusts_whitespace() -> None:
 
 def test_f64_text() -> None:
     assert [f64_display(v) for v in (100.0, 95.5, -0.0, 1e21, 1.5e-7, float("nan"), float("-inf"))] == [
-        "100", "95.5", "-0", "1000000000000000000000", "0.00000015", "NaN", "-inf"]
+        "100",
+        "95.5",
+        "-0",
+        "1000000000000000000000",
+        "0.00000015",
+        "NaN",
+        "-inf",
+    ]
     assert [ryu(v) for v in (1e16, 1e15, 0.00001, 1e-6, 1.5e-7, 123.456, -2.0, -0.0)] == [
-        "1e16", "1000000000000000.0", "0.00001", "1e-6", "1.5e-7", "123.456", "-2.0", "-0.0"]
+        "1e16",
+        "1000000000000000.0",
+        "0.00001",
+        "1e-6",
+        "1.5e-7",
+        "123.456",
+        "-2.0",
+        "-0.0",
+    ]
     assert [parse_f64(s) for s in ("1.", ".5", "+1e3", "-2E-1")] == [1.0, 0.5, 1000.0, -0.2]
     assert [parse_f64(s) for s in (" 1", "1_0", "", "e5", "1e", "\u0663", "0x10")] == [None] * 7
 
 
 def test_serde_json_display_and_errors() -> None:
-    assert to_json({"z": [1, 2.5, None, True], "a": 'q"\n\x01'}) == '{"z":[1,2.5,null,true],"a":"q\\"\\n\\u0001"}'
+    assert (
+        to_json({"z": [1, 2.5, None, True], "a": 'q"\n\x01'})
+        == '{"z":[1,2.5,null,true],"a":"q\\"\\n\\u0001"}'
+    )
     assert to_json(2**64) == "1.8446744073709552e19"
     assert value_error(b'{"a": 1}') is None
     assert value_error(b'"\\uZZZZ"') == "invalid escape at line 1 column 7"

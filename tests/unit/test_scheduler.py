@@ -20,14 +20,27 @@ def sched(tmp_path: Path) -> Any:
     s.store.close()
 
 
-def add_docs(s: Scheduler, uid: str, docs: list[dict[str, Any]], method: str = "replace",
-             primary_key: str | None = None) -> int:
+def add_docs(
+    s: Scheduler,
+    uid: str,
+    docs: list[dict[str, Any]],
+    method: str = "replace",
+    primary_key: str | None = None,
+) -> int:
     file_uuid, path = s.new_update_file()
     path.write_bytes(b"".join(msgspec.json.encode(d) + b"\n" for d in docs))
-    task = s.register("documentAdditionOrUpdate", uid,
-                      details={"receivedDocuments": len(docs), "indexedDocuments": None},
-                      kind={"method": method, "primaryKey": primary_key, "contentFile": file_uuid,
-                            "contentSize": path.stat().st_size, "allowIndexCreation": True})
+    task = s.register(
+        "documentAdditionOrUpdate",
+        uid,
+        details={"receivedDocuments": len(docs), "indexedDocuments": None},
+        kind={
+            "method": method,
+            "primaryKey": primary_key,
+            "contentFile": file_uuid,
+            "contentSize": path.stat().st_size,
+            "allowIndexCreation": True,
+        },
+    )
     return int(task["taskUid"])
 
 
@@ -71,14 +84,20 @@ def test_a_bad_task_fails_alone_and_changes_nothing(sched: Scheduler) -> None:
 def test_cancelation_of_enqueued_tasks(sched: Scheduler) -> None:
     a = add_docs(sched, "movies", [{"id": 1}])
     b = add_docs(sched, "movies", [{"id": 2}])
-    cancel = sched.register("taskCancelation", None,
-                            details={"matchedTasks": 0, "canceledTasks": None, "originalFilter": "?uids=1"},
-                            kind={"query": TaskQuery(uids={b})})
+    cancel = sched.register(
+        "taskCancelation",
+        None,
+        details={"matchedTasks": 0, "canceledTasks": None, "originalFilter": "?uids=1"},
+        kind={"query": TaskQuery(uids={b})},
+    )
     sched.tick()  # the cancelation overtakes the additions
     assert sched.get_task(b)["status"] == "canceled"  # type: ignore[index]
     assert sched.get_task(b)["canceledBy"] == cancel["taskUid"]  # type: ignore[index]
     assert sched.get_task(cancel["taskUid"])["details"] == {  # type: ignore[index]
-        "matchedTasks": 1, "canceledTasks": 1, "originalFilter": "?uids=1"}
+        "matchedTasks": 1,
+        "canceledTasks": 1,
+        "originalFilter": "?uids=1",
+    }
     run_all(sched)
     assert sched.get_task(a)["status"] == "succeeded"  # type: ignore[index]
     assert documents(sched, "movies") == [{"id": 1}]
@@ -88,9 +107,12 @@ def test_task_deletion_only_deletes_finished_tasks(sched: Scheduler) -> None:
     a = add_docs(sched, "movies", [{"id": 1}])
     run_all(sched)
     b = add_docs(sched, "movies", [{"id": 2}])
-    deletion = sched.register("taskDeletion", None,
-                              details={"matchedTasks": 0, "deletedTasks": None, "originalFilter": "?uids=0,1"},
-                              kind={"query": TaskQuery(uids={a, b})})
+    deletion = sched.register(
+        "taskDeletion",
+        None,
+        details={"matchedTasks": 0, "deletedTasks": None, "originalFilter": "?uids=0,1"},
+        kind={"query": TaskQuery(uids={a, b})},
+    )
     sched.tick()
     assert sched.get_task(a) is None
     assert sched.get_task(b)["status"] == "enqueued"  # type: ignore[index]
@@ -127,11 +149,16 @@ def test_index_lifecycle(sched: Scheduler) -> None:
     again = sched.register("indexCreation", "a", details={"primaryKey": None}, kind={"primaryKey": None})
     run_all(sched)
     err = sched.get_task(again["taskUid"])["error"]  # type: ignore[index]
-    assert err == {"message": "Index `a` already exists.", "code": "index_already_exists",
-                   "type": "invalid_request", "link": "https://docs.meilisearch.com/errors#index_already_exists"}
+    assert err == {
+        "message": "Index `a` already exists.",
+        "code": "index_already_exists",
+        "type": "invalid_request",
+        "link": "https://docs.meilisearch.com/errors#index_already_exists",
+    }
     add_docs(sched, "a", [{"key": "x"}])
-    sched.register("indexSwap", None, details={"swaps": []},
-                   kind={"swaps": [{"indexes": ["a", "b"], "rename": True}]})
+    sched.register(
+        "indexSwap", None, details={"swaps": []}, kind={"swaps": [{"indexes": ["a", "b"], "rename": True}]}
+    )
     run_all(sched)
     assert sched.index("a") is None
     assert documents(sched, "b") == [{"key": "x"}]
@@ -142,7 +169,9 @@ def test_index_lifecycle(sched: Scheduler) -> None:
     assert list((sched.db_path / "indexes").iterdir()) == []
 
 
-def test_full_collections_are_deferred_while_a_batch_applies(sched: Scheduler, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_full_collections_are_deferred_while_a_batch_applies(
+    sched: Scheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a full collection walks every live container: a batch's documents are hundreds of thousands of
     # them, so the writer defers it for the batch and restores the thresholds after, even on failure
     import gc

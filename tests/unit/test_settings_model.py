@@ -40,8 +40,13 @@ CONTRACT_DEFAULTS: dict[str, Any] = {
     "synonyms": {},
     "distinctAttribute": None,
     "proximityPrecision": "byWord",
-    "typoTolerance": {"enabled": True, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9},
-                      "disableOnWords": [], "disableOnAttributes": [], "disableOnNumbers": False},
+    "typoTolerance": {
+        "enabled": True,
+        "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 9},
+        "disableOnWords": [],
+        "disableOnAttributes": [],
+        "disableOnNumbers": False,
+    },
     "faceting": {"maxValuesPerFacet": 100, "sortFacetValuesBy": {"*": "alpha"}},
     "pagination": {"maxTotalHits": 1000},
     "embedders": {},
@@ -56,12 +61,16 @@ CONTRACT_DEFAULTS: dict[str, Any] = {
 _CHAT_DEFAULT: dict[str, Any] = {
     "description": "",
     "documentTemplate": "{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
-                        "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}",
-    "documentTemplateMaxBytes": 400, "searchParameters": {}}
+    "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}",
+    "documentTemplateMaxBytes": 400,
+    "searchParameters": {},
+}
 _CUT = list(CONTRACT_DEFAULTS).index("rankingRules")
 STORED_DEFAULTS: dict[str, Any] = {
-    **dict(list(CONTRACT_DEFAULTS.items())[:_CUT]), "foreignKeys": [],
-    **dict(list(CONTRACT_DEFAULTS.items())[_CUT:]), "chat": _CHAT_DEFAULT,
+    **dict(list(CONTRACT_DEFAULTS.items())[:_CUT]),
+    "foreignKeys": [],
+    **dict(list(CONTRACT_DEFAULTS.items())[_CUT:]),
+    "chat": _CHAT_DEFAULT,
 }
 
 
@@ -100,13 +109,16 @@ def test_complete_settings_fills_missing_keys_in_order() -> None:
     assert full["pagination"] == {"maxTotalHits": 1000}
 
 
-@pytest.mark.parametrize(("name", "code", "path"), [
-    ("displayedAttributes", "invalid_settings_displayed_attributes", "displayed-attributes"),
-    ("searchCutoffMs", "invalid_settings_search_cutoff_ms", "search-cutoff-ms"),
-    ("typoTolerance", "invalid_settings_typo_tolerance", "typo-tolerance"),
-    ("localizedAttributes", "invalid_settings_localized_attributes", "localized-attributes"),
-    ("prefixSearch", "invalid_settings_prefix_search", "prefix-search"),
-])
+@pytest.mark.parametrize(
+    ("name", "code", "path"),
+    [
+        ("displayedAttributes", "invalid_settings_displayed_attributes", "displayed-attributes"),
+        ("searchCutoffMs", "invalid_settings_search_cutoff_ms", "search-cutoff-ms"),
+        ("typoTolerance", "invalid_settings_typo_tolerance", "typo-tolerance"),
+        ("localizedAttributes", "invalid_settings_localized_attributes", "localized-attributes"),
+        ("prefixSearch", "invalid_settings_prefix_search", "prefix-search"),
+    ],
+)
 def test_codes_and_sub_route_paths(name: str, code: str, path: str) -> None:
     assert setting_code(name) == code
     assert sub_route_path(name) == path
@@ -144,14 +156,16 @@ WRONG_TYPES = [
 @pytest.mark.parametrize(("name", "value", "expected", "found"), WRONG_TYPES)
 def test_wrong_type_in_settings(name: str, value: Any, expected: str, found: str) -> None:
     assert error_of(parse_settings_patch, {name: value}) == (
-        setting_code(name), f"Invalid value type at `.{name}`: expected {expected}, but found {found}"
+        setting_code(name),
+        f"Invalid value type at `.{name}`: expected {expected}, but found {found}",
     )
 
 
 @pytest.mark.parametrize(("name", "value", "expected", "found"), WRONG_TYPES)
 def test_wrong_type_on_sub_route(name: str, value: Any, expected: str, found: str) -> None:
     assert error_of(parse_setting_value, name, value) == (
-        setting_code(name), f"Invalid value type: expected {expected}, but found {found}"
+        setting_code(name),
+        f"Invalid value type: expected {expected}, but found {found}",
     )
 
 
@@ -174,7 +188,8 @@ def test_unknown_and_non_object_top_level() -> None:
         "Unknown field `stopWord`: did you mean `stopWords`? expected one of `displayedAttributes`"
     )
     assert error_of(parse_settings_patch, "doggo") == (
-        "bad_request", 'Invalid value type: expected an object, but found a string: `"doggo"`'
+        "bad_request",
+        'Invalid value type: expected an object, but found a string: `"doggo"`',
     )
 
 
@@ -188,30 +203,51 @@ def test_first_error_in_key_order_wins() -> None:
 # Per-setting validation
 # ------------------------------------------------------------------------------------------------
 
-INVALID_RULE = ("ranking rule is invalid. Valid ranking rules are words, typo, sort, proximity, attribute, "
-                "exactness and custom ranking rules.")
+INVALID_RULE = (
+    "ranking rule is invalid. Valid ranking rules are words, typo, sort, proximity, attribute, "
+    "exactness and custom ranking rules."
+)
 
 
-@pytest.mark.parametrize(("rule", "problem"), [
-    ("manyTheFish", f"`manyTheFish` {INVALID_RULE}"),
-    ("price", f"`price` {INVALID_RULE}"),
-    ("price:deesc", f"`price:deesc` {INVALID_RULE}"),
-    ("asc:price", f"`asc:price` {INVALID_RULE}"),
-    ("_geo:asc", "`_geo` is a reserved keyword and thus can't be used as a ranking rule"),
-    ("_geoDistance:desc", "`_geoDistance` is a reserved keyword and thus can't be used as a ranking rule"),
-    ("_geo(12, 13):asc", "`_geo(12, 13)` is a reserved keyword and thus can't be used as a ranking rule"),
-    ("_geoPoint:asc", "`_geoPoint` is a reserved keyword and thus can't be used as a ranking rule. "
-                      "`_geoPoint` can only be used for sorting at search time"),
-    ("_geoPoint(42, 75):asc", "`_geoPoint` is a reserved keyword and thus can't be used as a ranking rule. "
-                              "`_geoPoint` can only be used for sorting at search time"),
-    ("_geoRadius(42, 75, 59):asc", "`_geoRadius` is a reserved keyword and thus can't be used as a ranking "
-                                   "rule. `_geoRadius` can only be used for filtering at search time"),
-    ("_geoBoundingBox:desc", "`_geoBoundingBox` is a reserved keyword and thus can't be used as a ranking "
-                             "rule. `_geoBoundingBox` can only be used for filtering at search time"),
-])
+@pytest.mark.parametrize(
+    ("rule", "problem"),
+    [
+        ("manyTheFish", f"`manyTheFish` {INVALID_RULE}"),
+        ("price", f"`price` {INVALID_RULE}"),
+        ("price:deesc", f"`price:deesc` {INVALID_RULE}"),
+        ("asc:price", f"`asc:price` {INVALID_RULE}"),
+        ("_geo:asc", "`_geo` is a reserved keyword and thus can't be used as a ranking rule"),
+        (
+            "_geoDistance:desc",
+            "`_geoDistance` is a reserved keyword and thus can't be used as a ranking rule",
+        ),
+        ("_geo(12, 13):asc", "`_geo(12, 13)` is a reserved keyword and thus can't be used as a ranking rule"),
+        (
+            "_geoPoint:asc",
+            "`_geoPoint` is a reserved keyword and thus can't be used as a ranking rule. "
+            "`_geoPoint` can only be used for sorting at search time",
+        ),
+        (
+            "_geoPoint(42, 75):asc",
+            "`_geoPoint` is a reserved keyword and thus can't be used as a ranking rule. "
+            "`_geoPoint` can only be used for sorting at search time",
+        ),
+        (
+            "_geoRadius(42, 75, 59):asc",
+            "`_geoRadius` is a reserved keyword and thus can't be used as a ranking "
+            "rule. `_geoRadius` can only be used for filtering at search time",
+        ),
+        (
+            "_geoBoundingBox:desc",
+            "`_geoBoundingBox` is a reserved keyword and thus can't be used as a ranking "
+            "rule. `_geoBoundingBox` can only be used for filtering at search time",
+        ),
+    ],
+)
 def test_invalid_ranking_rules(rule: str, problem: str) -> None:
     assert error_of(parse_settings_patch, {"rankingRules": ["words", rule]}) == (
-        "invalid_settings_ranking_rules", f"Invalid value at `.rankingRules[1]`: {problem}"
+        "invalid_settings_ranking_rules",
+        f"Invalid value at `.rankingRules[1]`: {problem}",
     )
 
 
@@ -220,11 +256,14 @@ def test_custom_ranking_rules_keep_their_field() -> None:
     assert patch({"rankingRules": rules})["rankingRules"] == rules
 
 
-@pytest.mark.parametrize("rules", [
-    ["words", "attribute", "attributeRank"],
-    ["attribute", "wordPosition"],
-    ["typo", "attribute", "attributePosition", "exactness"],
-])
+@pytest.mark.parametrize(
+    "rules",
+    [
+        ["words", "attribute", "attributeRank"],
+        ["attribute", "wordPosition"],
+        ["typo", "attribute", "attributePosition", "exactness"],
+    ],
+)
 def test_mixed_attribute_rules_are_refused(rules: list[str]) -> None:
     assert error_of(parse_setting_value, "rankingRules", rules) == (
         "invalid_settings_ranking_rules",
@@ -240,7 +279,9 @@ def test_current_and_legacy_rule_names_are_accepted() -> None:
     assert patch({"rankingRules": current})["rankingRules"] == current
     # the intermediate name of the position rule is stored under its current name
     assert patch({"rankingRules": ["attributeRank", "attributePosition"]})["rankingRules"] == [
-        "attributeRank", "wordPosition"]
+        "attributeRank",
+        "wordPosition",
+    ]
 
 
 def test_typo_tolerance_validation() -> None:
@@ -248,12 +289,16 @@ def test_typo_tolerance_validation() -> None:
         "invalid_settings_typo_tolerance",
         'Invalid value type at `.typoTolerance.minWordSizeForTypos`: expected an object, but found a string: `"doggo"`',
     )
-    assert error_of(parse_setting_value, "typoTolerance", {"typoTolerance": {"minWordSizeForTypos": "doggo"}}) == (
+    assert error_of(
+        parse_setting_value, "typoTolerance", {"typoTolerance": {"minWordSizeForTypos": "doggo"}}
+    ) == (
         "invalid_settings_typo_tolerance",
         "Unknown field `typoTolerance`: expected one of `enabled`, `minWordSizeForTypos`, `disableOnWords`, "
         "`disableOnAttributes`, `disableOnNumbers`",
     )
-    assert error_of(parse_settings_patch, {"typoTolerance": {"minWordSizeForTypos": {"oneTypo": 10, "twoTypos": 9}}}) == (
+    assert error_of(
+        parse_settings_patch, {"typoTolerance": {"minWordSizeForTypos": {"oneTypo": 10, "twoTypos": 9}}}
+    ) == (
         "invalid_settings_typo_tolerance",
         "Invalid value at `.typoTolerance.minWordSizeForTypos`: `minWordSizeForTypos` setting is invalid. `oneTypo` "
         "and `twoTypos` fields should be between `0` and `255`, and `twoTypos` should be greater or equals to "
@@ -300,7 +345,8 @@ def test_faceting_validation_and_normalization() -> None:
         "Invalid value type at `.maxValuesPerFacet`: expected a positive integer, but found a negative integer: `-1`",
     )
     assert patch({"faceting": {"sortFacetValuesBy": {"b": "count", "a": "alpha"}}})["faceting"] == {
-        "sortFacetValuesBy": {"a": "alpha", "b": "count"}}
+        "sortFacetValuesBy": {"a": "alpha", "b": "count"}
+    }
 
 
 def test_enums() -> None:
@@ -313,75 +359,126 @@ def test_enums() -> None:
         "Unknown value `sometimes`: expected one of `indexingTime`, `disabled`",
     )
     assert patch({"proximityPrecision": "byAttribute", "prefixSearch": "disabled"}) == {
-        "proximityPrecision": "byAttribute", "prefixSearch": "disabled"}
+        "proximityPrecision": "byAttribute",
+        "prefixSearch": "disabled",
+    }
 
 
 def test_localized_attributes() -> None:
-    code, message = error_of(parse_settings_patch, {"localizedAttributes": [
-        {"attributePatterns": ["*_ja", "*_zh"], "locales": ["japan"]}]})
+    code, message = error_of(
+        parse_settings_patch,
+        {"localizedAttributes": [{"attributePatterns": ["*_ja", "*_zh"], "locales": ["japan"]}]},
+    )
     assert code == "invalid_settings_localized_attributes"
     expected_names = ", ".join(f"`{name}`" for name in LOCALES)
-    assert message == f"Unknown value `japan` at `.localizedAttributes[0].locales[0]`: expected one of {expected_names}"
-    assert message.startswith("Unknown value `japan` at `.localizedAttributes[0].locales[0]`: expected one of "
-                              "`af`, `ak`, `am`, `ar`, `az`, `be`, `bn`, `bg`")
+    assert (
+        message
+        == f"Unknown value `japan` at `.localizedAttributes[0].locales[0]`: expected one of {expected_names}"
+    )
+    assert message.startswith(
+        "Unknown value `japan` at `.localizedAttributes[0].locales[0]`: expected one of "
+        "`af`, `ak`, `am`, `ar`, `az`, `be`, `bn`, `bg`"
+    )
     assert message.endswith("`zho`, `zul`, `cym`, `cmn`")
-    assert error_of(parse_settings_patch, {"localizedAttributes": [{"attributePatterns": ["*_ja"], "locales": "jpn"}]}) == (
-        code, 'Invalid value type at `.localizedAttributes[0].locales`: expected an array, but found a string: `"jpn"`')
-    assert error_of(parse_settings_patch, {"localizedAttributes": [{"attributePatterns": "*_ja", "locales": ["jpn"]}]}) == (
-        code, 'Invalid value type at `.localizedAttributes[0].attributePatterns`: expected an array, but found a string: `"*_ja"`')
+    assert error_of(
+        parse_settings_patch, {"localizedAttributes": [{"attributePatterns": ["*_ja"], "locales": "jpn"}]}
+    ) == (
+        code,
+        'Invalid value type at `.localizedAttributes[0].locales`: expected an array, but found a string: `"jpn"`',
+    )
+    assert error_of(
+        parse_settings_patch, {"localizedAttributes": [{"attributePatterns": "*_ja", "locales": ["jpn"]}]}
+    ) == (
+        code,
+        'Invalid value type at `.localizedAttributes[0].attributePatterns`: expected an array, but found a string: `"*_ja"`',
+    )
     assert error_of(parse_settings_patch, {"localizedAttributes": [{"locales": ["jpn"]}]}) == (
-        code, "Missing field `attributePatterns` inside `.localizedAttributes[0]`")
+        code,
+        "Missing field `attributePatterns` inside `.localizedAttributes[0]`",
+    )
     assert error_of(parse_setting_value, "localizedAttributes", [{"attributePatterns": ["a"]}]) == (
-        code, "Missing field `locales` inside `[0]`")
+        code,
+        "Missing field `locales` inside `[0]`",
+    )
     # 639-1 codes are stored (and returned) as 639-3
-    assert patch({"localizedAttributes": [{"attributePatterns": ["*_ja"], "locales": ["ja", "jpn", "en", "cmn"]}]}) == {
-        "localizedAttributes": [{"attributePatterns": ["*_ja"], "locales": ["jpn", "jpn", "eng", "cmn"]}]}
+    assert patch(
+        {"localizedAttributes": [{"attributePatterns": ["*_ja"], "locales": ["ja", "jpn", "en", "cmn"]}]}
+    ) == {"localizedAttributes": [{"attributePatterns": ["*_ja"], "locales": ["jpn", "jpn", "eng", "cmn"]}]}
 
 
 def test_filterable_attributes_strings_and_rules() -> None:
-    value = patch({"filterableAttributes": [
-        "genre",
-        {"attributePatterns": ["price", "stats.*"], "features": {"facetSearch": True, "filter": {"comparison": True}}},
-        {"attributePatterns": ["id"]},
-    ]})["filterableAttributes"]
+    value = patch(
+        {
+            "filterableAttributes": [
+                "genre",
+                {
+                    "attributePatterns": ["price", "stats.*"],
+                    "features": {"facetSearch": True, "filter": {"comparison": True}},
+                },
+                {"attributePatterns": ["id"]},
+            ]
+        }
+    )["filterableAttributes"]
     assert value == [
         "genre",
-        {"attributePatterns": ["price", "stats.*"],
-         "features": {"facetSearch": True, "filter": {"equality": True, "comparison": True}}},
-        {"attributePatterns": ["id"],
-         "features": {"facetSearch": False, "filter": {"equality": True, "comparison": False}}},
+        {
+            "attributePatterns": ["price", "stats.*"],
+            "features": {"facetSearch": True, "filter": {"equality": True, "comparison": True}},
+        },
+        {
+            "attributePatterns": ["id"],
+            "features": {"facetSearch": False, "filter": {"equality": True, "comparison": False}},
+        },
     ]
     code = "invalid_settings_filterable_attributes"
     assert error_of(parse_settings_patch, {"filterableAttributes": [1]}) == (
-        code, "Invalid value type at `.filterableAttributes[0]`: expected a string, but found a positive integer: `1`")
+        code,
+        "Invalid value type at `.filterableAttributes[0]`: expected a string, but found a positive integer: `1`",
+    )
     assert error_of(parse_settings_patch, {"filterableAttributes": [{"features": {}}]}) == (
-        code, "Missing field `attributePatterns` inside `.filterableAttributes[0]`")
+        code,
+        "Missing field `attributePatterns` inside `.filterableAttributes[0]`",
+    )
     assert error_of(parse_settings_patch, {"filterableAttributes": [{"patterns": ["a"]}]}) == (
-        code, "Unknown field `patterns` inside `.filterableAttributes[0]`: expected one of `attributePatterns`, `features`")
-    assert error_of(parse_setting_value, "filterableAttributes",
-                    [{"attributePatterns": ["a"], "features": {"filter": {"equality": None}}}]) == (
-        code, "Invalid value type at `[0].features.filter.equality`: expected a boolean, but found null")
+        code,
+        "Unknown field `patterns` inside `.filterableAttributes[0]`: expected one of `attributePatterns`, `features`",
+    )
+    assert error_of(
+        parse_setting_value,
+        "filterableAttributes",
+        [{"attributePatterns": ["a"], "features": {"filter": {"equality": None}}}],
+    ) == (code, "Invalid value type at `[0].features.filter.equality`: expected a boolean, but found null")
 
 
 def test_embedders_basic_validation() -> None:
     code = "invalid_settings_embedders"
     assert error_of(parse_settings_patch, {"embedders": {"default": {"source": "openai"}}}) == (
-        code, "Unknown value `openai` at `.embedders.default.source`: did you mean `openAi`? expected one of "
-              "`openAi`, `huggingFace`, `ollama`, `userProvided`, `rest`, `composite`")
+        code,
+        "Unknown value `openai` at `.embedders.default.source`: did you mean `openAi`? expected one of "
+        "`openAi`, `huggingFace`, `ollama`, `userProvided`, `rest`, `composite`",
+    )
     assert error_of(parse_settings_patch, {"embedders": {"default": "openAi"}}) == (
-        code, 'Invalid value type at `.embedders.default`: expected an object, but found a string: `"openAi"`')
+        code,
+        'Invalid value type at `.embedders.default`: expected an object, but found a string: `"openAi"`',
+    )
     assert error_of(parse_setting_value, "embedders", {"default": {"dimensions": "3"}}) == (
-        code, 'Invalid value type at `.default.dimensions`: expected a positive integer, but found a string: `"3"`')
+        code,
+        'Invalid value type at `.default.dimensions`: expected a positive integer, but found a string: `"3"`',
+    )
     assert error_of(parse_setting_value, "embedders", {"e": {"colour": 1}})[1].startswith(
-        "Unknown field `colour` inside `.e`: expected one of `source`, `model`, `revision`, `pooling`, `apiKey`")
+        "Unknown field `colour` inside `.e`: expected one of `source`, `model`, `revision`, `pooling`, `apiKey`"
+    )
     assert error_of(parse_setting_value, "embedders", {"e": {"headers": {"a": 1}}}) == (
-        code, "Invalid value type at `.e.headers.a`: expected a string, but found a positive integer: `1`")
+        code,
+        "Invalid value type at `.e.headers.a`: expected a string, but found a positive integer: `1`",
+    )
     # `{}`, `null` embedders and per-field nulls are accepted; fields are stored in Meilisearch's order
     assert parse_setting_value("embedders", {}).values == {"embedders": {}}
     assert parse_setting_value("embedders", None).values == {"embedders": None}
     # (a body the settings route also accepts: `distribution` may be reset whatever the source)
-    assert patch({"embedders": {"b": None, "a": {"distribution": None, "dimensions": 2, "source": "userProvided"}}}) == {
-        "embedders": {"a": {"source": "userProvided", "dimensions": 2, "distribution": None}, "b": None}}
+    assert patch(
+        {"embedders": {"b": None, "a": {"distribution": None, "dimensions": 2, "source": "userProvided"}}}
+    ) == {"embedders": {"a": {"source": "userProvided", "dimensions": 2, "distribution": None}, "b": None}}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -398,8 +495,10 @@ def test_wildcard_lists_become_resets() -> None:
 
 
 def test_sets_are_sorted_and_deduplicated() -> None:
-    body = {name: ["the", "a", "the", "Zed"] for name in
-            ("sortableAttributes", "stopWords", "nonSeparatorTokens", "separatorTokens", "dictionary")}
+    body = {
+        name: ["the", "a", "the", "Zed"]
+        for name in ("sortableAttributes", "stopWords", "nonSeparatorTokens", "separatorTokens", "dictionary")
+    }
     assert patch(body) == {name: ["Zed", "a", "the"] for name in body}
     typo = patch({"typoTolerance": {"disableOnWords": ["b", "a", "b"], "disableOnAttributes": ["y", "x"]}})
     assert typo["typoTolerance"] == {"disableOnWords": ["a", "b"], "disableOnAttributes": ["x", "y"]}
@@ -407,7 +506,8 @@ def test_sets_are_sorted_and_deduplicated() -> None:
 
 def test_synonyms_keys_sorted_values_as_sent() -> None:
     assert patch({"synonyms": {"puppy": ["dog", "doggo"], "cat": ["kitten"]}}) == {
-        "synonyms": {"cat": ["kitten"], "puppy": ["dog", "doggo"]}}
+        "synonyms": {"cat": ["kitten"], "puppy": ["dog", "doggo"]}
+    }
 
 
 def test_null_is_reset_and_absence_is_not_set() -> None:
@@ -429,7 +529,11 @@ def test_apply_replaces_and_resets_without_touching_the_input() -> None:
     frozen = copy.deepcopy(current)
     new = apply_patch(current, parse_settings_patch({"stopWords": None, "sortableAttributes": ["price"]}))
     assert current == frozen
-    assert new["stopWords"] == [] and new["distinctAttribute"] == "sku" and new["sortableAttributes"] == ["price"]
+    assert (
+        new["stopWords"] == []
+        and new["distinctAttribute"] == "sku"
+        and new["sortableAttributes"] == ["price"]
+    )
     assert list(new) == list(SETTING_NAMES)
     assert apply_patch(new, SettingsPatch.reset_all()) == STORED_DEFAULTS
 
@@ -437,19 +541,31 @@ def test_apply_replaces_and_resets_without_touching_the_input() -> None:
 def test_typo_tolerance_merges_per_sub_key() -> None:
     s = apply_patch({}, parse_setting_value("typoTolerance", {"enabled": False, "disableOnWords": ["x"]}))
     s = apply_patch(s, parse_setting_value("typoTolerance", {"minWordSizeForTypos": {"twoTypos": 12}}))
-    assert s["typoTolerance"] == {"enabled": False, "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 12},
-                                  "disableOnWords": ["x"], "disableOnAttributes": [], "disableOnNumbers": False}
-    s = apply_patch(s, parse_setting_value("typoTolerance", {"minWordSizeForTypos": {"oneTypo": 7}, "enabled": None}))
+    assert s["typoTolerance"] == {
+        "enabled": False,
+        "minWordSizeForTypos": {"oneTypo": 5, "twoTypos": 12},
+        "disableOnWords": ["x"],
+        "disableOnAttributes": [],
+        "disableOnNumbers": False,
+    }
+    s = apply_patch(
+        s, parse_setting_value("typoTolerance", {"minWordSizeForTypos": {"oneTypo": 7}, "enabled": None})
+    )
     assert s["typoTolerance"]["minWordSizeForTypos"] == {"oneTypo": 7, "twoTypos": 12}
     assert s["typoTolerance"]["enabled"] is True
     s = apply_patch(s, parse_setting_value("typoTolerance", {"minWordSizeForTypos": None}))
     assert s["typoTolerance"]["minWordSizeForTypos"] == {"oneTypo": 5, "twoTypos": 9}
     assert s["typoTolerance"]["disableOnWords"] == ["x"]
-    assert apply_patch(s, parse_setting_value("typoTolerance", None))["typoTolerance"] == CONTRACT_DEFAULTS["typoTolerance"]
+    assert (
+        apply_patch(s, parse_setting_value("typoTolerance", None))["typoTolerance"]
+        == CONTRACT_DEFAULTS["typoTolerance"]
+    )
 
 
 def test_typo_bound_crossing_the_stored_one_fails_when_applied() -> None:
-    assert error_of(apply_patch, {}, parse_setting_value("typoTolerance", {"minWordSizeForTypos": {"oneTypo": 10}})) == (
+    assert error_of(
+        apply_patch, {}, parse_setting_value("typoTolerance", {"minWordSizeForTypos": {"oneTypo": 10}})
+    ) == (
         "invalid_settings_typo_tolerance",
         "`minWordSizeForTypos` setting is invalid. `oneTypo` and `twoTypos` fields should be between `0` and "
         "`255`, and `twoTypos` should be greater or equals to `oneTypo` but found `oneTypo: 10` and twoTypos: 9`.",
@@ -468,24 +584,39 @@ def test_faceting_and_pagination_merge() -> None:
     s = apply_patch(s, parse_setting_value("pagination", {"maxTotalHits": 20}))
     assert s["pagination"] == {"maxTotalHits": 20}
     assert apply_patch(s, parse_setting_value("pagination", {}))["pagination"] == {"maxTotalHits": 20}
-    assert apply_patch(s, parse_setting_value("pagination", {"maxTotalHits": None}))["pagination"] == {"maxTotalHits": 1000}
+    assert apply_patch(s, parse_setting_value("pagination", {"maxTotalHits": None}))["pagination"] == {
+        "maxTotalHits": 1000
+    }
 
 
 def test_embedders_merge_per_embedder_and_field() -> None:
-    s = apply_patch({}, parse_setting_value("embedders", {
-        "a": {"source": "userProvided", "dimensions": 3},
-        "b": {"source": "rest", "url": "http://x", "apiKey": "secret", "request": {}, "response": {}},
-    }))
-    s = apply_patch(s, parse_setting_value("embedders", {"b": {"apiKey": None, "dimensions": 4}, "c": {"source": "ollama"}}))
+    s = apply_patch(
+        {},
+        parse_setting_value(
+            "embedders",
+            {
+                "a": {"source": "userProvided", "dimensions": 3},
+                "b": {"source": "rest", "url": "http://x", "apiKey": "secret", "request": {}, "response": {}},
+            },
+        ),
+    )
+    s = apply_patch(
+        s,
+        parse_setting_value("embedders", {"b": {"apiKey": None, "dimensions": 4}, "c": {"source": "ollama"}}),
+    )
     assert s["embedders"] == {
         "a": {"source": "userProvided", "dimensions": 3},
         "b": {"source": "rest", "dimensions": 4, "url": "http://x", "request": {}, "response": {}},
         "c": {"source": "ollama"},
     }
     # a new source starts a new configuration; null removes an embedder; `{}` changes nothing
-    s = apply_patch(s, parse_setting_value("embedders", {"b": {"source": "userProvided", "dimensions": 2}, "c": None}))
-    assert s["embedders"] == {"a": {"source": "userProvided", "dimensions": 3},
-                              "b": {"source": "userProvided", "dimensions": 2}}
+    s = apply_patch(
+        s, parse_setting_value("embedders", {"b": {"source": "userProvided", "dimensions": 2}, "c": None})
+    )
+    assert s["embedders"] == {
+        "a": {"source": "userProvided", "dimensions": 3},
+        "b": {"source": "userProvided", "dimensions": 2},
+    }
     assert apply_patch(s, parse_setting_value("embedders", {}))["embedders"] == s["embedders"]
     assert apply_patch(s, parse_settings_patch({"embedders": None}))["embedders"] == {}
 
@@ -493,7 +624,9 @@ def test_embedders_merge_per_embedder_and_field() -> None:
 def test_too_many_embedders() -> None:
     many = {f"e{i}": {"source": "userProvided", "dimensions": 1} for i in range(257)}
     assert error_of(apply_patch, {}, parse_setting_value("embedders", many)) == (
-        "invalid_settings_embedders", "Too many embedders in the configuration. Found 257, but limited to 256.")
+        "invalid_settings_embedders",
+        "Too many embedders in the configuration. Found 257, but limited to 256.",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -501,23 +634,34 @@ def test_too_many_embedders() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("secret", "shown"), [
-    ("short", "XXX..."),
-    ("0123456789", "01XXXX..."),
-    ("01234567890123456789", "012XXXXX..."),
-    ("My super secret value you will never guess", "My suXXXXXX..."),
-])
+@pytest.mark.parametrize(
+    ("secret", "shown"),
+    [
+        ("short", "XXX..."),
+        ("0123456789", "01XXXX..."),
+        ("01234567890123456789", "012XXXXX..."),
+        ("My super secret value you will never guess", "My suXXXXXX..."),
+    ],
+)
 def test_api_key_masking(secret: str, shown: str) -> None:
     assert mask_api_key(secret) == shown
 
 
 def test_patch_details_only_sent_keys_in_canonical_order() -> None:
-    p = parse_settings_patch({"stopWords": None, "displayedAttributes": None, "rankingRules": ["typo"],
-                              "typoTolerance": {"enabled": None},
-                              "embedders": {"x": {"source": "rest", "apiKey": "My super secret value you will never guess"}}})
+    p = parse_settings_patch(
+        {
+            "stopWords": None,
+            "displayedAttributes": None,
+            "rankingRules": ["typo"],
+            "typoTolerance": {"enabled": None},
+            "embedders": {"x": {"source": "rest", "apiKey": "My super secret value you will never guess"}},
+        }
+    )
     details = patch_details(p)
     assert details == {
-        "displayedAttributes": ["*"], "rankingRules": ["typo"], "stopWords": None,
+        "displayedAttributes": ["*"],
+        "rankingRules": ["typo"],
+        "stopWords": None,
         "typoTolerance": {"enabled": None},
         "embedders": {"x": {"source": "rest", "apiKey": "My suXXXXXX..."}},
     }
@@ -529,35 +673,53 @@ def test_patch_details_only_sent_keys_in_canonical_order() -> None:
 def test_reset_all_details() -> None:
     details = patch_details(SettingsPatch.reset_all())
     assert list(details) == list(SETTING_NAMES)
-    assert details == {name: (["*"] if name in ("displayedAttributes", "searchableAttributes") else None)
-                       for name in SETTING_NAMES}
+    assert details == {
+        name: (["*"] if name in ("displayedAttributes", "searchableAttributes") else None)
+        for name in SETTING_NAMES
+    }
 
 
 def test_view_masks_stored_api_keys() -> None:
-    stored = apply_patch({}, parse_setting_value("embedders", {"e": {"source": "openAi", "apiKey": "sk-0123456789abcdef"}}))
+    stored = apply_patch(
+        {}, parse_setting_value("embedders", {"e": {"source": "openAi", "apiKey": "sk-0123456789abcdef"}})
+    )
     from hanzo_engine.engine.vector.embedders import display_embedder
 
     assert settings_view(stored)["embedders"]["e"]["apiKey"] == "skXXXX..."
     shown = settings_view(stored, display_embedder)["embedders"]["e"]  # as GET /settings shows it
     assert {k: shown[k] for k in ("source", "apiKey", "model")} == {
-        "source": "openAi", "apiKey": "skXXXX...", "model": "text-embedding-3-small"}
+        "source": "openAi",
+        "apiKey": "skXXXX...",
+        "model": "text-embedding-3-small",
+    }
     assert stored["embedders"]["e"]["apiKey"] == "sk-0123456789abcdef"
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ({"searchableAttributes": ["title"]}, {"searchable"}),
-    ({"filterableAttributes": ["genre"], "sortableAttributes": ["price"]}, {"filterable", "sortable"}),
-    ({"stopWords": ["the"]}, {"stopWords"}),
-    ({"separatorTokens": ["|"], "dictionary": ["J. R. R."]}, {"tokenizer"}),
-    ({"proximityPrecision": "byAttribute"}, {"proximity"}),
-    ({"typoTolerance": {"disableOnAttributes": ["sku"]}}, {"typo"}),
-    ({"typoTolerance": {"enabled": False}}, set()),
-    ({"embedders": {"e": {"source": "userProvided", "dimensions": 2}}}, {"embedders"}),
-    ({"displayedAttributes": ["a"], "rankingRules": ["words"], "pagination": {"maxTotalHits": 5},
-      "faceting": {"maxValuesPerFacet": 1}, "searchCutoffMs": 10}, set()),
-    ({"stopWords": []}, set()),  # setting the default changes nothing
-    ({"prefixSearch": "disabled", "facetSearch": False}, {"prefix", "facetSearch"}),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"searchableAttributes": ["title"]}, {"searchable"}),
+        ({"filterableAttributes": ["genre"], "sortableAttributes": ["price"]}, {"filterable", "sortable"}),
+        ({"stopWords": ["the"]}, {"stopWords"}),
+        ({"separatorTokens": ["|"], "dictionary": ["J. R. R."]}, {"tokenizer"}),
+        ({"proximityPrecision": "byAttribute"}, {"proximity"}),
+        ({"typoTolerance": {"disableOnAttributes": ["sku"]}}, {"typo"}),
+        ({"typoTolerance": {"enabled": False}}, set()),
+        ({"embedders": {"e": {"source": "userProvided", "dimensions": 2}}}, {"embedders"}),
+        (
+            {
+                "displayedAttributes": ["a"],
+                "rankingRules": ["words"],
+                "pagination": {"maxTotalHits": 5},
+                "faceting": {"maxValuesPerFacet": 1},
+                "searchCutoffMs": 10,
+            },
+            set(),
+        ),
+        ({"stopWords": []}, set()),  # setting the default changes nothing
+        ({"prefixSearch": "disabled", "facetSearch": False}, {"prefix", "facetSearch"}),
+    ],
+)
 def test_what_changed(body: dict[str, Any], expected: set[str]) -> None:
     old = complete_settings({})
     assert what_changed(old, apply_patch(old, parse_settings_patch(body))) == expected

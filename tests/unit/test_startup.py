@@ -51,8 +51,9 @@ def test_a_database_written_before_version_files_is_adopted(tmp_path: Path) -> N
     assert read_version(db) == FORMAT_VERSION
 
 
-def test_other_formats_are_refused_and_upgrades_run_only_when_asked(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_formats_are_refused_and_upgrades_run_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "data.ms"
     db.mkdir()
     (db / "VERSION").write_text("garbage")
@@ -80,8 +81,11 @@ def test_import_rules_leave_a_refused_directory_as_it_was(tmp_path: Path) -> Non
         prepare(options(tmp_path, f"import_snapshot={tmp_path / 'none'}"))
     (tmp_path / "s.snapshot").write_bytes(b"not a snapshot")
     (tmp_path / "empty.ms").mkdir()
-    opts = load_options({"db_path": str(tmp_path / "empty.ms"), "import_snapshot": str(tmp_path / "s.snapshot")},
-                        {}, cwd=tmp_path)
+    opts = load_options(
+        {"db_path": str(tmp_path / "empty.ms"), "import_snapshot": str(tmp_path / "s.snapshot")},
+        {},
+        cwd=tmp_path,
+    )
     with pytest.raises(StartupError, match="importing the snapshot"):
         prepare(opts)
     assert list((tmp_path / "empty.ms").iterdir()) == []

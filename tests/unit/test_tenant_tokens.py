@@ -50,7 +50,9 @@ def ctl(tmp_path: Path) -> Iterator[AuthController]:
 
 
 def add(ctl: AuthController, indexes: list[str], actions: list[str], **extra: Any) -> tuple[Key, str]:
-    key = ctl.create_key(parse_create_key({"indexes": indexes, "actions": actions, "expiresAt": None, **extra}))
+    key = ctl.create_key(
+        parse_create_key({"indexes": indexes, "actions": actions, "expiresAt": None, **extra})
+    )
     return key, ctl.key_value(key.uid)
 
 
@@ -73,14 +75,15 @@ def raw_token(header: dict[str, Any] | str, claims: dict[str, Any] | str, secret
     return f"{message}.{b64url_encode(signature)}"
 
 
-
 # -- encoding and decoding -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("alg", ["HS256", "HS384", "HS512"])
 def test_roundtrip(alg: str) -> None:
     uid = uuid.uuid4()
-    token = encode_token({"apiKeyUid": str(uid), "searchRules": ["*"], "exp": None, "other": 1}, "secret", alg)
+    token = encode_token(
+        {"apiKeyUid": str(uid), "searchRules": ["*"], "exp": None, "other": 1}, "secret", alg
+    )
     claims = decode_token(token, lambda u: "secret")
     assert claims is not None and claims.api_key_uid == uid and claims.exp is None
     assert claims.search_rules.all_indexes_authorized()
@@ -100,13 +103,18 @@ def test_claims_errors() -> None:
 
     assert reason('{"tamo":"kefir"}') == "JSON error: missing field `searchRules` at line 1 column 16"
     assert reason('{"searchRules":"kefir"}') == (
-        "JSON error: data did not match any variant of untagged enum SearchRules at line 1 column 23")
+        "JSON error: data did not match any variant of untagged enum SearchRules at line 1 column 23"
+    )
     assert reason('{"searchRules":["a"]}') == "JSON error: missing field `apiKeyUid` at line 1 column 21"
-    assert reason('{"searchRules":["a"],"searchRules":["b"]}').startswith("JSON error: duplicate field `searchRules`")
+    assert reason('{"searchRules":["a"],"searchRules":["b"]}').startswith(
+        "JSON error: duplicate field `searchRules`"
+    )
     assert reason('{"searchRules":["a"],"apiKeyUid":"doggo"}') == (
-        "JSON error: UUID parsing failed: invalid character: found `o` at 1 at line 1 column 41")
+        "JSON error: UUID parsing failed: invalid character: found `o` at 1 at line 1 column 41"
+    )
     assert reason(f'{{"searchRules":["a"],"apiKeyUid":"{NIL}","exp":"soon"}}').startswith(
-        'JSON error: invalid type: string "soon", expected i64')
+        'JSON error: invalid type: string "soon", expected i64'
+    )
     assert reason(f'{{"searchRules":["a"],"apiKeyUid":"{NIL}","aud":"x"}}') == "InvalidAudience"
     assert reason("[1]").startswith("JSON error: invalid type: sequence, expected struct Claims")
 
@@ -126,10 +134,12 @@ def test_invalid_tenant_tokens(ctl: AuthController) -> None:
     not_search = encode_token({"tamo": "kefir"}, "tamo")
     assert error_of(ctl, not_search, "documents.get", "dog") == "The provided API key is invalid."
     assert error_of(ctl, encode_token({"tamo": "kefir"}, "tamo"), index="dog") == (
-        "Could not decode tenant token, JSON error: missing field `searchRules` at line 1 column 16.")
+        "Could not decode tenant token, JSON error: missing field `searchRules` at line 1 column 16."
+    )
     assert error_of(ctl, encode_token({"searchRules": "kefir"}, "tamo"), index="dog") == (
         "Could not decode tenant token, JSON error: data did not match any variant of untagged enum SearchRules "
-        "at line 1 column 23.")
+        "at line 1 column 23."
+    )
     token = encode_token({"searchRules": ["kefir"], "apiKeyUid": NIL}, "tamo")
     assert error_of(ctl, token, index="dog") == "Could not decode tenant token, InvalidSignature."
 
@@ -137,9 +147,11 @@ def test_invalid_tenant_tokens(ctl: AuthController) -> None:
     assert value == "aeb94973e0b6e912d94165430bbe87dee91a7c4f891ce19050c3910ec96977e9"
     token = encode_token({"searchRules": ["doggo", "catto"], "apiKeyUid": NIL}, value)
     assert error_of(ctl, token, index="dog") == (
-        "The provided tenant token cannot acces the index `dog`, allowed indexes are [\"catto\", \"doggo\"].")
+        'The provided tenant token cannot acces the index `dog`, allowed indexes are ["catto", "doggo"].'
+    )
     assert error_of(ctl, token, index="doggo") == (
-        "The API key used to generate this tenant token cannot acces the index `doggo`.")
+        "The API key used to generate this tenant token cannot acces the index `doggo`."
+    )
 
 
 def test_signature_checks(ctl: AuthController) -> None:
@@ -155,14 +167,18 @@ def test_signature_checks(ctl: AuthController) -> None:
     for secret in (MASTER, str(key.uid)):
         forged = encode_token({"searchRules": ["*"], "apiKeyUid": str(key.uid)}, secret)
         assert error_of(ctl, forged, index="products") == "Could not decode tenant token, InvalidSignature."
-    rs256 = raw_token({"typ": "JWT", "alg": "RS256"}, {"searchRules": ["*"], "apiKeyUid": str(key.uid)}, value)
+    rs256 = raw_token(
+        {"typ": "JWT", "alg": "RS256"}, {"searchRules": ["*"], "apiKeyUid": str(key.uid)}, value
+    )
     assert error_of(ctl, rs256, index="products") == "Could not decode tenant token, InvalidAlgorithm."
     none = raw_token({"alg": "none"}, {"searchRules": ["*"], "apiKeyUid": str(key.uid)}, value)
     assert error_of(ctl, none, index="products").startswith(
-        "Could not decode tenant token, JSON error: unknown variant `none`, expected one of `HS256`, `HS384`")
+        "Could not decode tenant token, JSON error: unknown variant `none`, expected one of `HS256`, `HS384`"
+    )
     no_alg = raw_token({"typ": "JWT"}, {"searchRules": ["*"], "apiKeyUid": str(key.uid)}, value)
     assert error_of(ctl, no_alg, index="products") == (
-        "Could not decode tenant token, JSON error: missing field `alg` at line 1 column 13.")
+        "Could not decode tenant token, JSON error: missing field `alg` at line 1 column 13."
+    )
 
 
 def test_expiry(ctl: AuthController) -> None:
@@ -172,8 +188,10 @@ def test_expiry(ctl: AuthController) -> None:
     message = error_of(ctl, token)
     prefix = f"Tenant token expired. Was valid up to `{past}` and we're now `"
     assert message.startswith(prefix) and message.endswith("`.")
-    assert int(message[len(prefix):-2]) >= past + 3600
-    future = encode_token({"searchRules": ["*"], "apiKeyUid": str(key.uid), "exp": int(time.time()) + 60}, value)
+    assert int(message[len(prefix) : -2]) >= past + 3600
+    future = encode_token(
+        {"searchRules": ["*"], "apiKeyUid": str(key.uid), "exp": int(time.time()) + 60}, value
+    )
     assert ctl.authorize(future, "search", "sales")
 
 
@@ -182,13 +200,22 @@ def test_parent_key_conditions(ctl: AuthController) -> None:
         return encode_token({"searchRules": list(rules), "apiKeyUid": str(key.uid)}, value)
 
     # accepted parent keys (Meilisearch's ACCEPTED_KEYS) on index `sales`
-    for indexes, actions in ((["*"], ["*"]), (["*"], ["search"]), (["sales"], ["*"]), (["sales"], ["search"]),
-                             (["sal*", "prod*"], ["search"])):
+    for indexes, actions in (
+        (["*"], ["*"]),
+        (["*"], ["search"]),
+        (["sales"], ["*"]),
+        (["sales"], ["search"]),
+        (["sal*", "prod*"], ["search"]),
+    ):
         key, value = add(ctl, indexes, actions)
         assert ctl.authorize(token_for(key, value), "search", "sales"), (indexes, actions)
     # refused ones: no search action, or not covering the index
-    for indexes, actions in ((["*"], ["documents.*", "settings.*"]), (["products"], ["*"]),
-                             (["prod*", "p*"], ["*"]), (["products"], ["search"])):
+    for indexes, actions in (
+        (["*"], ["documents.*", "settings.*"]),
+        (["products"], ["*"]),
+        (["prod*", "p*"], ["*"]),
+        (["products"], ["search"]),
+    ):
         key, value = add(ctl, indexes, actions)
         assert not ctl.authorize(token_for(key, value), "search", "sales"), (indexes, actions)
     # a deleted parent key
@@ -197,7 +224,9 @@ def test_parent_key_conditions(ctl: AuthController) -> None:
     ctl.delete_key(key.uid)
     assert error_of(ctl, token) == "The provided API key is invalid."
     # an expired parent key
-    key, value = add(ctl, ["*"], ["*"], expiresAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2)))
+    key, value = add(
+        ctl, ["*"], ["*"], expiresAt=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
+    )
     token = token_for(key, value)
     assert ctl.authorize(token, "search", "sales")
     time.sleep(2.1)
@@ -215,17 +244,20 @@ def test_tenant_tokens_only_on_search_routes(ctl: AuthController) -> None:
 # -- search rules ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("rules", "expected"), [
-    ({"*": {"filter": "color = green"}, "sales": {"filter": "color = blue"}}, "color = blue"),
-    ({"*": {}, "sales": {"filter": ["color = blue"]}}, ["color = blue"]),
-    ({"*": {"filter": "a = 1"}, "sal*": {"filter": "b = 2"}}, "b = 2"),
-    ({"s*": {"filter": "a = 1"}, "sal*": {"filter": "b = 2"}}, "b = 2"),
-    ({"sal*": {"filter": "a = 1"}, "sales": None}, None),
-    ({"*": None}, None),
-    ({"*": {"filter": None, "other": 3}}, None),
-    (["*"], None),
-    (["sa*", "x"], None),
-])
+@pytest.mark.parametrize(
+    ("rules", "expected"),
+    [
+        ({"*": {"filter": "color = green"}, "sales": {"filter": "color = blue"}}, "color = blue"),
+        ({"*": {}, "sales": {"filter": ["color = blue"]}}, ["color = blue"]),
+        ({"*": {"filter": "a = 1"}, "sal*": {"filter": "b = 2"}}, "b = 2"),
+        ({"s*": {"filter": "a = 1"}, "sal*": {"filter": "b = 2"}}, "b = 2"),
+        ({"sal*": {"filter": "a = 1"}, "sales": None}, None),
+        ({"*": None}, None),
+        ({"*": {"filter": None, "other": 3}}, None),
+        (["*"], None),
+        (["sa*", "x"], None),
+    ],
+)
 def test_most_specific_rule_wins(rules: Any, expected: Any) -> None:
     key_uid = str(uuid.uuid4())
     claims = parse_claims(b64url_encode(json.dumps({"searchRules": rules, "apiKeyUid": key_uid}).encode()))
@@ -241,14 +273,17 @@ def test_rules_coverage() -> None:
     assert rules.allowed() == ["books", "movies_*"] and not rules.all_indexes_authorized()
 
 
-@pytest.mark.parametrize(("user", "rule", "fused"), [
-    (None, "a = 1", "a = 1"),
-    ("b = 2", None, "b = 2"),
-    (None, None, None),
-    ("b = 2", "a = 1", ["b = 2", "a = 1"]),
-    (["b = 2", ["c = 3", "d = 4"]], "a = 1", ["b = 2", ["c = 3", "d = 4"], "a = 1"]),
-    ("b = 2", ["a = 1", "e = 5"], ["b = 2", "a = 1", "e = 5"]),
-])
+@pytest.mark.parametrize(
+    ("user", "rule", "fused"),
+    [
+        (None, "a = 1", "a = 1"),
+        ("b = 2", None, "b = 2"),
+        (None, None, None),
+        ("b = 2", "a = 1", ["b = 2", "a = 1"]),
+        (["b = 2", ["c = 3", "d = 4"]], "a = 1", ["b = 2", ["c = 3", "d = 4"], "a = 1"]),
+        ("b = 2", ["a = 1", "e = 5"], ["b = 2", "a = 1", "e = 5"]),
+    ],
+)
 def test_fuse_filters(user: Any, rule: Any, fused: Any) -> None:
     assert fuse_filters(user, rule) == fused
 
@@ -283,8 +318,9 @@ def test_sdk_tenant_token_through_the_guard(ctl: AuthController) -> None:
     key, value = add(ctl, ["*"], ["search"])
     client = meilisearch.Client("http://127.0.0.1:1", value)
     expires = datetime.datetime.now(tz=datetime.UTC) + datetime.timedelta(hours=1)
-    token = client.generate_tenant_token(str(key.uid), {"sales": {"filter": "tenant = 7"}, "*": None},
-                                         expires_at=expires)
+    token = client.generate_tenant_token(
+        str(key.uid), {"sales": {"filter": "tenant = 7"}, "*": None}, expires_at=expires
+    )
     app = guarded_app(ctl, "search")
     ok = call(app, "sales", token)
     assert ok.status_code == 200
@@ -299,8 +335,10 @@ def test_sdk_tenant_token_through_the_guard(ctl: AuthController) -> None:
     refused = call(app, "sales", narrow)
     assert refused.status_code == 403
     assert refused.json() == {
-        "message": "The provided tenant token cannot acces the index `sales`, allowed indexes are [\"books\"].",
-        "code": "invalid_api_key", "type": "auth", "link": "https://docs.meilisearch.com/errors#invalid_api_key",
+        "message": 'The provided tenant token cannot acces the index `sales`, allowed indexes are ["books"].',
+        "code": "invalid_api_key",
+        "type": "auth",
+        "link": "https://docs.meilisearch.com/errors#invalid_api_key",
     }
     r = call(guarded_app(ctl, "documents.get"), "sales", token)
     assert r.status_code == 403

@@ -21,7 +21,7 @@ CHARABIA_TEXT = "The quick (\"brown\") fox can't jump 32.3 feet, right? Brr, it'
 def spans(text: str, tokenizer: Tokenizer | None = None) -> list[str]:
     """The original text of every token, from its byte span."""
     raw = text.encode()
-    return [raw[t.start:t.end].decode() for t in (tokenizer or Tokenizer()).tokenize(text)]
+    return [raw[t.start : t.end].decode() for t in (tokenizer or Tokenizer()).tokenize(text)]
 
 
 def words(text: str, tokenizer: Tokenizer | None = None) -> list[str]:
@@ -32,15 +32,63 @@ class TestCharabiaLatinExample:
     def test_segments_like_charabia(self) -> None:
         # charabia's LatinSegmenter test: the segmented text, separators included.
         assert spans(CHARABIA_TEXT) == [
-            "The", " ", "quick", " ", "(", '"', "brown", '"', ")", " ", "fox", " ", "can", "'", "t",
-            " ", "jump", " ", "32", ".", "3", " ", "feet", ", ", "right", "?", " ", "Brr", ", ", "it",
-            "'", "s", " ", "29", ".", "3°F", "!",
+            "The",
+            " ",
+            "quick",
+            " ",
+            "(",
+            '"',
+            "brown",
+            '"',
+            ")",
+            " ",
+            "fox",
+            " ",
+            "can",
+            "'",
+            "t",
+            " ",
+            "jump",
+            " ",
+            "32",
+            ".",
+            "3",
+            " ",
+            "feet",
+            ", ",
+            "right",
+            "?",
+            " ",
+            "Brr",
+            ", ",
+            "it",
+            "'",
+            "s",
+            " ",
+            "29",
+            ".",
+            "3°F",
+            "!",
         ]
 
     def test_normalized_words(self) -> None:
         assert words(CHARABIA_TEXT) == [
-            "the", "quick", "brown", "fox", "can", "t", "jump", "32", "3", "feet", "right", "brr",
-            "it", "s", "29", "3°f",
+            "the",
+            "quick",
+            "brown",
+            "fox",
+            "can",
+            "t",
+            "jump",
+            "32",
+            "3",
+            "feet",
+            "right",
+            "brr",
+            "it",
+            "s",
+            "29",
+            "3°f",
         ]
 
     def test_separator_kinds(self) -> None:
@@ -67,34 +115,37 @@ class TestCharabiaLatinExample:
 
 
 class TestNormalization:
-    @pytest.mark.parametrize(("word", "expected"), [
-        ("Éléphant", "elephant"),
-        ("ÉLÉPHANT", "elephant"),
-        ("E\u0301le\u0301phant", "elephant"),  # decomposed input folds the same way
-        ("Ça", "ca"),
-        ("naïve", "naive"),
-        ("Ångström", "angstrom"),
-        ("Œuvre", "oeuvre"),
-        ("Æsir", "aesir"),
-        ("Straße", "straße"),
-        ("İstanbul", "istanbul"),
-        ("ﬁnal", "final"),
-        ("Ⅻ", "xii"),
-        ("①", "1"),
-        ("Ｈｅｌｌｏ", "hello"),  # fullwidth
-        ("Αγαπητός", "αγαπητοσ"),  # charabia's Greek example: accents, case, final sigma
-        ("ΣΟΦΟΣ", "σοφοσ"),
-        ("Ёлка", "елка"),
-        ("е\u0308лка", "елка"),
-        ("Việt Nam", "viet nam"),
-        ("can’t", "can't"),
-        ("أحمد", "احمد"),
-        ("الحمــــــد", "الحمد"),  # tatweel removed
-        ("ｶﾀｶﾅ", normalize("かたかな")),  # halfwidth katakana -> hiragana
-        ("カタカナ", "かたかな"),
-        ("a\x01b\x7f", "ab"),  # control characters removed
-        ("  padded\t", "padded"),
-    ])
+    @pytest.mark.parametrize(
+        ("word", "expected"),
+        [
+            ("Éléphant", "elephant"),
+            ("ÉLÉPHANT", "elephant"),
+            ("E\u0301le\u0301phant", "elephant"),  # decomposed input folds the same way
+            ("Ça", "ca"),
+            ("naïve", "naive"),
+            ("Ångström", "angstrom"),
+            ("Œuvre", "oeuvre"),
+            ("Æsir", "aesir"),
+            ("Straße", "straße"),
+            ("İstanbul", "istanbul"),
+            ("ﬁnal", "final"),
+            ("Ⅻ", "xii"),
+            ("①", "1"),
+            ("Ｈｅｌｌｏ", "hello"),  # fullwidth
+            ("Αγαπητός", "αγαπητοσ"),  # charabia's Greek example: accents, case, final sigma
+            ("ΣΟΦΟΣ", "σοφοσ"),
+            ("Ёлка", "елка"),
+            ("е\u0308лка", "елка"),
+            ("Việt Nam", "viet nam"),
+            ("can’t", "can't"),
+            ("أحمد", "احمد"),
+            ("الحمــــــد", "الحمد"),  # tatweel removed
+            ("ｶﾀｶﾅ", normalize("かたかな")),  # halfwidth katakana -> hiragana
+            ("カタカナ", "かたかな"),
+            ("a\x01b\x7f", "ab"),  # control characters removed
+            ("  padded\t", "padded"),
+        ],
+    )
     def test_examples(self, word: str, expected: str) -> None:
         assert normalize(word) == expected
 
@@ -149,10 +200,44 @@ class TestScripts:
     def test_arabic_article_is_split(self) -> None:
         # charabia's Arabic segmenter test sentence.
         text = "السلام عليكم، كيف حالكم؟ (أتمنى أن تكونوا بأفضل ٱلأحوال)"
-        assert spans(text) == ["ال", "سلام", " ", "عليكم", "،", " ", "كيف", " ", "حالكم", "؟", " ", "(",
-                               "أتمنى", " ", "أن", " ", "تكونوا", " ", "بأفضل", " ", "ٱل", "أحوال", ")"]
-        assert words(text) == ["ال", "سلام", "عليكم", "كيف", "حالكم", "اتمني", "ان", "تكونوا", "بافضل",
-                               "ال", "احوال"]
+        assert spans(text) == [
+            "ال",
+            "سلام",
+            " ",
+            "عليكم",
+            "،",
+            " ",
+            "كيف",
+            " ",
+            "حالكم",
+            "؟",
+            " ",
+            "(",
+            "أتمنى",
+            " ",
+            "أن",
+            " ",
+            "تكونوا",
+            " ",
+            "بأفضل",
+            " ",
+            "ٱل",
+            "أحوال",
+            ")",
+        ]
+        assert words(text) == [
+            "ال",
+            "سلام",
+            "عليكم",
+            "كيف",
+            "حالكم",
+            "اتمني",
+            "ان",
+            "تكونوا",
+            "بافضل",
+            "ال",
+            "احوال",
+        ]
 
     def test_script_changes_split_words(self) -> None:
         assert spans("abcабв") == ["abc", "абв"]
@@ -184,7 +269,18 @@ class TestSettings:
         tokenizer = Tokenizer(dictionary=["J. R. R.", "Dr.", "J. K."])
         text = "J. R. R. Tolkien. J. K. Rowling. Dr. Seuss"
         assert spans(text, tokenizer) == [
-            "J. R. R.", " ", "Tolkien", ". ", "J. K.", " ", "Rowling", ". ", "Dr.", " ", "Seuss"]
+            "J. R. R.",
+            " ",
+            "Tolkien",
+            ". ",
+            "J. K.",
+            " ",
+            "Rowling",
+            ". ",
+            "Dr.",
+            " ",
+            "Seuss",
+        ]
         assert words(text, tokenizer) == ["j. r. r.", "tolkien", "j. k.", "rowling", "dr.", "seuss"]
 
     def test_dictionary_word_with_separators_inside(self) -> None:
@@ -205,19 +301,30 @@ class TestSettings:
         tokenizer = Tokenizer(stop_words=["the", "A"])
         tokens = [t for t in tokenizer.tokenize("The cat ate a fish") if not t.is_separator]
         assert [(t.word, t.is_stop_word, t.position) for t in tokens] == [
-            ("the", True, 0), ("cat", False, 1), ("ate", False, 2), ("a", True, 3), ("fish", False, 4)]
+            ("the", True, 0),
+            ("cat", False, 1),
+            ("ate", False, 2),
+            ("a", True, 3),
+            ("fish", False, 4),
+        ]
         # milli does not index stop words but keeps counting positions over them.
         assert tokenizer.word_positions("The cat ate a fish") == [("cat", 1), ("ate", 2), ("fish", 4)]
         assert tokenizer.stop_words == frozenset({"the", "a"})
         assert tokenizer.is_stop_word("the")
 
     def test_from_settings(self) -> None:
-        settings = {"separatorTokens": ["|"], "nonSeparatorTokens": ["-"], "dictionary": ["C++"],
-                    "stopWords": ["the"], "synonyms": {}}
+        settings = {
+            "separatorTokens": ["|"],
+            "nonSeparatorTokens": ["-"],
+            "dictionary": ["C++"],
+            "stopWords": ["the"],
+            "synonyms": {},
+        }
         first = Tokenizer.from_settings(settings)
         assert Tokenizer.from_settings(dict(settings)) is first  # compiled once
-        assert first == Tokenizer(separator_tokens=["|"], non_separator_tokens=["-"], dictionary=["C++"],
-                                  stop_words=["the"])
+        assert first == Tokenizer(
+            separator_tokens=["|"], non_separator_tokens=["-"], dictionary=["C++"], stop_words=["the"]
+        )
         assert words("the C++ a|b e-mail", first) == ["the", "c++", "a", "b", "e-mail"]
         assert Tokenizer.from_settings({}) == Tokenizer()
         assert Tokenizer.from_settings({"stopWords": None}).stop_words == frozenset()
@@ -261,7 +368,7 @@ class TestOffsetsAndPositions:
         text = "a\udc80b c"
         tokens = Tokenizer().tokenize(text)
         raw = text.encode("utf-8", "surrogatepass")
-        assert [raw[t.start:t.end] for t in tokens] == [b"a\xed\xb2\x80b", b" ", b"c"]
+        assert [raw[t.start : t.end] for t in tokens] == [b"a\xed\xb2\x80b", b" ", b"c"]
 
     def test_nul_is_a_hard_separator(self) -> None:
         assert Tokenizer().word_positions("a\x00b") == [("a", 0), ("b", 8)]
@@ -279,7 +386,9 @@ class TestModuleFunctions:
         assert "hello" in repr(first[0])
 
     def test_default_separator_lists(self) -> None:
-        assert {" ", ". ", ", ", ".", ",", "-", "_", "'", "’", "+", "`", "\t", "\n", "\x00"} <= set(DEFAULT_SEPARATORS)
+        assert {" ", ". ", ", ", ".", ",", "-", "_", "'", "’", "+", "`", "\t", "\n", "\x00"} <= set(
+            DEFAULT_SEPARATORS
+        )
         assert not {"$", "<", "=", "|", "~", "^", "°"} & set(DEFAULT_SEPARATORS)
         assert {". ", ", ", "!", "?", ";", "。", "…"} <= HARD_SEPARATORS
         assert not {".", ",", ":", "\n", " "} & HARD_SEPARATORS
@@ -287,5 +396,7 @@ class TestModuleFunctions:
 
 def test_generated_tables_are_current() -> None:
     if unicodedata.unidata_version != native.UNICODE_VERSION:
-        pytest.skip(f"tables are for Unicode {native.UNICODE_VERSION}, this Python has {unicodedata.unidata_version}")
+        pytest.skip(
+            f"tables are for Unicode {native.UNICODE_VERSION}, this Python has {unicodedata.unidata_version}"
+        )
     assert gentables.HEADER_FILE.read_text() == gentables.header(), "run python tools/gentables.py"

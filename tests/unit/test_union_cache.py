@@ -28,7 +28,9 @@ def hits(index: Index, q: str) -> tuple[list[int], int]:
     return sorted(ids), res.candidates
 
 
-def test_a_write_invalidates_the_cached_prefix_unions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_invalidates_the_cached_prefix_unions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
     # 60 words starting with `ka`: the prefix `ka` expands to all of them
     add(index, {i: f"ka{chr(97 + i // 26)}{chr(97 + i % 26)} title" for i in range(60)})
@@ -52,8 +54,13 @@ def test_a_write_invalidates_the_cached_prefix_unions(tmp_path: Path, monkeypatc
 
 def test_the_cache_keeps_within_its_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
-    add(index, {i: " ".join(f"{p}{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}" for p in ("ka", "mo", "ri"))
-                for i in range(2000)})
+    add(
+        index,
+        {
+            i: " ".join(f"{p}{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}" for p in ("ka", "mo", "ri"))
+            for i in range(2000)
+        },
+    )
     unlimited = {q: hits(index, q) for q in ("ka", "mo", "ri")}
     cache = index.__dict__["_union_cache"]
     one_entry = max(size for _, size in cache.entries.values())

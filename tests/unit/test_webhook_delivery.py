@@ -21,15 +21,39 @@ from tests.webhook_receiver import Receiver as SharedReceiver
 LOOPBACK = IpPolicy.from_networks(["127.0.0.0/8"])
 
 
-@pytest.mark.parametrize(("address", "is_global"), [
-    ("8.8.8.8", True), ("172.32.0.1", True), ("100.128.0.1", True), ("192.0.0.9", True),
-    ("127.0.0.1", False), ("10.1.2.3", False), ("172.16.0.1", False), ("192.168.1.1", False),
-    ("169.254.169.254", False), ("100.64.0.1", False), ("0.1.2.3", False), ("192.0.0.8", False),
-    ("192.0.2.1", False), ("198.18.0.1", False), ("240.0.0.1", False), ("255.255.255.255", False),
-    ("2606:4700::1111", True), ("2001:4860:4860::8888", True), ("2001:1::1", True),
-    ("::1", False), ("::", False), ("::ffff:8.8.8.8", False), ("fe80::1", False), ("fd12::1", False),
-    ("2001:db8::1", False), ("2001::1", False), ("2002::1", False), ("64:ff9b:1::1", False),
-])
+@pytest.mark.parametrize(
+    ("address", "is_global"),
+    [
+        ("8.8.8.8", True),
+        ("172.32.0.1", True),
+        ("100.128.0.1", True),
+        ("192.0.0.9", True),
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("172.16.0.1", False),
+        ("192.168.1.1", False),
+        ("169.254.169.254", False),
+        ("100.64.0.1", False),
+        ("0.1.2.3", False),
+        ("192.0.0.8", False),
+        ("192.0.2.1", False),
+        ("198.18.0.1", False),
+        ("240.0.0.1", False),
+        ("255.255.255.255", False),
+        ("2606:4700::1111", True),
+        ("2001:4860:4860::8888", True),
+        ("2001:1::1", True),
+        ("::1", False),
+        ("::", False),
+        ("::ffff:8.8.8.8", False),
+        ("fe80::1", False),
+        ("fd12::1", False),
+        ("2001:db8::1", False),
+        ("2001::1", False),
+        ("2002::1", False),
+        ("64:ff9b:1::1", False),
+    ],
+)
 def test_global_addresses_as_rust_std(address: str, is_global: bool) -> None:
     assert net_guard.is_global(ipaddress.ip_address(address)) is is_global
 
@@ -42,7 +66,9 @@ def test_policy_from_the_option() -> None:
     assert not LOOPBACK.allows(ipaddress.ip_address("10.0.0.1"))
     assert not LOOPBACK.allows(ipaddress.ip_address("::1"))
     anything = IpPolicy.from_networks(["10.0.0.0/8", "any"])
-    assert anything.allows(ipaddress.ip_address("::1")) and anything.allows(ipaddress.ip_address("192.168.0.1"))
+    assert anything.allows(ipaddress.ip_address("::1")) and anything.allows(
+        ipaddress.ip_address("192.168.0.1")
+    )
     with pytest.raises(DeniedAddress) as info:
         deny.check("fe80::1%eth0")
     assert str(info.value) == "Rejected URI"
@@ -66,11 +92,15 @@ def test_connections_are_checked_on_every_resolved_address() -> None:
 def test_rest_embedders_are_refused_a_private_address() -> None:
     previous = net_guard.set_policy(IpPolicy())
     try:
-        client = RestEmbedder(RestOptions(url="http://127.0.0.1:1/", request="{{text}}", response="{{embedding}}"))
+        client = RestEmbedder(
+            RestOptions(url="http://127.0.0.1:1/", request="{{text}}", response="{{embedding}}")
+        )
         client.max_retry = 0.0
         with pytest.raises(EmbedderError) as info:
             client.embed(["a"], 2)
-        assert str(info.value) == "runtime error: could not reach embedding server:\n  - bad uri: Rejected URI"
+        assert (
+            str(info.value) == "runtime error: could not reach embedding server:\n  - bad uri: Rejected URI"
+        )
     finally:
         net_guard.set_policy(previous)
 
@@ -106,9 +136,20 @@ def finish(store: TaskStore, notifier: WebhookNotifier, count: int) -> list[int]
     with store.env.begin(write=True) as txn:
         tasks = []
         for _ in range(count):
-            task = {"uid": -1, "batchUid": 0, "indexUid": "i", "status": "succeeded",
-                    "type": "documentAdditionOrUpdate", "canceledBy": None, "details": None, "error": None,
-                    "enqueuedAt": 1, "startedAt": 2, "finishedAt": 3, "kind": {}}
+            task = {
+                "uid": -1,
+                "batchUid": 0,
+                "indexUid": "i",
+                "status": "succeeded",
+                "type": "documentAdditionOrUpdate",
+                "canceledBy": None,
+                "details": None,
+                "error": None,
+                "enqueuedAt": 1,
+                "startedAt": 2,
+                "finishedAt": 3,
+                "kind": {},
+            }
             tasks.append(store.register(txn, task))
         notifier.record(txn, tasks)
     return [t["uid"] for t in tasks]
@@ -168,6 +209,9 @@ def test_refused_and_orphaned_notifications_are_dropped(store: TaskStore, receiv
 def test_cli_webhook_url_is_shown_normalized() -> None:
     hook = webhooks.cli_webhook("HTTP://Example.COM:80", "Bearer x")
     assert hook == {"url": "http://example.com/", "headers": {"Authorization": "Bearer x"}}
-    assert webhooks.cli_webhook("https://a.com/hook?x=1", None) == {"url": "https://a.com/hook?x=1", "headers": {}}
+    assert webhooks.cli_webhook("https://a.com/hook?x=1", None) == {
+        "url": "https://a.com/hook?x=1",
+        "headers": {},
+    }
     assert webhooks.cli_webhook(None, "Bearer x") is None
     assert webhooks.normalize_url("https://a.com:8443") == "https://a.com:8443/"

@@ -20,8 +20,17 @@ class HnswGraph:
     ef_search: int
     brute_factor: float
 
-    def __init__(self, dim: int, metric: str = "cosine", *, m: int = 16, ef_construction: int = 200,
-                 ef_search: int = 64, binary_quantized: bool = False, seed: int = 0) -> None: ...
+    def __init__(
+        self,
+        dim: int,
+        metric: str = "cosine",
+        *,
+        m: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 64,
+        binary_quantized: bool = False,
+        seed: int = 0,
+    ) -> None: ...
     @property
     def stored_bytes(self) -> int: ...
     def stats(self) -> dict[str, Any]: ...
@@ -30,9 +39,16 @@ class HnswGraph:
     def add_items(self, labels: Any, vectors: Any, version: int = 0) -> np.ndarray[Any, Any]: ...
     def delete(self, label: int, version: int = 0) -> int: ...
     def cleanup(self, max_version: int = ...) -> int: ...
-    def search(self, query: Any, k: int, *, ef: int | None = None,
-               filter: BitMap | Iterable[int] | np.ndarray[Any, Any] | None = None,
-               as_of: int = ..., exact: bool = False) -> list[tuple[int, float]]: ...
+    def search(
+        self,
+        query: Any,
+        k: int,
+        *,
+        ef: int | None = None,
+        filter: BitMap | Iterable[int] | np.ndarray[Any, Any] | None = None,
+        as_of: int = ...,
+        exact: bool = False,
+    ) -> list[tuple[int, float]]: ...
     def similarity(self, distance: float) -> float: ...
     def label_nodes(self, label: int) -> list[int]: ...
     def labels(self, as_of: int = ...) -> array.array[int]: ...

@@ -25,7 +25,7 @@ DEFAULT_SYSTEM_PROMPT: Final = (
     "1. When answering questions, you MUST make multiple tool calls (at least 2-3) to gather comprehensive "
     "information.2. Use different search queries for each tool call - vary keywords, rephrase questions, and "
     "explore different semantic angles to ensure broad coverage.3. Always explicitly announce BEFORE making each "
-    "tool call by saying: \"I'll search for [specific information] now.\"4. Combine information from ALL tool "
+    'tool call by saying: "I\'ll search for [specific information] now."4. Combine information from ALL tool '
     "calls to provide complete, nuanced answers rather than relying on a single source.5. For complex topics, "
     "break down your research into multiple targeted queries rather than using a single generic search. "
     "Meilisearch doesn't use the colon (:) syntax to filter but rather the equal (=) one. Separate filters from "
@@ -35,12 +35,12 @@ DEFAULT_SYSTEM_PROMPT: Final = (
 )
 DEFAULT_SEARCH_DESCRIPTION_PROMPT: Final = (
     "Query: 'best story about Rust before 2018' with year: 2018, 2020, 2021\nlabel: analysis, golang, "
-    "javascript\ntype: story, link\nvote: 300, 298, 278\n: {\"q\": \"\", \"filter\": \"category = Rust AND "
+    'javascript\ntype: story, link\nvote: 300, 298, 278\n: {"q": "", "filter": "category = Rust AND '
     "type = story AND year < 2018 AND vote > 100\"}\nQuery: 'A black or green car that can go fast with red "
     "brakes' with maxspeed_kmh: 200, 150, 130\ncolor: black, grey, red, green\nbrand: Toyota, Renault, Jeep, "
-    "Ferrari\n: {\"q\": \"red brakes\", \"filter\": \"maxspeed_kmh > 150 AND color IN ['black', green]\"}\n"
+    'Ferrari\n: {"q": "red brakes", "filter": "maxspeed_kmh > 150 AND color IN [\'black\', green]"}\n'
     "Query: 'Superman movie released in 2018 or after' with year: 2018, 2020, 2021\ngenres: Drama, Comedy, "
-    "Adventure, Fiction\n: {\"q\":\"Superman\",\"filter\":\"genres IN [Adventure, Fiction] AND year >= 2018\"}"
+    'Adventure, Fiction\n: {"q":"Superman","filter":"genres IN [Adventure, Fiction] AND year >= 2018"}'
 )
 DEFAULT_SEARCH_Q_PARAM_PROMPT: Final = (
     "The search query string used to find relevant documents in the index. This should contain keywords or "
@@ -50,7 +50,7 @@ DEFAULT_SEARCH_Q_PARAM_PROMPT: Final = (
 DEFAULT_SEARCH_FILTER_PARAM_PROMPT: Final = (
     "The search filter string used to find relevant documents in the index. It supports parentheses, `=`, "
     "`!=`, `>=`, `>`, `<=`, `<`, `IN`, `NOT IN`, `TO`, `EXISTS`, `NOT EXISTS`, `IS NULL`, `IS NOT NULL`, "
-    "`IS EMPTY`, `IS NOT EMPTY`, `_geoRadius`, or `_geoBoundingBox`. Here is an example: \"price > 100 AND "
+    '`IS EMPTY`, `IS NOT EMPTY`, `_geoRadius`, or `_geoBoundingBox`. Here is an example: "price > 100 AND '
     "category = 'electronics'\". The following is a list of fields that can be filtered on: "
 )
 DEFAULT_SEARCH_INDEX_UID_PARAM_PROMPT: Final = (
@@ -72,8 +72,12 @@ _PROMPT_FIELDS: Final = (
     Field("searchDescription", "string", "invalid_chat_completion_search_description_prompt", nullable=True),
     Field("searchQParam", "string", "invalid_chat_completion_search_query_param_prompt", nullable=True),
     Field("searchFilterParam", "string", "invalid_chat_completion_search_filter_param_prompt", nullable=True),
-    Field("searchIndexUidParam", "string", "invalid_chat_completion_search_index_uid_param_prompt",
-          nullable=True),
+    Field(
+        "searchIndexUidParam",
+        "string",
+        "invalid_chat_completion_search_index_uid_param_prompt",
+        nullable=True,
+    ),
 )
 _WORKSPACE_FIELDS: Final = (
     Field("source", "string", "bad_request", nullable=True, choices=SOURCES),
@@ -103,8 +107,9 @@ def complete_workspace(stored: dict[str, Any] | None) -> dict[str, Any]:
         if key in stored:
             base[key] = stored[key]
     prompts = stored.get("prompts") or {}
-    base["prompts"] = {k: prompts.get(k, v) if isinstance(prompts.get(k, v), str) else v
-                       for k, v in DEFAULT_PROMPTS.items()}
+    base["prompts"] = {
+        k: prompts.get(k, v) if isinstance(prompts.get(k, v), str) else v for k, v in DEFAULT_PROMPTS.items()
+    }
     return base
 
 
@@ -134,9 +139,14 @@ def validate_workspace(settings: dict[str, Any]) -> None:
     """Meilisearch's `ChatCompletionSettings::validate`: what a source needs to be set (any string, even
     empty: nothing else is checked)."""
     source = settings["source"]
-    if source == "azureOpenAi" and None in (settings["baseUrl"], settings["deploymentId"], settings["apiVersion"]):
-        raise MeiliError("bad_request",
-                         "azureOpenAi requires setting a valid `baseUrl`, `deploymentId`, and `apiVersion`")
+    if source == "azureOpenAi" and None in (
+        settings["baseUrl"],
+        settings["deploymentId"],
+        settings["apiVersion"],
+    ):
+        raise MeiliError(
+            "bad_request", "azureOpenAi requires setting a valid `baseUrl`, `deploymentId`, and `apiVersion`"
+        )
     if source == "vLlm" and settings["baseUrl"] is None:
         raise MeiliError("bad_request", "vLlm requires setting a valid `baseUrl`")
 
@@ -174,8 +184,15 @@ DEFAULT_INDEX_CHAT: Final[dict[str, Any]] = {
     "documentTemplateMaxBytes": 400,
     "searchParameters": {},
 }
-SEARCH_PARAMETER_KEYS: Final = ("hybrid", "limit", "sort", "distinct", "matchingStrategy",
-                                "attributesToSearchOn", "rankingScoreThreshold")
+SEARCH_PARAMETER_KEYS: Final = (
+    "hybrid",
+    "limit",
+    "sort",
+    "distinct",
+    "matchingStrategy",
+    "attributesToSearchOn",
+    "rankingScoreThreshold",
+)
 
 
 def _ratio(value: float) -> float:
@@ -195,7 +212,9 @@ _SEARCH_PARAMETER_FIELDS: Final = (
     Field("limit", "usize", CHAT_SETTING_CODE, nullable=True),
     Field("sort", "string_array", CHAT_SETTING_CODE, nullable=True),
     Field("distinct", "string", CHAT_SETTING_CODE, nullable=True),
-    Field("matchingStrategy", "string", CHAT_SETTING_CODE, nullable=True, choices=("last", "all", "frequency")),
+    Field(
+        "matchingStrategy", "string", CHAT_SETTING_CODE, nullable=True, choices=("last", "all", "frequency")
+    ),
     Field("attributesToSearchOn", "string_array", CHAT_SETTING_CODE, nullable=True),
     Field("rankingScoreThreshold", "number", CHAT_SETTING_CODE, nullable=True, validate=_ratio),
 )
@@ -212,8 +231,10 @@ def parse_index_chat(value: Any, path: str) -> dict[str, Any]:
     parsed = deserialize_object(value, _INDEX_CHAT_FIELDS, unknown_code=CHAT_SETTING_CODE, path=path)
     hybrid = (parsed.get("searchParameters") or {}).get("hybrid")
     if isinstance(hybrid, dict):
-        parsed["searchParameters"]["hybrid"] = {"semanticRatio": hybrid.get("semanticRatio", 0.5),
-                                                "embedder": hybrid["embedder"]}
+        parsed["searchParameters"]["hybrid"] = {
+            "semanticRatio": hybrid.get("semanticRatio", 0.5),
+            "embedder": hybrid["embedder"],
+        }
     return parsed
 
 
@@ -234,9 +255,13 @@ def merge_index_chat(current: dict[str, Any], patch: dict[str, Any]) -> dict[str
                     current_params.pop(key, None)
                 else:
                     current_params[key] = copy.deepcopy(value)
-            merged["searchParameters"] = {k: current_params[k] for k in SEARCH_PARAMETER_KEYS if k in current_params}
+            merged["searchParameters"] = {
+                k: current_params[k] for k in SEARCH_PARAMETER_KEYS if k in current_params
+            }
     if merged["documentTemplateMaxBytes"] == 0:
-        raise MeiliError("invalid_settings_embedders",
-                         "`.chat.documentTemplateMaxBytes`: `documentTemplateMaxBytes` cannot be zero")
+        raise MeiliError(
+            "invalid_settings_embedders",
+            "`.chat.documentTemplateMaxBytes`: `documentTemplateMaxBytes` cannot be zero",
+        )
     # the template's syntax is the engine's to check (`engine.chat.check_chat_template`)
     return {k: merged[k] for k in DEFAULT_INDEX_CHAT}

@@ -300,7 +300,8 @@ ERROR_TABLE: Final[dict[str, tuple[str, int]]] = {
     "invalid_dynamic_search_rule_conditions": ("invalid_request", 400),
     "invalid_dynamic_search_rule_actions": ("invalid_request", 400),
     "invalid_dynamic_search_rule_filter_query": ("invalid_request", 400),
-    "invalid_dynamic_search_rule_filter_active": ("invalid_request", 400),}
+    "invalid_dynamic_search_rule_filter_active": ("invalid_request", 400),
+}
 
 
 class MeiliError(Exception):

@@ -136,7 +136,9 @@ class SearchQuery:
 # Shared value checks
 # --------------------------------------------------------------------------------------------------
 
-_THRESHOLD_MESSAGE: Final = "the value of `rankingScoreThreshold` is invalid, expected a float between `0.0` and `1.0`."
+_THRESHOLD_MESSAGE: Final = (
+    "the value of `rankingScoreThreshold` is invalid, expected a float between `0.0` and `1.0`."
+)
 _RATIO_MESSAGE: Final = "the value of `semanticRatio` is invalid, expected a float between `0.0` and `1.0`."
 
 
@@ -204,14 +206,29 @@ def _json_vector(values: list[Any]) -> list[float]:
 # --------------------------------------------------------------------------------------------------
 
 _HYBRID_FIELDS: Final = (
-    Field("semanticRatio", "number", "invalid_search_semantic_ratio", default=DEFAULT_SEMANTIC_RATIO,
-          validate=_semantic_ratio),
-    Field("embedder", "string", "invalid_search_embedder", required=True,
-          missing_code="invalid_search_hybrid_query"),
+    Field(
+        "semanticRatio",
+        "number",
+        "invalid_search_semantic_ratio",
+        default=DEFAULT_SEMANTIC_RATIO,
+        validate=_semantic_ratio,
+    ),
+    Field(
+        "embedder",
+        "string",
+        "invalid_search_embedder",
+        required=True,
+        missing_code="invalid_search_hybrid_query",
+    ),
 )
 _PERSONALIZE_FIELDS: Final = (
-    Field("userContext", "string", "invalid_search_personalize_user_context", required=True,
-          missing_code="invalid_search_personalize"),
+    Field(
+        "userContext",
+        "string",
+        "invalid_search_personalize_user_context",
+        required=True,
+        missing_code="invalid_search_personalize",
+    ),
 )
 
 # The order of `SearchQuery`'s fields in Meilisearch: it is the "expected one of" list.
@@ -221,33 +238,71 @@ SEARCH_BODY: Final = (
     Field("limit", "usize", "invalid_search_limit", default=DEFAULT_SEARCH_LIMIT),
     Field("page", "usize", "invalid_search_page", nullable=True, default=None),
     Field("hitsPerPage", "usize", "invalid_search_hits_per_page", nullable=True, default=None),
-    Field("attributesToRetrieve", "string_array", "invalid_search_attributes_to_retrieve", nullable=True,
-          default=None),
-    Field("attributesToCrop", "string_array", "invalid_search_attributes_to_crop", nullable=True, default=None),
+    Field(
+        "attributesToRetrieve",
+        "string_array",
+        "invalid_search_attributes_to_retrieve",
+        nullable=True,
+        default=None,
+    ),
+    Field(
+        "attributesToCrop", "string_array", "invalid_search_attributes_to_crop", nullable=True, default=None
+    ),
     Field("cropLength", "usize", "invalid_search_crop_length", default=DEFAULT_CROP_LENGTH),
     Field("cropMarker", "string", "invalid_search_crop_marker", default=DEFAULT_CROP_MARKER),
-    Field("attributesToHighlight", "string_array", "invalid_search_attributes_to_highlight", nullable=True,
-          default=None),
+    Field(
+        "attributesToHighlight",
+        "string_array",
+        "invalid_search_attributes_to_highlight",
+        nullable=True,
+        default=None,
+    ),
     Field("highlightPreTag", "string", "invalid_search_highlight_pre_tag", default=DEFAULT_HIGHLIGHT_PRE_TAG),
-    Field("highlightPostTag", "string", "invalid_search_highlight_post_tag", default=DEFAULT_HIGHLIGHT_POST_TAG),
+    Field(
+        "highlightPostTag", "string", "invalid_search_highlight_post_tag", default=DEFAULT_HIGHLIGHT_POST_TAG
+    ),
     Field("showMatchesPosition", "boolean", "invalid_search_show_matches_position", default=False),
     Field("filter", "any", "invalid_search_filter", default=None),
     Field("sort", "string_array", "invalid_search_sort", nullable=True, default=None),
     Field("distinct", "string", "invalid_search_distinct", nullable=True, default=None),
     Field("facets", "string_array", "invalid_search_facets", nullable=True, default=None),
-    Field("matchingStrategy", "string", "invalid_search_matching_strategy", default="last",
-          choices=MATCHING_STRATEGIES),
-    Field("attributesToSearchOn", "string_array", "invalid_search_attributes_to_search_on", nullable=True,
-          default=None),
-    Field("rankingScoreThreshold", "number", "invalid_search_ranking_score_threshold", nullable=True,
-          default=None, validate=_threshold),
+    Field(
+        "matchingStrategy",
+        "string",
+        "invalid_search_matching_strategy",
+        default="last",
+        choices=MATCHING_STRATEGIES,
+    ),
+    Field(
+        "attributesToSearchOn",
+        "string_array",
+        "invalid_search_attributes_to_search_on",
+        nullable=True,
+        default=None,
+    ),
+    Field(
+        "rankingScoreThreshold",
+        "number",
+        "invalid_search_ranking_score_threshold",
+        nullable=True,
+        default=None,
+        validate=_threshold,
+    ),
     Field("locales", "array", "invalid_search_locales", nullable=True, default=None, validate=_json_locales),
-    Field("hybrid", "object", "invalid_search_hybrid_query", nullable=True, default=None, fields=_HYBRID_FIELDS),
+    Field(
+        "hybrid", "object", "invalid_search_hybrid_query", nullable=True, default=None, fields=_HYBRID_FIELDS
+    ),
     Field("vector", "array", "invalid_search_vector", nullable=True, default=None, validate=_json_vector),
     Field("retrieveVectors", "boolean", "invalid_search_retrieve_vectors", default=False),
     Field("media", "any", "invalid_search_media", default=None),
-    Field("personalize", "object", "invalid_search_personalize", nullable=True, default=None,
-          fields=_PERSONALIZE_FIELDS),
+    Field(
+        "personalize",
+        "object",
+        "invalid_search_personalize",
+        nullable=True,
+        default=None,
+        fields=_PERSONALIZE_FIELDS,
+    ),
     Field("useNetwork", "boolean", "invalid_search_use_network", nullable=True, default=None),
     Field("showRankingScore", "boolean", "invalid_search_show_ranking_score", default=False),
     Field("showRankingScoreDetails", "boolean", "invalid_search_show_ranking_score_details", default=False),
@@ -255,8 +310,11 @@ SEARCH_BODY: Final = (
 )
 
 
-_FUSION_FIELD: Final = (Field("fusion", "string", "invalid_search_hybrid_query", nullable=True, default=None,
-                               choices=HYBRID_FUSIONS),)
+_FUSION_FIELD: Final = (
+    Field(
+        "fusion", "string", "invalid_search_hybrid_query", nullable=True, default=None, choices=HYBRID_FUSIONS
+    ),
+)
 _NO_FUSION: Final = object()
 
 
@@ -286,8 +344,11 @@ def personalization_unavailable() -> MeiliError:
     """What Meilisearch answers to a search with `personalize` when no reranker is configured (its
     personalization service is disabled without a Cohere key, and this build has none): the search runs,
     then reranking its results fails with `feature_not_enabled`."""
-    return MeiliError("feature_not_enabled", "reranking search results requires enabling the `personalization` "
-                      f"experimental feature. See {PERSONALIZATION_DISCUSSION}")
+    return MeiliError(
+        "feature_not_enabled",
+        "reranking search results requires enabling the `personalization` "
+        f"experimental feature. See {PERSONALIZATION_DISCUSSION}",
+    )
 
 
 def parse_search_body(value: Any) -> SearchQuery:
@@ -335,6 +396,7 @@ def parse_search_body(value: Any) -> SearchQuery:
 # --------------------------------------------------------------------------------------------------
 # GET query string
 # --------------------------------------------------------------------------------------------------
+
 
 def _get_threshold(text: str) -> float:
     number = parse_f64(text)
@@ -408,14 +470,22 @@ SEARCH_PARAMS: Final = (
     QueryField("sort", "string", "invalid_search_sort", None),
     QueryField("distinct", "string", "invalid_search_distinct", None),
     QueryField("facets", "csv", "invalid_search_facets", None),
-    QueryField("matchingStrategy", "string", "invalid_search_matching_strategy", "last",
-               parse=_get_matching_strategy),
+    QueryField(
+        "matchingStrategy", "string", "invalid_search_matching_strategy", "last", parse=_get_matching_strategy
+    ),
     QueryField("attributesToSearchOn", "csv", "invalid_search_attributes_to_search_on", None),
-    QueryField("rankingScoreThreshold", "string", "invalid_search_ranking_score_threshold", None,
-               parse=_get_threshold),
+    QueryField(
+        "rankingScoreThreshold",
+        "string",
+        "invalid_search_ranking_score_threshold",
+        None,
+        parse=_get_threshold,
+    ),
     QueryField("locales", "string", "invalid_search_locales", None, parse=_get_locales),
     QueryField("hybridEmbedder", "string", "invalid_search_embedder", None),
-    QueryField("hybridSemanticRatio", "string", "invalid_search_semantic_ratio", None, parse=_get_semantic_ratio),
+    QueryField(
+        "hybridSemanticRatio", "string", "invalid_search_semantic_ratio", None, parse=_get_semantic_ratio
+    ),
     QueryField("vector", "string", "invalid_search_vector", None, parse=_get_vector),
     QueryField("retrieveVectors", "bool", "invalid_search_retrieve_vectors", False),
     QueryField("personalizeUserContext", "string", "invalid_search_personalize_user_context", None),
@@ -453,9 +523,15 @@ def search_query_from_params(p: dict[str, Any]) -> SearchQuery:
     """`TryFrom<SearchQueryGet> for SearchQuery`: the hybrid checks, then the POST shape."""
     embedder, ratio = p["hybridEmbedder"], p["hybridSemanticRatio"]
     if embedder is None and ratio is not None:
-        raise MeiliError("invalid_search_hybrid_query",
-                         "`hybridEmbedder` is mandatory when `hybridSemanticRatio` is present")
-    hybrid = None if embedder is None else HybridQuery(embedder, DEFAULT_SEMANTIC_RATIO if ratio is None else ratio)
+        raise MeiliError(
+            "invalid_search_hybrid_query",
+            "`hybridEmbedder` is mandatory when `hybridSemanticRatio` is present",
+        )
+    hybrid = (
+        None
+        if embedder is None
+        else HybridQuery(embedder, DEFAULT_SEMANTIC_RATIO if ratio is None else ratio)
+    )
     if p["vector"] is not None and hybrid is None:
         raise MeiliError("missing_search_hybrid", "`hybridEmbedder` is mandatory when `vector` is present")
     return SearchQuery(
@@ -521,23 +597,31 @@ def _bad_geo(kind: str, value: float) -> MeiliError:
     else:
         normalized = math.fmod(value + 180.0, 360.0)
         normalized = (normalized + 360.0 if normalized < 0 else normalized) - 180.0
-        message = (f"Bad longitude `{shown}`. Longitude must be contained between -180 and 180 degrees. "
-                   f"Hint: try using `{rust_f64_display(normalized)}` instead.")
+        message = (
+            f"Bad longitude `{shown}`. Longitude must be contained between -180 and 180 degrees. "
+            f"Hint: try using `{rust_f64_display(normalized)}` instead."
+        )
     return MeiliError("invalid_search_sort", message)
 
 
 def _reserved(name: str) -> MeiliError:
     """`AscDescError::ReservedKeyword` turned into the search-time `SortError` message."""
     if name.startswith("_geoPoint"):
-        message = ("Invalid syntax for the geo parameter: expected expression formated like "
-                   f"`_geoPoint(latitude, longitude)` and ending by `:asc` or `:desc`, found `{name}`.")
+        message = (
+            "Invalid syntax for the geo parameter: expected expression formated like "
+            f"`_geoPoint(latitude, longitude)` and ending by `:asc` or `:desc`, found `{name}`."
+        )
     elif name == "_geo":
-        message = ("`_geo` is a reserved keyword and thus can't be used as a sort expression. "
-                   "Use the _geoPoint(latitude, longitude) built-in rule to sort on _geo field coordinates.")
+        message = (
+            "`_geo` is a reserved keyword and thus can't be used as a sort expression. "
+            "Use the _geoPoint(latitude, longitude) built-in rule to sort on _geo field coordinates."
+        )
     elif name.startswith(("_geoRadius", "_geoBoundingBox")):
         keyword = "_geoRadius" if name.startswith("_geoRadius") else "_geoBoundingBox"
-        message = (f"`{keyword}` is a reserved keyword and thus can't be used as a sort expression. "
-                   "Use the _geoPoint(latitude, longitude) built-in rule to sort on _geo field coordinates.")
+        message = (
+            f"`{keyword}` is a reserved keyword and thus can't be used as a sort expression. "
+            "Use the _geoPoint(latitude, longitude) built-in rule to sort on _geo field coordinates."
+        )
     else:
         message = f"`{name}` is a reserved keyword and thus can't be used as a sort expression."
     return MeiliError("invalid_search_sort", message)
@@ -555,7 +639,9 @@ def _member(text: str, ascending: bool) -> SortCriterion:
         if not -180.0 <= lng <= 180.0:
             raise _bad_geo("lng", lng)
         return SortCriterion(ascending, geo_point=(lat, lng))
-    if text in _RESERVED_KEYWORDS or text.startswith(("_geoRadius(", "_geoBoundingBox(", "_geo(", "_geoDistance(")):
+    if text in _RESERVED_KEYWORDS or text.startswith(
+        ("_geoRadius(", "_geoBoundingBox(", "_geo(", "_geoDistance(")
+    ):
         raise _reserved(text)
     return SortCriterion(ascending, field=text)
 

@@ -67,15 +67,41 @@ __all__ = [
 ]
 
 SETTING_NAMES: Final = (
-    "displayedAttributes", "searchableAttributes", "filterableAttributes", "sortableAttributes", "foreignKeys",
-    "rankingRules", "stopWords", "nonSeparatorTokens", "separatorTokens", "dictionary", "synonyms",
-    "distinctAttribute", "proximityPrecision", "typoTolerance", "faceting", "pagination", "embedders",
-    "searchCutoffMs", "localizedAttributes", "facetSearch", "prefixSearch", "chat",
+    "displayedAttributes",
+    "searchableAttributes",
+    "filterableAttributes",
+    "sortableAttributes",
+    "foreignKeys",
+    "rankingRules",
+    "stopWords",
+    "nonSeparatorTokens",
+    "separatorTokens",
+    "dictionary",
+    "synonyms",
+    "distinctAttribute",
+    "proximityPrecision",
+    "typoTolerance",
+    "faceting",
+    "pagination",
+    "embedders",
+    "searchCutoffMs",
+    "localizedAttributes",
+    "facetSearch",
+    "prefixSearch",
+    "chat",
 )
 # Sub-routes updated with PATCH (their body merges); every other sub-route is updated with PUT.
 PATCH_SUB_ROUTES: Final = frozenset({"typoTolerance", "faceting", "pagination", "embedders", "chat"})
 
-DEFAULT_RANKING_RULES: Final = ("words", "typo", "proximity", "attributeRank", "sort", "wordPosition", "exactness")
+DEFAULT_RANKING_RULES: Final = (
+    "words",
+    "typo",
+    "proximity",
+    "attributeRank",
+    "sort",
+    "wordPosition",
+    "exactness",
+)
 LEGACY_RANKING_RULES: Final = ("words", "typo", "proximity", "attribute", "sort", "exactness")
 
 DEFAULT_SETTINGS: Final[dict[str, Any]] = {
@@ -173,7 +199,9 @@ def _at(path: str) -> str:
 
 
 def _type_error(path: str, expected: str, value: Any, code: str) -> MeiliError:
-    return MeiliError(code, f"Invalid value type{_at(path)}: expected {expected}, but found {found_description(value)}")
+    return MeiliError(
+        code, f"Invalid value type{_at(path)}: expected {expected}, but found {found_description(value)}"
+    )
 
 
 def _invalid(path: str, message: str, code: str) -> MeiliError:
@@ -183,7 +211,9 @@ def _invalid(path: str, message: str, code: str) -> MeiliError:
 def _unknown_value(path: str, value: str, choices: Iterable[str], code: str) -> MeiliError:
     names = list(choices)
     listed = ", ".join(f"`{c}`" for c in names)
-    return MeiliError(code, f"Unknown value `{value}`{_at(path)}: {did_you_mean(value, names)}expected one of {listed}")
+    return MeiliError(
+        code, f"Unknown value `{value}`{_at(path)}: {did_you_mean(value, names)}expected one of {listed}"
+    )
 
 
 def _is_uint(value: Any) -> bool:
@@ -194,7 +224,11 @@ def _uint(value: Any, path: str, code: str, maximum: int = _USIZE_MAX) -> int:
     if not _is_uint(value):
         raise _type_error(path, "a positive integer", value, code)
     if value > maximum:
-        raise _invalid(path, f"value: `{value}` is too large to be deserialized, maximum value authorized is `{maximum}`", code)
+        raise _invalid(
+            path,
+            f"value: `{value}` is too large to be deserialized, maximum value authorized is `{maximum}`",
+            code,
+        )
     return int(value)
 
 
@@ -258,15 +292,26 @@ def _wildcard_list(name: str) -> Callable[[Any, str], Any]:
 _FILTERABLE = setting_code("filterableAttributes")
 _FILTER_FEATURES: Final = (
     Field("facetSearch", "boolean", _FILTERABLE, default=False),
-    Field("filter", "object", _FILTERABLE, default=lambda: {"equality": True, "comparison": False}, fields=(
-        Field("equality", "boolean", _FILTERABLE, default=True),
-        Field("comparison", "boolean", _FILTERABLE, default=False),
-    )),
+    Field(
+        "filter",
+        "object",
+        _FILTERABLE,
+        default=lambda: {"equality": True, "comparison": False},
+        fields=(
+            Field("equality", "boolean", _FILTERABLE, default=True),
+            Field("comparison", "boolean", _FILTERABLE, default=False),
+        ),
+    ),
 )
 _FILTER_RULE: Final = (
     Field("attributePatterns", "string_array", _FILTERABLE, required=True, missing_code=_FILTERABLE),
-    Field("features", "object", _FILTERABLE, fields=_FILTER_FEATURES,
-          default=lambda: {"facetSearch": False, "filter": {"equality": True, "comparison": False}}),
+    Field(
+        "features",
+        "object",
+        _FILTERABLE,
+        fields=_FILTER_FEATURES,
+        default=lambda: {"facetSearch": False, "filter": {"equality": True, "comparison": False}},
+    ),
 )
 
 
@@ -280,11 +325,15 @@ def _filterable(value: Any, path: str) -> list[Any]:
         if isinstance(item, dict):
             rule = _fields(item, at, _FILTERABLE, _FILTER_RULE)
             features, flt = rule["features"], rule["features"]["filter"]
-            rules.append({
-                "attributePatterns": rule["attributePatterns"],
-                "features": {"facetSearch": features["facetSearch"],
-                             "filter": {"equality": flt["equality"], "comparison": flt["comparison"]}},
-            })
+            rules.append(
+                {
+                    "attributePatterns": rule["attributePatterns"],
+                    "features": {
+                        "facetSearch": features["facetSearch"],
+                        "filter": {"equality": flt["equality"], "comparison": flt["comparison"]},
+                    },
+                }
+            )
         else:
             rules.append(_string(item, at, _FILTERABLE))
     return rules
@@ -313,9 +362,16 @@ def _foreign_keys(value: Any, path: str) -> list[dict[str, str]]:
 
 _RULES = setting_code("rankingRules")
 _BUILTIN_RULES: Final = {
-    "words": "words", "typo": "typo", "proximity": "proximity", "attribute": "attribute",
-    "attributeRank": "attributeRank", "wordPosition": "wordPosition", "attributePosition": "wordPosition",
-    "sort": "sort", "exactness": "exactness", "bm25": "bm25",
+    "words": "words",
+    "typo": "typo",
+    "proximity": "proximity",
+    "attribute": "attribute",
+    "attributeRank": "attributeRank",
+    "wordPosition": "wordPosition",
+    "attributePosition": "wordPosition",
+    "sort": "sort",
+    "exactness": "exactness",
+    "bm25": "bm25",
 }
 _RESERVED_KEYWORDS: Final = ("_geo", "_geoDistance", "_geoPoint", "_geoRadius", "_geoBoundingBox")
 _RESERVED_CALLS: Final = ("_geoRadius(", "_geoBoundingBox(", "_geo(", "_geoDistance(")
@@ -329,8 +385,10 @@ def _criterion_error(text: str) -> str | None:
     """Milli's `Criterion::from_str` for a non-builtin name: None when `field:asc|desc` is valid."""
     left, sep, direction = text.rpartition(":")
     if not sep or direction not in ("asc", "desc"):
-        return (f"`{text}` ranking rule is invalid. Valid ranking rules are words, typo, sort, proximity, "
-                "attribute, exactness and custom ranking rules.")
+        return (
+            f"`{text}` ranking rule is invalid. Valid ranking rules are words, typo, sort, proximity, "
+            "attribute, exactness and custom ranking rules."
+        )
     geo_point = left.startswith("_geoPoint(") and left.endswith(")")
     if not geo_point and left not in _RESERVED_KEYWORDS and not left.startswith(_RESERVED_CALLS):
         return None
@@ -343,8 +401,10 @@ def _criterion_error(text: str) -> str | None:
         name, usage = "_geoBoundingBox", "filtering"
     else:
         return f"`{left}` is a reserved keyword and thus can't be used as a ranking rule"
-    return (f"`{name}` is a reserved keyword and thus can't be used as a ranking rule. "
-            f"`{name}` can only be used for {usage} at search time")
+    return (
+        f"`{name}` is a reserved keyword and thus can't be used as a ranking rule. "
+        f"`{name}` can only be used for {usage} at search time"
+    )
 
 
 def _ranking_rules(value: Any, path: str) -> list[str]:
@@ -379,7 +439,9 @@ def _typo_tolerance(value: Any, path: str) -> dict[str, Any]:
 
     def u8(v: int) -> int:
         if v > _U8_MAX:
-            raise InvalidValue(f"value: `{v}` is too large to be deserialized, maximum value authorized is `{_U8_MAX}`")
+            raise InvalidValue(
+                f"value: `{v}` is too large to be deserialized, maximum value authorized is `{_U8_MAX}`"
+            )
         return v
 
     def min_sizes(sizes: dict[str, Any]) -> dict[str, Any]:
@@ -390,10 +452,17 @@ def _typo_tolerance(value: Any, path: str) -> dict[str, Any]:
 
     fields = (
         Field("enabled", "boolean", code, nullable=True),
-        Field("minWordSizeForTypos", "object", code, nullable=True, validate=min_sizes, fields=(
-            Field("oneTypo", "u64", code, nullable=True, validate=u8),
-            Field("twoTypos", "u64", code, nullable=True, validate=u8),
-        )),
+        Field(
+            "minWordSizeForTypos",
+            "object",
+            code,
+            nullable=True,
+            validate=min_sizes,
+            fields=(
+                Field("oneTypo", "u64", code, nullable=True, validate=u8),
+                Field("twoTypos", "u64", code, nullable=True, validate=u8),
+            ),
+        ),
         Field("disableOnWords", "string_array", code, nullable=True, validate=lambda v: sorted(set(v))),
         Field("disableOnAttributes", "string_array", code, nullable=True, validate=lambda v: sorted(set(v))),
         Field("disableOnNumbers", "boolean", code, nullable=True),
@@ -428,10 +497,14 @@ def _pagination(value: Any, path: str) -> dict[str, Any]:
 
     def non_zero(v: int) -> int:
         if v == 0:
-            raise InvalidValue(f"a non-zero integer value lower than `{_USIZE_MAX}` was expected, but found a zero")
+            raise InvalidValue(
+                f"a non-zero integer value lower than `{_USIZE_MAX}` was expected, but found a zero"
+            )
         return v
 
-    return _fields(value, path, code, (Field("maxTotalHits", "usize", code, nullable=True, validate=non_zero),))
+    return _fields(
+        value, path, code, (Field("maxTotalHits", "usize", code, nullable=True, validate=non_zero),)
+    )
 
 
 _EMBEDDERS = setting_code("embedders")
@@ -454,17 +527,24 @@ _EMBEDDER_FIELDS: Final = (
     Field("headers", "object", _EMBEDDERS, nullable=True),
     Field("searchEmbedder", "object", _EMBEDDERS, nullable=True),
     Field("indexingEmbedder", "object", _EMBEDDERS, nullable=True),
-    Field("distribution", "object", _EMBEDDERS, nullable=True, fields=(
-        Field("mean", "number", _EMBEDDERS, required=True, missing_code=_EMBEDDERS),
-        Field("sigma", "number", _EMBEDDERS, required=True, missing_code=_EMBEDDERS),
-    )),
+    Field(
+        "distribution",
+        "object",
+        _EMBEDDERS,
+        nullable=True,
+        fields=(
+            Field("mean", "number", _EMBEDDERS, required=True, missing_code=_EMBEDDERS),
+            Field("sigma", "number", _EMBEDDERS, required=True, missing_code=_EMBEDDERS),
+        ),
+    ),
 )
 EMBEDDER_FIELD_NAMES: Final = tuple(f.name for f in _EMBEDDER_FIELDS)
 # a composite's `searchEmbedder` / `indexingEmbedder` (Meilisearch's `SubEmbeddingSettings`): the same fields,
 # unknown ones refused; its own nested embedders stay raw (the engine refuses them by source)
 _NESTED: Final = ("searchEmbedder", "indexingEmbedder")
-_SUB_EMBEDDER_FIELDS: Final = tuple(Field(f.name, "any", _EMBEDDERS, nullable=True) if f.name in _NESTED else f
-                                    for f in _EMBEDDER_FIELDS)
+_SUB_EMBEDDER_FIELDS: Final = tuple(
+    Field(f.name, "any", _EMBEDDERS, nullable=True) if f.name in _NESTED else f for f in _EMBEDDER_FIELDS
+)
 
 
 def _embedders(value: Any, path: str) -> dict[str, Any]:
@@ -489,16 +569,76 @@ def _embedders(value: Any, path: str) -> dict[str, Any]:
 
 _LOCALIZED = setting_code("localizedAttributes")
 _LOCALE_PAIRS: Final = (
-    ("af", "afr"), ("ak", "aka"), ("am", "amh"), ("ar", "ara"), ("az", "aze"), ("be", "bel"), ("bn", "ben"),
-    ("bg", "bul"), ("ca", "cat"), ("cs", "ces"), ("da", "dan"), ("de", "deu"), ("el", "ell"), ("en", "eng"),
-    ("eo", "epo"), ("et", "est"), ("fi", "fin"), ("fr", "fra"), ("gu", "guj"), ("he", "heb"), ("hi", "hin"),
-    ("hr", "hrv"), ("hu", "hun"), ("hy", "hye"), ("id", "ind"), ("it", "ita"), ("jv", "jav"), ("ja", "jpn"),
-    ("kn", "kan"), ("ka", "kat"), ("km", "khm"), ("ko", "kor"), ("la", "lat"), ("lv", "lav"), ("lt", "lit"),
-    ("ml", "mal"), ("mr", "mar"), ("mk", "mkd"), ("my", "mya"), ("ne", "nep"), ("nl", "nld"), ("nb", "nob"),
-    ("or", "ori"), ("pa", "pan"), ("fa", "pes"), ("pl", "pol"), ("pt", "por"), ("ro", "ron"), ("ru", "rus"),
-    ("si", "sin"), ("sk", "slk"), ("sl", "slv"), ("sn", "sna"), ("es", "spa"), ("sr", "srp"), ("sv", "swe"),
-    ("ta", "tam"), ("te", "tel"), ("tl", "tgl"), ("th", "tha"), ("tk", "tuk"), ("tr", "tur"), ("uk", "ukr"),
-    ("ur", "urd"), ("uz", "uzb"), ("vi", "vie"), ("yi", "yid"), ("zh", "zho"), ("zu", "zul"), ("cy", "cym"),
+    ("af", "afr"),
+    ("ak", "aka"),
+    ("am", "amh"),
+    ("ar", "ara"),
+    ("az", "aze"),
+    ("be", "bel"),
+    ("bn", "ben"),
+    ("bg", "bul"),
+    ("ca", "cat"),
+    ("cs", "ces"),
+    ("da", "dan"),
+    ("de", "deu"),
+    ("el", "ell"),
+    ("en", "eng"),
+    ("eo", "epo"),
+    ("et", "est"),
+    ("fi", "fin"),
+    ("fr", "fra"),
+    ("gu", "guj"),
+    ("he", "heb"),
+    ("hi", "hin"),
+    ("hr", "hrv"),
+    ("hu", "hun"),
+    ("hy", "hye"),
+    ("id", "ind"),
+    ("it", "ita"),
+    ("jv", "jav"),
+    ("ja", "jpn"),
+    ("kn", "kan"),
+    ("ka", "kat"),
+    ("km", "khm"),
+    ("ko", "kor"),
+    ("la", "lat"),
+    ("lv", "lav"),
+    ("lt", "lit"),
+    ("ml", "mal"),
+    ("mr", "mar"),
+    ("mk", "mkd"),
+    ("my", "mya"),
+    ("ne", "nep"),
+    ("nl", "nld"),
+    ("nb", "nob"),
+    ("or", "ori"),
+    ("pa", "pan"),
+    ("fa", "pes"),
+    ("pl", "pol"),
+    ("pt", "por"),
+    ("ro", "ron"),
+    ("ru", "rus"),
+    ("si", "sin"),
+    ("sk", "slk"),
+    ("sl", "slv"),
+    ("sn", "sna"),
+    ("es", "spa"),
+    ("sr", "srp"),
+    ("sv", "swe"),
+    ("ta", "tam"),
+    ("te", "tel"),
+    ("tl", "tgl"),
+    ("th", "tha"),
+    ("tk", "tuk"),
+    ("tr", "tur"),
+    ("uk", "ukr"),
+    ("ur", "urd"),
+    ("uz", "uzb"),
+    ("vi", "vie"),
+    ("yi", "yid"),
+    ("zh", "zho"),
+    ("zu", "zul"),
+    ("cy", "cym"),
 )
 # Accepted names in Meilisearch's enum order (all 639-1, all 639-3, then `cmn`) -> the 639-3 form.
 LOCALES: Final[dict[str, str]] = {
@@ -523,10 +663,19 @@ def _localized_attributes(value: Any, path: str) -> list[dict[str, Any]]:
                 out.append(LOCALES[name])
             return out
 
-        rule = _fields(item, at, _LOCALIZED, (
-            Field("attributePatterns", "string_array", _LOCALIZED, required=True, missing_code=_LOCALIZED),
-            Field("locales", "array", _LOCALIZED, required=True, missing_code=_LOCALIZED, validate=locales),
-        ))
+        rule = _fields(
+            item,
+            at,
+            _LOCALIZED,
+            (
+                Field(
+                    "attributePatterns", "string_array", _LOCALIZED, required=True, missing_code=_LOCALIZED
+                ),
+                Field(
+                    "locales", "array", _LOCALIZED, required=True, missing_code=_LOCALIZED, validate=locales
+                ),
+            ),
+        )
         rules.append({"attributePatterns": rule["attributePatterns"], "locales": rule["locales"]})
     return rules
 
@@ -544,7 +693,9 @@ _PARSERS: Final[dict[str, Callable[[Any, str], Any]]] = {
     "dictionary": _string_set_of("dictionary"),
     "synonyms": _synonyms,
     "distinctAttribute": lambda v, p: _string(v, p, setting_code("distinctAttribute")),
-    "proximityPrecision": lambda v, p: _choice(v, p, setting_code("proximityPrecision"), ("byWord", "byAttribute")),
+    "proximityPrecision": lambda v, p: _choice(
+        v, p, setting_code("proximityPrecision"), ("byWord", "byAttribute")
+    ),
     "typoTolerance": _typo_tolerance,
     "faceting": _faceting,
     "pagination": _pagination,
@@ -577,10 +728,13 @@ _PATCH_FIELDS: Final = tuple(_field_for(name) for name in SETTING_NAMES)
 def parse_settings_patch(body: Any) -> SettingsPatch:
     """Validate a `PATCH /settings` body (first problem in key order wins, like deserr) and normalize it."""
     parsed = deserialize_object(body, _PATCH_FIELDS)
-    return SettingsPatch({
-        name: parsed[name].value if isinstance(parsed[name], _Normalized) else None
-        for name in SETTING_NAMES if name in parsed
-    })
+    return SettingsPatch(
+        {
+            name: parsed[name].value if isinstance(parsed[name], _Normalized) else None
+            for name in SETTING_NAMES
+            if name in parsed
+        }
+    )
 
 
 def parse_setting_value(name: str, body: Any) -> SettingsPatch:
@@ -596,7 +750,10 @@ def parse_setting_value(name: str, body: Any) -> SettingsPatch:
 def complete_settings(stored: dict[str, Any] | None) -> dict[str, Any]:
     """Full stored settings: every key in `SETTING_NAMES` order, defaults where absent (a copy)."""
     stored = stored or {}
-    return {name: copy.deepcopy(stored[name] if name in stored else DEFAULT_SETTINGS[name]) for name in SETTING_NAMES}
+    return {
+        name: copy.deepcopy(stored[name] if name in stored else DEFAULT_SETTINGS[name])
+        for name in SETTING_NAMES
+    }
 
 
 def _merge_fields(current: dict[str, Any], patch: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -613,7 +770,9 @@ def _merge_typo(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any
     patch = dict(patch)
     if sizes is not None:
         patch["minWordSizeForTypos"] = _merge_fields(
-            current.get("minWordSizeForTypos", defaults["minWordSizeForTypos"]), sizes, defaults["minWordSizeForTypos"]
+            current.get("minWordSizeForTypos", defaults["minWordSizeForTypos"]),
+            sizes,
+            defaults["minWordSizeForTypos"],
         )
     merged = _merge_fields({**defaults, **current}, patch, defaults)
     one, two = merged["minWordSizeForTypos"]["oneTypo"], merged["minWordSizeForTypos"]["twoTypos"]
@@ -653,7 +812,10 @@ def _merge_embedders(current: dict[str, Any], patch: dict[str, Any]) -> dict[str
                 new[key] = copy.deepcopy(value)
         merged[name] = {key: new[key] for key in EMBEDDER_FIELD_NAMES if key in new}
     if len(merged) > MAX_EMBEDDERS:
-        raise MeiliError(_EMBEDDERS, f"Too many embedders in the configuration. Found {len(merged)}, but limited to {MAX_EMBEDDERS}.")
+        raise MeiliError(
+            _EMBEDDERS,
+            f"Too many embedders in the configuration. Found {len(merged)}, but limited to {MAX_EMBEDDERS}.",
+        )
     return {name: merged[name] for name in sorted(merged)}
 
 
@@ -708,17 +870,22 @@ def _mask_embedders(embedders: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def settings_view(stored: dict[str, Any] | None,
-                  display_embedder: Callable[[dict[str, Any]], dict[str, Any]] = lambda config: config,
-                  ) -> dict[str, Any]:
+def settings_view(
+    stored: dict[str, Any] | None,
+    display_embedder: Callable[[dict[str, Any]], dict[str, Any]] = lambda config: config,
+) -> dict[str, Any]:
     """The body of `GET /indexes/{uid}/settings`: every key in order, embedder API keys masked (the route
     drops `chat` and `foreignKeys` while their experimental features are off).
 
     `display_embedder` shows an embedder with the defaults the engine applies to it (the engine's
     `vector.embedders.display_embedder`; this layer sits below the engine and cannot import it)."""
     view = complete_settings(stored)
-    view["embedders"] = _mask_embedders({name: display_embedder(conf) if isinstance(conf, dict) else conf
-                                         for name, conf in view["embedders"].items()})
+    view["embedders"] = _mask_embedders(
+        {
+            name: display_embedder(conf) if isinstance(conf, dict) else conf
+            for name, conf in view["embedders"].items()
+        }
+    )
     return view
 
 
@@ -764,6 +931,8 @@ def what_changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> set[
     """
     before, after = complete_settings(old), complete_settings(new)
     changed = {structure for name, structure in _STRUCTURES.items() if before[name] != after[name]}
-    if before["typoTolerance"].get("disableOnAttributes") != after["typoTolerance"].get("disableOnAttributes"):
+    if before["typoTolerance"].get("disableOnAttributes") != after["typoTolerance"].get(
+        "disableOnAttributes"
+    ):
         changed.add("typo")
     return changed

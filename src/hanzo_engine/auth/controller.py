@@ -78,7 +78,9 @@ class AuthFilter:
         return self.search_rules is not None
 
     def all_indexes_authorized(self) -> bool:
-        return "*" in self.key_indexes and (self.search_rules is None or self.search_rules.all_indexes_authorized())
+        return "*" in self.key_indexes and (
+            self.search_rules is None or self.search_rules.all_indexes_authorized()
+        )
 
     def api_key_is_index_authorized(self, index_uid: str) -> bool:
         return patterns_authorize(self.key_indexes, index_uid)
@@ -88,7 +90,9 @@ class AuthFilter:
 
     def is_index_authorized(self, index_uid: str) -> bool:
         """Both the key and the tenant token (if any) cover `index_uid`."""
-        return self.api_key_is_index_authorized(index_uid) and self.tenant_token_is_index_authorized(index_uid)
+        return self.api_key_is_index_authorized(index_uid) and self.tenant_token_is_index_authorized(
+            index_uid
+        )
 
     def allow_index_creation(self, index_uid: str) -> bool:
         """Whether a write may create `index_uid` when it does not exist (else its task fails)."""
@@ -126,7 +130,8 @@ class AuthController:
     store: KeyStore
     master_key: str | None
     _digests: tuple[Mapping[uuid.UUID, Key], list[tuple[uuid.UUID, bytes]]] | None = field(
-        default=None, init=False, repr=False)
+        default=None, init=False, repr=False
+    )
 
     # -- key values --------------------------------------------------------------------------------
 
@@ -191,8 +196,9 @@ class AuthController:
         try:
             return self.store.put_new(key)
         except KeyExists:
-            raise MeiliError("api_key_already_exists",
-                             f"`uid` field value `{key.uid}` is already an existing API key.") from None
+            raise MeiliError(
+                "api_key_already_exists", f"`uid` field value `{key.uid}` is already an existing API key."
+            ) from None
 
     def update_key(self, uid: uuid.UUID, patch: dict[str, Any]) -> Key:
         return self.store.put(self.get_key(uid).with_patch(patch, time.time_ns()))
@@ -250,8 +256,11 @@ class AuthController:
                 )
         if not key.grants(action, index_uid, now):
             raise invalid_api_key()
-        return AuthFilter(key_indexes=key.indexes, search_rules=search_rules,
-                          can_create_indexes=key.grants("indexes.create", None, now))
+        return AuthFilter(
+            key_indexes=key.indexes,
+            search_rules=search_rules,
+            can_create_indexes=key.grants("indexes.create", None, now),
+        )
 
     def authorize(self, token: str, action: str, index_uid: str | None) -> bool:
         """`authenticate` as a yes/no answer (the `KeyResolver` protocol)."""

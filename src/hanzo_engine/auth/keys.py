@@ -44,24 +44,78 @@ from hanzo_engine.apitypes.tasks import format_timestamp, parse_timestamp
 # --------------------------------------------------------------------------------------------------
 
 ACTIONS: Final[tuple[str, ...]] = (
-    "*", "search", "documents.*", "documents.add", "documents.get", "documents.delete", "indexes.*",
-    "indexes.create", "indexes.get", "indexes.update", "indexes.delete", "indexes.swap", "tasks.*",
-    "tasks.cancel", "tasks.delete", "tasks.get", "settings.*", "settings.get", "settings.update", "stats.*",
-    "stats.get", "metrics.*", "metrics.get", "dumps.*", "dumps.create", "snapshots.*", "snapshots.create",
-    "version", "keys.create", "keys.get", "keys.update", "keys.delete", "experimental.get",
-    "experimental.update", "export", "network.get", "network.update", "chatCompletions", "chats.*",
-    "chats.get", "chats.delete", "chatsSettings.*", "chatsSettings.get", "chatsSettings.update", "*.get",
-    "webhooks.get", "webhooks.update", "webhooks.delete", "webhooks.create", "webhooks.*", "indexes.compact",
-    "fields.post", "tasks.compact", "dynamicSearchRules.get", "dynamicSearchRules.create",
-    "dynamicSearchRules.update", "dynamicSearchRules.delete", "dynamicSearchRules.*",
+    "*",
+    "search",
+    "documents.*",
+    "documents.add",
+    "documents.get",
+    "documents.delete",
+    "indexes.*",
+    "indexes.create",
+    "indexes.get",
+    "indexes.update",
+    "indexes.delete",
+    "indexes.swap",
+    "tasks.*",
+    "tasks.cancel",
+    "tasks.delete",
+    "tasks.get",
+    "settings.*",
+    "settings.get",
+    "settings.update",
+    "stats.*",
+    "stats.get",
+    "metrics.*",
+    "metrics.get",
+    "dumps.*",
+    "dumps.create",
+    "snapshots.*",
+    "snapshots.create",
+    "version",
+    "keys.create",
+    "keys.get",
+    "keys.update",
+    "keys.delete",
+    "experimental.get",
+    "experimental.update",
+    "export",
+    "network.get",
+    "network.update",
+    "chatCompletions",
+    "chats.*",
+    "chats.get",
+    "chats.delete",
+    "chatsSettings.*",
+    "chatsSettings.get",
+    "chatsSettings.update",
+    "*.get",
+    "webhooks.get",
+    "webhooks.update",
+    "webhooks.delete",
+    "webhooks.create",
+    "webhooks.*",
+    "indexes.compact",
+    "fields.post",
+    "tasks.compact",
+    "dynamicSearchRules.get",
+    "dynamicSearchRules.create",
+    "dynamicSearchRules.update",
+    "dynamicSearchRules.delete",
+    "dynamicSearchRules.*",
 )
 _ACTION_SET: Final = frozenset(ACTIONS)
 
 # family wildcards -> the concrete actions they grant
 _FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "documents.*": ("documents.add", "documents.get", "documents.delete"),
-    "indexes.*": ("indexes.create", "indexes.get", "indexes.update", "indexes.delete", "indexes.swap",
-                  "indexes.compact"),
+    "indexes.*": (
+        "indexes.create",
+        "indexes.get",
+        "indexes.update",
+        "indexes.delete",
+        "indexes.swap",
+        "indexes.compact",
+    ),
     "tasks.*": ("tasks.get", "tasks.delete", "tasks.cancel", "tasks.compact"),
     "settings.*": ("settings.get", "settings.update"),
     "stats.*": ("stats.get",),
@@ -71,23 +125,71 @@ _FAMILIES: Final[dict[str, tuple[str, ...]]] = {
     "chats.*": ("chats.get", "chats.delete"),
     "chatsSettings.*": ("chatsSettings.get", "chatsSettings.update"),
     "webhooks.*": ("webhooks.get", "webhooks.update", "webhooks.delete", "webhooks.create"),
-    "dynamicSearchRules.*": ("dynamicSearchRules.get", "dynamicSearchRules.create",
-                             "dynamicSearchRules.update", "dynamicSearchRules.delete"),
+    "dynamicSearchRules.*": (
+        "dynamicSearchRules.get",
+        "dynamicSearchRules.create",
+        "dynamicSearchRules.update",
+        "dynamicSearchRules.delete",
+    ),
 }
 # what `*.get` grants
-READ_ACTIONS: Final = frozenset({
-    "search", "documents.get", "indexes.get", "tasks.get", "settings.get", "stats.get", "metrics.get", "version",
-    "experimental.get", "network.get", "chats.get", "chatsSettings.get", "webhooks.get", "fields.post", "export",
-    "dynamicSearchRules.get",
-})
-GLOBAL_ACTIONS: Final = frozenset({
-    "dumps.*", "dumps.create", "snapshots.*", "snapshots.create", "version", "keys.create", "keys.get",
-    "keys.update", "keys.delete", "metrics.*", "metrics.get", "experimental.get", "experimental.update", "export",
-    "network.get", "network.update", "chats.*", "chats.get", "chats.delete", "chatsSettings.*",
-    "chatsSettings.get", "chatsSettings.update", "webhooks.get", "webhooks.update", "webhooks.delete",
-    "webhooks.create", "webhooks.*", "tasks.compact", "dynamicSearchRules.get", "dynamicSearchRules.create",
-    "dynamicSearchRules.update", "dynamicSearchRules.delete", "dynamicSearchRules.*",
-})
+READ_ACTIONS: Final = frozenset(
+    {
+        "search",
+        "documents.get",
+        "indexes.get",
+        "tasks.get",
+        "settings.get",
+        "stats.get",
+        "metrics.get",
+        "version",
+        "experimental.get",
+        "network.get",
+        "chats.get",
+        "chatsSettings.get",
+        "webhooks.get",
+        "fields.post",
+        "export",
+        "dynamicSearchRules.get",
+    }
+)
+GLOBAL_ACTIONS: Final = frozenset(
+    {
+        "dumps.*",
+        "dumps.create",
+        "snapshots.*",
+        "snapshots.create",
+        "version",
+        "keys.create",
+        "keys.get",
+        "keys.update",
+        "keys.delete",
+        "metrics.*",
+        "metrics.get",
+        "experimental.get",
+        "experimental.update",
+        "export",
+        "network.get",
+        "network.update",
+        "chats.*",
+        "chats.get",
+        "chats.delete",
+        "chatsSettings.*",
+        "chatsSettings.get",
+        "chatsSettings.update",
+        "webhooks.get",
+        "webhooks.update",
+        "webhooks.delete",
+        "webhooks.create",
+        "webhooks.*",
+        "tasks.compact",
+        "dynamicSearchRules.get",
+        "dynamicSearchRules.create",
+        "dynamicSearchRules.update",
+        "dynamicSearchRules.delete",
+        "dynamicSearchRules.*",
+    }
+)
 
 
 def expand_actions(actions: Iterable[str]) -> frozenset[str]:
@@ -146,7 +248,9 @@ def patterns_authorize(patterns: Iterable[str], index_uid: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
-_HYPHENATED_RE: Final = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HYPHENATED_RE: Final = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
 _GROUP_STARTS: Final = (0, 9, 14, 19, 24)
 
 
@@ -172,7 +276,9 @@ def parse_uuid(text: str) -> uuid.UUID:
         elif char not in _HEX:
             raise InvalidValue(f"invalid character: found `{char}` at {index + offset}")
     if not hyphens and simple:
-        raise InvalidValue(f"invalid length: expected length 32 for simple format, found {len(text.encode())}")
+        raise InvalidValue(
+            f"invalid length: expected length 32 for simple format, found {len(text.encode())}"
+        )
     if len(hyphens) != 4:
         raise InvalidValue(f"invalid group count: expected 5, found {len(hyphens) + 1}")
     expected = (8, 4, 4, 4, 12)
@@ -181,7 +287,9 @@ def parse_uuid(text: str) -> uuid.UUID:
     for group in range(4):
         if hyphens[group] != _GROUP_STARTS[group + 1] - 1:
             found = hyphens[group] - _GROUP_STARTS[group]
-            raise InvalidValue(f"invalid group length in group {group}: expected {expected[group]}, found {found}")
+            raise InvalidValue(
+                f"invalid group length in group {group}: expected {expected[group]}, found {found}"
+            )
     raise InvalidValue(f"invalid group length in group 4: expected 12, found {len(text) - _GROUP_STARTS[4]}")
 
 
@@ -206,8 +314,15 @@ def _parse_naive(text: str) -> int | None:
     if m is None:
         return None
     try:
-        moment = datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)),
-                          int(m.group(5) or 0), int(m.group(6) or 0), int(m.group(7) or 0), tzinfo=UTC)
+        moment = datetime(
+            int(m.group(1)),
+            int(m.group(2)),
+            int(m.group(3)),
+            int(m.group(5) or 0),
+            int(m.group(6) or 0),
+            int(m.group(7) or 0),
+            tzinfo=UTC,
+        )
     except ValueError:
         return None  # out-of-range field, or a year Python's datetime cannot hold (never in the future)
     return int(moment.timestamp()) * 1_000_000_000
@@ -316,17 +431,27 @@ class Key:
 
     def to_record(self) -> dict[str, Any]:
         return {
-            "uid": str(self.uid), "name": self.name, "description": self.description,
-            "actions": list(self.actions), "indexes": list(self.indexes), "expiresAt": self.expires_at,
-            "createdAt": self.created_at, "updatedAt": self.updated_at,
+            "uid": str(self.uid),
+            "name": self.name,
+            "description": self.description,
+            "actions": list(self.actions),
+            "indexes": list(self.indexes),
+            "expiresAt": self.expires_at,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
         }
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Key:
         return cls(
-            uid=uuid.UUID(record["uid"]), name=record.get("name"), description=record.get("description"),
-            actions=tuple(record["actions"]), indexes=tuple(record["indexes"]), expires_at=record.get("expiresAt"),
-            created_at=record["createdAt"], updated_at=record["updatedAt"],
+            uid=uuid.UUID(record["uid"]),
+            name=record.get("name"),
+            description=record.get("description"),
+            actions=tuple(record["actions"]),
+            indexes=tuple(record["indexes"]),
+            expires_at=record.get("expiresAt"),
+            created_at=record["createdAt"],
+            updated_at=record["updatedAt"],
         )
 
 
@@ -334,12 +459,17 @@ class Key:
 # first they come out as Meilisearch lists them (search, admin, read-only admin, chat).
 DEFAULT_KEYS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("Default Chat API Key", "Use it to chat and search from the frontend", ("chatCompletions", "search")),
-    ("Default Read-Only Admin API Key",
-     "Use it to read information across the whole database. Caution! Do not expose this key on a public "
-     "frontend", ("*.get", "keys.get")),
-    ("Default Admin API Key",
-     "Use it for anything that is not a search operation. Caution! Do not expose it on a public frontend",
-     ("*",)),
+    (
+        "Default Read-Only Admin API Key",
+        "Use it to read information across the whole database. Caution! Do not expose this key on a public "
+        "frontend",
+        ("*.get", "keys.get"),
+    ),
+    (
+        "Default Admin API Key",
+        "Use it for anything that is not a search operation. Caution! Do not expose it on a public frontend",
+        ("*",),
+    ),
     ("Default Search API Key", "Use it to search from the frontend", ("search",)),
 )
 
@@ -347,8 +477,16 @@ DEFAULT_KEYS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
 def default_keys(now_ns: int) -> list[Key]:
     """Fresh default keys with strictly increasing creation times (their listing order depends on it)."""
     return [
-        Key(uid=uuid.uuid4(), name=name, description=description, actions=actions, indexes=("*",),
-            expires_at=None, created_at=now_ns + i, updated_at=now_ns + i)
+        Key(
+            uid=uuid.uuid4(),
+            name=name,
+            description=description,
+            actions=actions,
+            indexes=("*",),
+            expires_at=None,
+            created_at=now_ns + i,
+            updated_at=now_ns + i,
+        )
         for i, (name, description, actions) in enumerate(DEFAULT_KEYS)
     ]
 
@@ -366,8 +504,10 @@ def _validate_actions(actions: list[Any]) -> list[str]:
     for i, action in enumerate(actions):
         path = f".actions[{i}]"
         if not isinstance(action, str):
-            raise MeiliError("invalid_api_key_actions",
-                             f"Invalid value type at `{path}`: expected a string, but found {found_description(action)}")
+            raise MeiliError(
+                "invalid_api_key_actions",
+                f"Invalid value type at `{path}`: expected a string, but found {found_description(action)}",
+            )
         if action not in _ACTION_SET:
             raise MeiliError(
                 "invalid_api_key_actions",
@@ -380,8 +520,10 @@ def _validate_indexes(indexes: list[Any]) -> list[str]:
     for i, pattern in enumerate(indexes):
         path = f".indexes[{i}]"
         if not isinstance(pattern, str):
-            raise MeiliError("invalid_api_key_indexes",
-                             f"Invalid value type at `{path}`: expected a string, but found {found_description(pattern)}")
+            raise MeiliError(
+                "invalid_api_key_indexes",
+                f"Invalid value type at `{path}`: expected a string, but found {found_description(pattern)}",
+            )
         try:
             validate_index_pattern(pattern)
         except InvalidValue as exc:
@@ -397,12 +539,31 @@ CREATE_KEY: Final = (
     Field("description", "string", "invalid_api_key_description", nullable=True, default=None),
     Field("name", "string", "invalid_api_key_name", nullable=True, default=None),
     Field("uid", "string", "invalid_api_key_uid", validate=_validate_uid),
-    Field("actions", "array", "invalid_api_key_actions", required=True, missing_code="missing_api_key_actions",
-          validate=_validate_actions),
-    Field("indexes", "array", "invalid_api_key_indexes", required=True, missing_code="missing_api_key_indexes",
-          validate=_validate_indexes),
-    Field("expiresAt", "string", "invalid_api_key_expires_at", required=True, nullable=True,
-          missing_code="missing_api_key_expires_at", validate=parse_expiration),
+    Field(
+        "actions",
+        "array",
+        "invalid_api_key_actions",
+        required=True,
+        missing_code="missing_api_key_actions",
+        validate=_validate_actions,
+    ),
+    Field(
+        "indexes",
+        "array",
+        "invalid_api_key_indexes",
+        required=True,
+        missing_code="missing_api_key_indexes",
+        validate=_validate_indexes,
+    ),
+    Field(
+        "expiresAt",
+        "string",
+        "invalid_api_key_expires_at",
+        required=True,
+        nullable=True,
+        missing_code="missing_api_key_expires_at",
+        validate=parse_expiration,
+    ),
 )
 PATCH_KEY: Final = (
     Field("description", "string", "invalid_api_key_description", nullable=True),
@@ -422,7 +583,7 @@ IMMUTABLE_KEY_FIELDS: Final = {
 def global_action_error(action: str) -> MeiliError:
     return MeiliError(
         "index_scoped_api_key_with_global_action",
-        f"cannot create index-scoped API key with global action `\"{action}\"`",
+        f'cannot create index-scoped API key with global action `"{action}"`',
     )
 
 
@@ -440,9 +601,14 @@ def parse_create_key(body: Any, now_ns: int | None = None) -> Key:
                 raise global_action_error(action)
     now = time.time_ns() if now_ns is None else now_ns
     return Key(
-        uid=fields["uid"] if "uid" in fields else uuid.uuid4(), name=fields["name"], description=fields["description"],
-        actions=tuple(fields["actions"]), indexes=indexes, expires_at=fields["expiresAt"],
-        created_at=now, updated_at=now,
+        uid=fields["uid"] if "uid" in fields else uuid.uuid4(),
+        name=fields["name"],
+        description=fields["description"],
+        actions=tuple(fields["actions"]),
+        indexes=indexes,
+        expires_at=fields["expiresAt"],
+        created_at=now,
+        updated_at=now,
     )
 
 

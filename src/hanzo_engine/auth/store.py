@@ -40,8 +40,15 @@ class KeyStore:
         """`readonly`: a search worker's view of the keys another process of the server writes."""
         if not readonly:
             path.mkdir(parents=True, exist_ok=True)
-        self.env = lmdb.open(str(path), map_size=AUTH_MAP_SIZE, max_dbs=2, subdir=True, max_readers=256,
-                             readonly=readonly, create=not readonly)
+        self.env = lmdb.open(
+            str(path),
+            map_size=AUTH_MAP_SIZE,
+            max_dbs=2,
+            subdir=True,
+            max_readers=256,
+            readonly=readonly,
+            create=not readonly,
+        )
         self.db = self.env.open_db(DB_KEYS, create=not readonly)
         self._lock = threading.Lock()
         self._txn_id = -1  # the last write transaction the snapshot reflects
@@ -61,7 +68,10 @@ class KeyStore:
         # LMDB iterates in key order, i.e. by uid bytes: the order Meilisearch checks key values in
         with self.env.begin(db=self.db) as txn:
             self._txn_id = txn.id()
-            return {uuid.UUID(bytes=bytes(raw_uid)): Key.from_record(_decode(raw)) for raw_uid, raw in txn.cursor()}
+            return {
+                uuid.UUID(bytes=bytes(raw_uid)): Key.from_record(_decode(raw))
+                for raw_uid, raw in txn.cursor()
+            }
 
     def _current(self) -> dict[uuid.UUID, Key]:
         """The snapshot, reloaded when another process of the server committed a change (a key deleted

@@ -41,11 +41,25 @@ from hanzo_engine.apitypes.errors import MeiliError
 from .keys import parse_uuid, pattern_matches
 
 HMAC_ALGORITHMS: Final[dict[str, Callable[..., Any]]] = {
-    "HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512,
+    "HS256": hashlib.sha256,
+    "HS384": hashlib.sha384,
+    "HS512": hashlib.sha512,
 }
 # `jsonwebtoken::Algorithm`, the values a header's `alg` may name at all
-KNOWN_ALGORITHMS: Final = ("HS256", "HS384", "HS512", "ES256", "ES384", "RS256", "RS384", "RS512", "PS256",
-                           "PS384", "PS512", "EdDSA")
+KNOWN_ALGORITHMS: Final = (
+    "HS256",
+    "HS384",
+    "HS512",
+    "ES256",
+    "ES384",
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "EdDSA",
+)
 _I64_MIN: Final = -(1 << 63)
 _I64_MAX: Final = (1 << 63) - 1
 
@@ -104,8 +118,10 @@ class SearchRules:
             return None
         if self.rules is None:
             return IndexSearchRules()
-        best = max((p for p in self.patterns if pattern_matches(p, index_uid)),
-                   key=lambda p: (not p.endswith("*"), len(p)))
+        best = max(
+            (p for p in self.patterns if pattern_matches(p, index_uid)),
+            key=lambda p: (not p.endswith("*"), len(p)),
+        )
         return self.rules[best]
 
 
@@ -206,7 +222,7 @@ def _members(data: bytes, what: str) -> tuple[str, list[tuple[str, int, Any, int
 
 
 def _serde_syntax_message(exc: json.JSONDecodeError) -> str:
-    if exc.msg.startswith("Expecting value") and not exc.doc[exc.pos:].strip():
+    if exc.msg.startswith("Expecting value") and not exc.doc[exc.pos :].strip():
         return "EOF while parsing a value"
     if exc.msg.startswith("Extra data"):
         return "trailing characters"
@@ -227,7 +243,9 @@ def _parse_header(part: str) -> str:
     for key, _key_end, value, value_end in members:
         if key == "alg":
             if not isinstance(value, str):
-                raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected variant identifier", value_end)
+                raise _json_error(
+                    text, f"invalid type: {serde_unexpected(value)}, expected variant identifier", value_end
+                )
             if value not in KNOWN_ALGORITHMS:
                 accepted = ", ".join(f"`{a}`" for a in KNOWN_ALGORITHMS)
                 raise _json_error(text, f"unknown variant `{value}`, expected one of {accepted}", value_end)
@@ -289,11 +307,15 @@ def parse_claims(payload: str) -> Claims:
                 raise _json_error(text, f"invalid value: {serde_unexpected(value)}, expected i64", value_end)
             if value is not None and value < _I64_MIN:
                 # serde_json reads integers below i64's range as floats
-                raise _json_error(text, f"invalid type: {serde_unexpected(float(value))}, expected i64", value_end)
+                raise _json_error(
+                    text, f"invalid type: {serde_unexpected(float(value))}, expected i64", value_end
+                )
             found[key] = value
         else:
             if not isinstance(value, str):
-                raise _json_error(text, f"invalid type: {serde_unexpected(value)}, expected a UUID string", value_end)
+                raise _json_error(
+                    text, f"invalid type: {serde_unexpected(value)}, expected a UUID string", value_end
+                )
             try:
                 found[key] = parse_uuid(value)
             except InvalidValue as exc:
@@ -332,7 +354,9 @@ def split_token(token: str) -> tuple[str, str, str] | None:
     return header, payload, signature
 
 
-def decode_token(token: str, parent_secret: Callable[[uuid.UUID], str], now: int | None = None) -> Claims | None:
+def decode_token(
+    token: str, parent_secret: Callable[[uuid.UUID], str], now: int | None = None
+) -> Claims | None:
     """The verified claims of a tenant token; None if `token` is not JWT-shaped (an API key then).
 
     `parent_secret(uid)` gives the value of the parent key named by the unverified claims. Raises

@@ -199,7 +199,10 @@ def _start_workers(app: Any, opts: Options, cli_values: dict[str, Any], workers:
     bound_port = public.getsockname()[1]
     runtime_dir = make_runtime_dir()
     primary = unix_socket(runtime_dir / PRIMARY_SOCKET)
-    worker_cli = {**cli_values, "http_addr": f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}"}
+    worker_cli = {
+        **cli_values,
+        "http_addr": f"[{host}]:{bound_port}" if ":" in host else f"{host}:{bound_port}",
+    }
     app.state.worker_pool = WorkerPool(workers, worker_cli, runtime_dir)
     app.state.runtime_dir = runtime_dir
     app.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, 0)
@@ -216,7 +219,8 @@ def _banner(opts: Options, workers: int = 1) -> str:
             f"Config file path: {opts.config_file_path if opts.config_file_path is not None else 'none'}",
             f"Database path: {opts.db_path}",
             f"Server listening on: {scheme}://{shown_host}:{port}",
-            f"HTTP processes: {workers}" + (" (one primary, the others serve searches)" if workers > 1 else ""),
+            f"HTTP processes: {workers}"
+            + (" (one primary, the others serve searches)" if workers > 1 else ""),
             f"Environment: {opts.env}",
             f"Master key: {'set' if opts.master_key is not None else 'not set'}",
         )
@@ -246,7 +250,8 @@ def _run_server(cli_values: dict[str, Any]) -> None:
     workers = opts.http_workers
     if workers > 1 and opts.ssl_enabled:
         logging.getLogger("hanzo_engine.server").warning(
-            "TLS is served by a single process: --http-workers is ignored")
+            "TLS is served by a single process: --http-workers is ignored"
+        )
         workers = 1
     sockets: list[socket.socket] | None = None
     if workers > 1:

@@ -207,9 +207,16 @@ def clear_task_queue(ctx: click.Context) -> None:
 
 
 @click.command("export-a-dump")
-@click.option("--dump-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("dumps/"),
-              show_default=True, help="Directory where the dump is written.")
-@click.option("--skip-enqueued-tasks", is_flag=True, help="Leave the enqueued tasks (and their payloads) out.")
+@click.option(
+    "--dump-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dumps/"),
+    show_default=True,
+    help="Directory where the dump is written.",
+)
+@click.option(
+    "--skip-enqueued-tasks", is_flag=True, help="Leave the enqueued tasks (and their payloads) out."
+)
 @click.pass_context
 def export_a_dump(ctx: click.Context, dump_dir: Path, skip_enqueued_tasks: bool) -> None:
     """Write a dump (Meilisearch's v6 format) of the whole database."""
@@ -219,12 +226,20 @@ def export_a_dump(ctx: click.Context, dump_dir: Path, skip_enqueued_tasks: bool)
         lines = key_lines(keys.keys.values())
         progress = _BarProgress()
         try:
-            stats = export_dump(sched, dump_dir=dump_dir, keys=lines, instance_uid=read_instance_uid(db_path),
-                                skip_enqueued=skip_enqueued_tasks, progress=progress)
+            stats = export_dump(
+                sched,
+                dump_dir=dump_dir,
+                keys=lines,
+                instance_uid=read_instance_uid(db_path),
+                skip_enqueued=skip_enqueued_tasks,
+                progress=progress,
+            )
         finally:
             progress.close()
-    _say(f"Successfully dumped {stats.keys} keys, {stats.tasks} tasks ({stats.update_files} with their documents), "
-         f"{stats.batches} batches, {stats.indexes} indexes and {stats.documents} documents in {stats.seconds:.2f}s")
+    _say(
+        f"Successfully dumped {stats.keys} keys, {stats.tasks} tasks ({stats.update_files} with their documents), "
+        f"{stats.batches} batches, {stats.indexes} indexes and {stats.documents} documents in {stats.seconds:.2f}s"
+    )
     _say(f"Dump exported at path {stats.path}")
 
 
@@ -244,8 +259,9 @@ def export_documents(ctx: click.Context, index_name: str, ignore_vectors: bool, 
             if offset:
                 _say(f"Skipping {offset} documents")
             exported = 0
-            with click.progressbar(length=max(total - offset, 0), label=f"exporting `{index_name}`",
-                                   file=sys.stderr) as bar:
+            with click.progressbar(
+                length=max(total - offset, 0), label=f"exporting `{index_name}`", file=sys.stderr
+            ) as bar:
                 for n, raw in enumerate(cursor.iternext(keys=False, values=True)):
                     if n < offset:
                         continue
@@ -315,7 +331,9 @@ def _compact_with_bar(env: Any, copy: Path, before: int, compact: Any) -> int:
                     if written > shown:
                         bar.update(written - shown)
                         shown = written
-        except BaseException:  # Ctrl-C: the copy is let finish (the environments close after it), then dropped
+        except (
+            BaseException
+        ):  # Ctrl-C: the copy is let finish (the environments close after it), then dropped
             worker.join()
             copy.unlink(missing_ok=True)
             raise
@@ -337,16 +355,27 @@ def list_indexes(ctx: click.Context) -> None:
     with _locked(ctx, "list-indexes") as db_path, _scheduler(db_path) as sched:
         for uid, index in sched.indexes():
             with index.read() as r:
-                click.echo(json.dumps({
-                    "uid": uid, "primaryKey": r.primary_key, "numberOfDocuments": r.number_of_documents(),
-                    "createdAt": format_timestamp(r.created_at), "updatedAt": format_timestamp(r.updated_at),
-                    "databaseSize": index.file_size(),
-                }))
+                click.echo(
+                    json.dumps(
+                        {
+                            "uid": uid,
+                            "primaryKey": r.primary_key,
+                            "numberOfDocuments": r.number_of_documents(),
+                            "createdAt": format_timestamp(r.created_at),
+                            "updatedAt": format_timestamp(r.updated_at),
+                            "databaseSize": index.file_size(),
+                        }
+                    )
+                )
 
 
 @click.command("list-keys")
-@click.option("--master-key", default=None, envvar="MEILI_MASTER_KEY",
-              help="Also print each key's value, derived from this master key.")
+@click.option(
+    "--master-key",
+    default=None,
+    envvar="MEILI_MASTER_KEY",
+    help="Also print each key's value, derived from this master key.",
+)
 @click.pass_context
 def list_keys(ctx: click.Context, master_key: str | None) -> None:
     """One JSON object per API key, most recently created first."""
@@ -372,19 +401,39 @@ def _chunks(path: Path, chunk_bytes: int) -> Iterator[bytes]:
 
 
 @click.command("import-documents")
-@click.option("--index-name", required=True, help="The index to load the documents into (created if missing).")
+@click.option(
+    "--index-name", required=True, help="The index to load the documents into (created if missing)."
+)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["json", "ndjson", "csv"]), default=None,
-              help="Payload format (default: from the file extension).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "ndjson", "csv"]),
+    default=None,
+    help="Payload format (default: from the file extension).",
+)
 @click.option("--primary-key", default=None, help="Primary key of the documents (inferred when absent).")
 @click.option("--csv-delimiter", default=None, help="CSV field delimiter (one ASCII character).")
-@click.option("--update", is_flag=True, help="Update existing documents field by field instead of replacing them.")
-@click.option("--chunk-size", type=click.IntRange(min=1), default=IMPORT_CHUNK_MB, show_default=True,
-              help="NDJSON files are cut into tasks of about this many megabytes.")
+@click.option(
+    "--update", is_flag=True, help="Update existing documents field by field instead of replacing them."
+)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=IMPORT_CHUNK_MB,
+    show_default=True,
+    help="NDJSON files are cut into tasks of about this many megabytes.",
+)
 @click.pass_context
 def import_documents(
-    ctx: click.Context, index_name: str, file: Path, fmt: str | None, primary_key: str | None,
-    csv_delimiter: str | None, update: bool, chunk_size: int,
+    ctx: click.Context,
+    index_name: str,
+    file: Path,
+    fmt: str | None,
+    primary_key: str | None,
+    csv_delimiter: str | None,
+    update: bool,
+    chunk_size: int,
 ) -> None:
     """Load a JSON, NDJSON or CSV file into an index through the task pipeline."""
     from hanzo_engine.apitypes.errors import MeiliError
@@ -406,7 +455,9 @@ def import_documents(
     started = time.monotonic()
     with _locked(ctx, "import-documents") as db_path, _scheduler(db_path, max_batched_tasks=1) as sched:
         sched.recover()
-        pieces = _chunks(file, chunk_size << 20) if payload is PayloadFormat.NDJSON else iter([file.read_bytes()])
+        pieces = (
+            _chunks(file, chunk_size << 20) if payload is PayloadFormat.NDJSON else iter([file.read_bytes()])
+        )
         task_uids: list[int] = []
         received = 0
         with click.progressbar(length=size, label=f"reading {file.name}", file=sys.stderr) as bar:
@@ -420,11 +471,21 @@ def import_documents(
                 except MeiliError as err:
                     path.unlink(missing_ok=True)
                     raise click.ClickException(f"{file}: {err.message}") from None
-                kind = {"method": "update" if update else "replace", "primaryKey": primary_key,
-                        "contentFile": file_uuid, "contentSize": path.stat().st_size, "documentsCount": count,
-                        "allowIndexCreation": True, "skipCreation": False}
-                task = sched.register("documentAdditionOrUpdate", uid,
-                                      details={"receivedDocuments": count, "indexedDocuments": None}, kind=kind)
+                kind = {
+                    "method": "update" if update else "replace",
+                    "primaryKey": primary_key,
+                    "contentFile": file_uuid,
+                    "contentSize": path.stat().st_size,
+                    "documentsCount": count,
+                    "allowIndexCreation": True,
+                    "skipCreation": False,
+                }
+                task = sched.register(
+                    "documentAdditionOrUpdate",
+                    uid,
+                    details={"receivedDocuments": count, "indexedDocuments": None},
+                    kind=kind,
+                )
                 task_uids.append(task["taskUid"])
                 received += count
                 bar.update(len(piece))
@@ -432,8 +493,10 @@ def import_documents(
         outcome = _run_tasks(sched, task_uids, received, index_name)
     failures = [t for t in outcome if t["status"] != "succeeded"]
     indexed = sum((t.get("details") or {}).get("indexedDocuments") or 0 for t in outcome)
-    _say(f"{indexed} documents indexed into `{index_name}` ({len(outcome) - len(failures)} of {len(outcome)} "
-         f"tasks succeeded) in {_rate(indexed, time.monotonic() - started)}")
+    _say(
+        f"{indexed} documents indexed into `{index_name}` ({len(outcome) - len(failures)} of {len(outcome)} "
+        f"tasks succeeded) in {_rate(indexed, time.monotonic() - started)}"
+    )
     if failures:
         for t in failures:
             _say(f"task {t['uid']} {t['status']}: {(t.get('error') or {}).get('message')}")
@@ -445,7 +508,9 @@ def _run_tasks(sched: Any, task_uids: list[int], total: int, index_name: str) ->
     too, from the scheduler's progress)."""
     pending = set(task_uids)
     own_progress = sched.progress
-    with click.progressbar(length=max(total, 1), label=f"indexing into `{index_name}`", file=sys.stderr) as bar:
+    with click.progressbar(
+        length=max(total, 1), label=f"indexing into `{index_name}`", file=sys.stderr
+    ) as bar:
         drawn = _IndexingProgress(bar)
         sched.progress = drawn
         try:
@@ -491,8 +556,16 @@ def upgrade(ctx: click.Context) -> None:
         _say(f"The database was upgraded from format {before} to {FORMAT_VERSION}.")
 
 
-COMMANDS: Final = (clear_task_queue, export_a_dump, export_documents, index_compaction, list_indexes, list_keys,
-                   import_documents, upgrade)
+COMMANDS: Final = (
+    clear_task_queue,
+    export_a_dump,
+    export_documents,
+    index_compaction,
+    list_indexes,
+    list_keys,
+    import_documents,
+    upgrade,
+)
 
 
 def register(group: click.Group) -> None:

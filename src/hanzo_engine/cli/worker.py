@@ -63,10 +63,12 @@ def main() -> None:
     app = create_worker_app(opts, Path(spec["runtime_dir"]), int(spec["slot"]))
     host, port = opts.host_port
     sock = listening_socket(host, port)
-    config = uvicorn.Config(app, log_level=_LEVELS[opts.log_level][1], access_log=False, lifespan="on",
-                            log_config=None)
-    threading.Thread(target=_watch_primary, args=(spec["primary_pid"],), name="hanzo-primary-watch",
-                     daemon=True).start()
+    config = uvicorn.Config(
+        app, log_level=_LEVELS[opts.log_level][1], access_log=False, lifespan="on", log_config=None
+    )
+    threading.Thread(
+        target=_watch_primary, args=(spec["primary_pid"],), name="hanzo-primary-watch", daemon=True
+    ).start()
     gc.freeze()
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.Server(config).run(sockets=[sock])

@@ -13,4 +13,12 @@ from .format import DEFAULT_FEATURES, DUMP_VERSION, DumpFormatError, dump_uid
 from .reader import DumpReader, IndexDump
 from .writer import DumpWriter
 
-__all__ = ["DEFAULT_FEATURES", "DUMP_VERSION", "DumpFormatError", "DumpReader", "DumpWriter", "IndexDump", "dump_uid"]
+__all__ = [
+    "DEFAULT_FEATURES",
+    "DUMP_VERSION",
+    "DumpFormatError",
+    "DumpReader",
+    "DumpWriter",
+    "IndexDump",
+    "dump_uid",
+]

@@ -66,10 +66,16 @@ def _rebuild(env: lmdb.Environment, path: Path, commit_bytes: int) -> None:
     with env.begin(write=False, buffers=True) as src:
         named, plain = _databases(env, src)
         dest = lmdb.open(
-            str(path), subdir=False, map_size=env.info()["map_size"], max_dbs=max(len(named), 1),
+            str(path),
+            subdir=False,
+            map_size=env.info()["map_size"],
+            max_dbs=max(len(named), 1),
             # a private file until the rename: no lock file, and one fsync at the end instead of one
             # per commit
-            lock=False, sync=False, metasync=False, readahead=False,
+            lock=False,
+            sync=False,
+            metasync=False,
+            readahead=False,
         )
         try:
             with dest.begin(write=True) as txn:
@@ -84,7 +90,9 @@ def _rebuild(env: lmdb.Environment, path: Path, commit_bytes: int) -> None:
             dest.close()
 
 
-def _databases(env: lmdb.Environment, src: lmdb.Transaction[Any]) -> tuple[list[tuple[bytes, Any]], list[tuple[bytes, bytes]]]:
+def _databases(
+    env: lmdb.Environment, src: lmdb.Transaction[Any]
+) -> tuple[list[tuple[bytes, Any]], list[tuple[bytes, bytes]]]:
     """The named databases of `env` (name, handle opened in `src`) and the main database's other pairs.
 
     The main database holds one record per named database; any other key is plain data. LMDB tells
@@ -101,8 +109,9 @@ def _databases(env: lmdb.Environment, src: lmdb.Transaction[Any]) -> tuple[list[
     return named, plain
 
 
-def _copy_db(src: lmdb.Transaction[Any], src_db: Any, dest: lmdb.Environment, dest_db: Any,
-             commit_bytes: int) -> None:
+def _copy_db(
+    src: lmdb.Transaction[Any], src_db: Any, dest: lmdb.Environment, dest_db: Any, commit_bytes: int
+) -> None:
     """Append every pair of `src_db`, in its key (and duplicate) order, to the empty `dest_db`."""
     source = iter(src.cursor(db=src_db))
     while True:
@@ -112,7 +121,8 @@ def _copy_db(src: lmdb.Transaction[Any], src_db: Any, dest: lmdb.Environment, de
             return
         with dest.begin(write=True, db=dest_db) as txn:
             consumed, added = txn.cursor(db=dest_db).putmulti(
-                _chunk(itertools.chain((first,), source), commit_bytes), append=True)
+                _chunk(itertools.chain((first,), source), commit_bytes), append=True
+            )
         if added != consumed:
             # APPEND refuses a key not above the last one: only a comparator mismatch could cause it
             raise lmdb.Error(f"compaction: {consumed - added} out-of-order records in a database copy")

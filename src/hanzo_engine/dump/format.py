@@ -37,10 +37,20 @@ INDEXES_DIR: Final = "indexes"
 
 # `/experimental-features` defaults (docs/api-contract.md §9.1): what a dump holds when nothing was toggled.
 DEFAULT_FEATURES: Final[dict[str, bool]] = {
-    "metrics": False, "logsRoute": False, "editDocumentsByFunction": False, "containsFilter": False,
-    "dynamicSearchRules": False, "network": False, "getTaskDocumentsRoute": False,
-    "taskQueueCompactionRoute": False, "compositeEmbedders": False, "chatCompletions": False,
-    "multimodal": False, "foreignKeys": False, "disableDocumentsFetchQueue": False, "legacySearch": False,
+    "metrics": False,
+    "logsRoute": False,
+    "editDocumentsByFunction": False,
+    "containsFilter": False,
+    "dynamicSearchRules": False,
+    "network": False,
+    "getTaskDocumentsRoute": False,
+    "taskQueueCompactionRoute": False,
+    "compositeEmbedders": False,
+    "chatCompletions": False,
+    "multimodal": False,
+    "foreignKeys": False,
+    "disableDocumentsFetchQueue": False,
+    "legacySearch": False,
     "renderRoute": False,
 }
 
@@ -92,15 +102,23 @@ def parse_instance_uid(text: str) -> str | None:
 
 
 def index_metadata(uid: str, primary_key: str | None, created_at: int, updated_at: int) -> dict[str, Any]:
-    return {"uid": uid, "primaryKey": primary_key, "createdAt": format_timestamp(created_at),
-            "updatedAt": format_timestamp(updated_at)}
+    return {
+        "uid": uid,
+        "primaryKey": primary_key,
+        "createdAt": format_timestamp(created_at),
+        "updatedAt": format_timestamp(updated_at),
+    }
 
 
 def parse_index_metadata(metadata: Any) -> tuple[str, str | None, int, int]:
     """(uid, primaryKey, createdAt ns, updatedAt ns) of an index `metadata.json`."""
     try:
-        return (str(metadata["uid"]), metadata.get("primaryKey"), parse_timestamp(metadata["createdAt"]),
-                parse_timestamp(metadata["updatedAt"]))
+        return (
+            str(metadata["uid"]),
+            metadata.get("primaryKey"),
+            parse_timestamp(metadata["createdAt"]),
+            parse_timestamp(metadata["updatedAt"]),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise DumpFormatError(f"malformed index metadata: {exc}") from None
 
@@ -127,10 +145,14 @@ def key_record(line: Any) -> dict[str, Any]:
     try:
         expires = line.get("expires_at")
         return {
-            "uid": str(uuid.UUID(line["uid"])), "name": line.get("name"), "description": line.get("description"),
-            "actions": list(line["actions"]), "indexes": list(line["indexes"]),
+            "uid": str(uuid.UUID(line["uid"])),
+            "name": line.get("name"),
+            "description": line.get("description"),
+            "actions": list(line["actions"]),
+            "indexes": list(line["indexes"]),
             "expiresAt": None if expires is None else parse_timestamp(expires),
-            "createdAt": parse_timestamp(line["created_at"]), "updatedAt": parse_timestamp(line["updated_at"]),
+            "createdAt": parse_timestamp(line["created_at"]),
+            "updatedAt": parse_timestamp(line["updated_at"]),
         }
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DumpFormatError(f"malformed key line: {exc}") from None

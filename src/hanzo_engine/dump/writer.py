@@ -190,7 +190,11 @@ class DumpWriter:
         self.add_file(update_file_member(task_uid), source)
 
     def write_index(
-        self, uid: str, metadata: dict[str, Any], settings: dict[str, Any], documents_size: int,
+        self,
+        uid: str,
+        metadata: dict[str, Any],
+        settings: dict[str, Any],
+        documents_size: int,
         documents: Iterable[bytes],
     ) -> None:
         """One index: `documents` yields NDJSON bytes (one document and its newline per chunk or more)

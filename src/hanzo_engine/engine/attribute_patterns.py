@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["MATCH", "NO_MATCH", "PARENT", "contained_in", "is_faceted_by", "match_field_legacy", "match_pattern"]
+__all__ = [
+    "MATCH",
+    "NO_MATCH",
+    "PARENT",
+    "contained_in",
+    "is_faceted_by",
+    "match_field_legacy",
+    "match_pattern",
+]
 
 # milli's `PatternMatch`: the name matches, is a parent of what matches (keep walking into it), or neither.
 MATCH: Final = 2

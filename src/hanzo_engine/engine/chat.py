@@ -17,5 +17,7 @@ def check_chat_template(settings: dict[str, Any], uid: str) -> None:
     try:
         Prompt(template, None)
     except LiquidError as exc:
-        raise MeiliError("invalid_chat_setting_document_template",
-                         f"Index `{uid}`: `.chat.documentTemplate`: Invalid document template: {exc}") from None
+        raise MeiliError(
+            "invalid_chat_setting_document_template",
+            f"Index `{uid}`: `.chat.documentTemplate`: Invalid document template: {exc}",
+        ) from None

@@ -102,8 +102,15 @@ class Index:
         self.closed = False
         self.readonly = readonly
         self.env = lmdb.open(
-            str(path), map_size=map_size, max_dbs=16, subdir=True, readahead=False, max_readers=512,
-            lock=True, readonly=readonly, create=not readonly,
+            str(path),
+            map_size=map_size,
+            max_dbs=16,
+            subdir=True,
+            readahead=False,
+            max_readers=512,
+            lock=True,
+            readonly=readonly,
+            create=not readonly,
         )
         self.db_main = self._open_db(DB_MAIN)
         self.db_documents = self._open_db(DB_DOCUMENTS)

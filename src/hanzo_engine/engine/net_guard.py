@@ -27,8 +27,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["DeniedAddress", "IpPolicy", "check_url", "configure", "create_connection", "current", "guard",
-           "is_global", "set_policy"]
+__all__ = [
+    "DeniedAddress",
+    "IpPolicy",
+    "check_url",
+    "configure",
+    "create_connection",
+    "current",
+    "guard",
+    "is_global",
+    "set_policy",
+]
 
 ENV_VAR: Final = "MEILI_EXPERIMENTAL_ALLOWED_IP_NETWORKS"
 
@@ -55,12 +64,15 @@ def _v4_global(ip: ipaddress.IPv4Address) -> bool:
     a, b, c, d = ip.packed
     return not (
         a == 0  # "this network"
-        or a == 10 or (a == 172 and 16 <= b <= 31) or (a == 192 and b == 168)  # private
+        or a == 10
+        or (a == 172 and 16 <= b <= 31)
+        or (a == 192 and b == 168)  # private
         or (a == 100 and (b & 0b1100_0000) == 0b0100_0000)  # shared (100.64.0.0/10)
         or a == 127  # loopback
         or (a == 169 and b == 254)  # link-local
         or (a == 192 and b == 0 and c == 0 and d not in (9, 10))  # IETF protocol assignments
-        or (a == 192 and b == 0 and c == 2) or (a == 198 and b == 51 and c == 100)
+        or (a == 192 and b == 0 and c == 2)
+        or (a == 198 and b == 51 and c == 100)
         or (a == 203 and b == 0 and c == 113)  # documentation
         or (a == 198 and (b & 0xFE) == 18)  # benchmarking
         or (a & 240) == 240  # reserved, and the broadcast address
@@ -71,11 +83,15 @@ def _v6_global(ip: ipaddress.IPv6Address) -> bool:
     """Rust's `Ipv6Addr::is_global`, as Meilisearch copies it."""
     s = [int.from_bytes(ip.packed[i : i + 2], "big") for i in range(0, 16, 2)]
     value = int(ip)
-    ietf = s[0] == 0x2001 and s[1] < 0x200 and not (
-        value in (0x2001_0001_0000_0000_0000_0000_0000_0001, 0x2001_0001_0000_0000_0000_0000_0000_0002)
-        or s[1] == 3  # AMT
-        or (s[1] == 4 and s[2] == 0x112)  # AS112-v6
-        or 0x20 <= s[1] <= 0x3F  # ORCHIDv2, DETs
+    ietf = (
+        s[0] == 0x2001
+        and s[1] < 0x200
+        and not (
+            value in (0x2001_0001_0000_0000_0000_0000_0000_0001, 0x2001_0001_0000_0000_0000_0000_0000_0002)
+            or s[1] == 3  # AMT
+            or (s[1] == 4 and s[2] == 0x112)  # AS112-v6
+            or 0x20 <= s[1] <= 0x3F  # ORCHIDv2, DETs
+        )
     )
     return not (
         value == 0  # unspecified
@@ -85,7 +101,8 @@ def _v6_global(ip: ipaddress.IPv6Address) -> bool:
         or s[:4] == [0x100, 0, 0, 0]  # discard-only
         or ietf
         or s[0] == 0x2002  # 6to4
-        or (s[0] == 0x2001 and s[1] == 0xDB8) or (s[0] == 0x3FFF and s[1] <= 0x0FFF)  # documentation
+        or (s[0] == 0x2001 and s[1] == 0xDB8)
+        or (s[0] == 0x3FFF and s[1] <= 0x0FFF)  # documentation
         or s[0] == 0x5F00  # segment routing
         or (s[0] & 0xFE00) == 0xFC00  # unique local
         or (s[0] & 0xFFC0) == 0xFE80  # unicast link-local
@@ -157,8 +174,11 @@ def current() -> IpPolicy:
 
 
 def create_connection(
-    address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
-    source_address: tuple[str, int] | None = None, *, policy: IpPolicy | None = None,
+    address: tuple[str, int],
+    timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
+    source_address: tuple[str, int] | None = None,
+    *,
+    policy: IpPolicy | None = None,
 ) -> socket.socket:
     """`socket.create_connection` that resolves `address`, refuses it when any resolved address is
     denied by `policy` (default: the process policy), and connects to the checked addresses only."""
@@ -199,8 +219,11 @@ def check_url(url: str, policy: IpPolicy | None = None) -> None:
 def guard(conn: http.client.HTTPConnection, policy: IpPolicy | None = None) -> http.client.HTTPConnection:
     """Make `conn` (HTTP or HTTPS) connect through `create_connection` under `policy`."""
 
-    def connect(address: tuple[str, int], timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
-                source_address: tuple[str, int] | None = None) -> socket.socket:
+    def connect(
+        address: tuple[str, int],
+        timeout: Any = socket._GLOBAL_DEFAULT_TIMEOUT,  # type: ignore[attr-defined]
+        source_address: tuple[str, int] | None = None,
+    ) -> socket.socket:
         return create_connection(address, timeout, source_address, policy=policy)
 
     conn._create_connection = connect  # type: ignore[attr-defined]

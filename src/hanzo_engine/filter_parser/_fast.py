@@ -107,8 +107,10 @@ _TAIL = rf"(?:{_WS}*(AND|OR)(?![\w.\-]|[^\x00-\x7f]){_WS}*)?"
 
 def _operand_re(group: int, word_guard: str, content_guard: str = "", last: bool = False) -> str:
     """Two groups: the opening quote (`group`) and the content."""
-    quoted = (rf"(?:(?<=\"){content_guard}[^\"\\]*(?:\\[\s\S][^\"\\]*)*"
-              rf"|(?<='){content_guard}[^'\\]*(?:\\[\s\S][^'\\]*)*)")
+    quoted = (
+        rf"(?:(?<=\"){content_guard}[^\"\\]*(?:\\[\s\S][^\"\\]*)*"
+        rf"|(?<='){content_guard}[^'\\]*(?:\\[\s\S][^'\\]*)*)"
+    )
     unquoted = rf"{word_guard}{content_guard}[\w.\-]++"
     close = rf"(?({group})\{group}|(?![^\x00-\x7f]))" if last else rf"(?({group})\{group})"
     return rf"([\"'])?((?({group}){quoted}|{unquoted})){close}"

@@ -250,7 +250,9 @@ def _inside_clauses(node: Node, find: Callable[[Node], Token | None]) -> Callabl
         if isinstance(clause, Foreign):
             inner = find(clause.filter)
             if inner is not None:
-                return lambda message, *, feature=None, c=clause, t=inner: c.error(t, message, feature=feature)
+                return lambda message, *, feature=None, c=clause, t=inner: c.error(
+                    t, message, feature=feature
+                )
     return None
 
 
@@ -278,7 +280,9 @@ def check_features(node: Node | None, features: FilterFeatures) -> None:
         raise foreign.error(
             foreign.field,
             _feature_message(
-                "using a foreign filter", "foreign_keys", "https://github.com/orgs/meilisearch/discussions/873"
+                "using a foreign filter",
+                "foreign_keys",
+                "https://github.com/orgs/meilisearch/discussions/873",
             ),
             feature="foreignKeys",
         )
@@ -295,7 +299,9 @@ def check_features(node: Node | None, features: FilterFeatures) -> None:
         if found is not None:
             raise found(
                 _feature_message(
-                    "using a vector filter", "multimodal", "https://github.com/orgs/meilisearch/discussions/846"
+                    "using a vector filter",
+                    "multimodal",
+                    "https://github.com/orgs/meilisearch/discussions/846",
                 ),
                 feature="multimodal",
             )

@@ -250,13 +250,13 @@ class Foreign:
     def error(self, token: Token, message: str, *, feature: str | None = None) -> FilterError:
         """A `FilterError` pointing at `token` (inside the clause), printed as Meilisearch prints it."""
         col, col_end = columns(token.source, token.start, token.end)
-        return FilterError(f"{message}\n{col}:{col_end} {token.source[self.text_start:]}", feature=feature)
+        return FilterError(f"{message}\n{col}:{col_end} {token.source[self.text_start :]}", feature=feature)
 
     def clause_message(self, message: str) -> str:
         """An error message positioned in the whole filter, re-printed as the clause's position line."""
         source = self.field.source
         if self.text_start and message.endswith(" " + source):
-            return message[: len(message) - len(source)] + source[self.text_start:]
+            return message[: len(message) - len(source)] + source[self.text_start :]
         return message
 
 

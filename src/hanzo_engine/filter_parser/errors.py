@@ -33,6 +33,7 @@ __all__ = [
     "rust_trim",
 ]
 
+
 class FilterError(ValueError):
     """A user error in a filter, carrying Meilisearch's exact message (position line included).
 

@@ -39,6 +39,8 @@ __all__ = [
 
 DEFAULT_RESOLUTION = 125
 _USIZE_MAX = 2**64 - 1
+
+
 def finite_float(text: str) -> float | None:
     """The number a filter literal stands for, if it parses as a finite f64 (else None)."""
     value = rust_parse_f64(text)

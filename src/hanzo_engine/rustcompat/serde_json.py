@@ -101,7 +101,9 @@ class Reader:
 
     __slots__ = ("body", "depth", "i", "n", "utf8_valid", "whole_hex_escapes")
 
-    def __init__(self, body: bytes, start: int = 0, end: int | None = None, *, whole_hex_escapes: bool = False) -> None:
+    def __init__(
+        self, body: bytes, start: int = 0, end: int | None = None, *, whole_hex_escapes: bool = False
+    ) -> None:
         self.body = body
         self.whole_hex_escapes = whole_hex_escapes
         self.n = len(body) if end is None else end
@@ -511,8 +513,6 @@ class Reader:
                 raise self.peek_error(EOF_VALUE)
             self._expect(_COLON, EXPECTED_COLON)
             self.value()
-
-
 
 
 def long_int_f64(value: int) -> float:

@@ -20,11 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-BATCHABLE = frozenset({"documentAdditionOrUpdate", "documentDeletion", "settingsUpdate",
-                       "dsrUpdate", "dsrClear"})  # (dynamic search rules: only ever on `.meili_dsr`)
+BATCHABLE = frozenset(
+    {"documentAdditionOrUpdate", "documentDeletion", "settingsUpdate", "dsrUpdate", "dsrClear"}
+)  # (dynamic search rules: only ever on `.meili_dsr`)
 # (`documentEdition`: Meilisearch never batches an edition by function with another task)
-ALONE_INDEX_TASKS = frozenset({"indexCreation", "indexUpdate", "indexDeletion", "indexCompaction",
-                               "documentEdition"})
+ALONE_INDEX_TASKS = frozenset(
+    {"indexCreation", "indexUpdate", "indexDeletion", "indexCompaction", "documentEdition"}
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,10 @@ def _touches(task: dict[str, Any], index_uid: str) -> bool:
 
 
 def _alone(task: dict[str, Any]) -> str:
-    return (f"created batch containing only task with id {task['uid']} of type `{task['type']}` that cannot be "
-            "batched with any other task.")
+    return (
+        f"created batch containing only task with id {task['uid']} of type `{task['type']}` that cannot be "
+        "batched with any other task."
+    )
 
 
 def _family(task: dict[str, Any]) -> str:
@@ -67,8 +71,12 @@ def autobatch(
     for kind in ("taskDeletion", "snapshotCreation"):
         uids = [t["uid"] for t in enqueued if t["type"] == kind]
         if uids:
-            return BatchChoice(uids, None, f"stopped after the last task of type `{kind}` because they cannot "
-                                           "be batched with tasks of any other type.")
+            return BatchChoice(
+                uids,
+                None,
+                f"stopped after the last task of type `{kind}` because they cannot "
+                "be batched with tasks of any other type.",
+            )
     for kind in ("dumpCreation", "upgradeDatabase"):
         for t in enqueued:
             if t["type"] == kind:
@@ -99,9 +107,11 @@ def autobatch(
         if _family(t) != family:
             strategy = (
                 f"stopped before task with id {t['uid']} because it is a settings change which cannot be "
-                "batched with document operations" if family == "documents" else
-                f"stopped before task with id {t['uid']} because it is a document operation which cannot be "
-                "batched with settings changes")
+                "batched with document operations"
+                if family == "documents"
+                else f"stopped before task with id {t['uid']} because it is a document operation which cannot be "
+                "batched with settings changes"
+            )
             break
         if max_tasks is not None and len(chosen) >= max_tasks:
             strategy = f"batched up to configured batch limit of {max_tasks} tasks"
@@ -114,6 +124,9 @@ def autobatch(
         chosen.append(t["uid"])
     if not strategy:
         # Every enqueued task of the index was taken; Meilisearch names the index when other work remains.
-        strategy = ("batched all enqueued tasks" if len(chosen) == len(enqueued)
-                    else f"batched all enqueued tasks for index `{index_uid}`")
+        strategy = (
+            "batched all enqueued tasks"
+            if len(chosen) == len(enqueued)
+            else f"batched all enqueued tasks for index `{index_uid}`"
+        )
     return BatchChoice(chosen, index_uid, strategy)

@@ -156,9 +156,16 @@ def _interrupt(interrupted: Callable[[], bool]) -> None:
 
 
 def export_dump(
-    sched: Scheduler, *, dump_dir: Path, keys: list[dict[str, Any]], instance_uid: str | None,
-    own_task: Task | None = None, own_batch_uid: int | None = None, skip_enqueued: bool = False,
-    progress: Progress | None = None, interrupted: Callable[[], bool] = _never,
+    sched: Scheduler,
+    *,
+    dump_dir: Path,
+    keys: list[dict[str, Any]],
+    instance_uid: str | None,
+    own_task: Task | None = None,
+    own_batch_uid: int | None = None,
+    skip_enqueued: bool = False,
+    progress: Progress | None = None,
+    interrupted: Callable[[], bool] = _never,
 ) -> DumpStats:
     """Write `<dump_dir>/<dumpUid>.dump` from the database of `sched` (see the module docstring).
 
@@ -169,8 +176,14 @@ def export_dump(
     clock = time.monotonic()
     uid = dump_uid(started)
     stats = DumpStats(uid, dump_dir / f"{uid}.dump")
-    steps = ("dump the api keys", "dump the tasks", "dump the batches", "dump the indexes",
-             "dump the experimental features", "compress the dump")
+    steps = (
+        "dump the api keys",
+        "dump the tasks",
+        "dump the batches",
+        "dump the indexes",
+        "dump the experimental features",
+        "compress the dump",
+    )
 
     def step(i: int) -> None:
         if progress is not None:
@@ -178,8 +191,9 @@ def export_dump(
             progress.advance(i)
 
     log.info("creating dump %s in %s", uid, dump_dir)
-    with DumpWriter(stats.path, instance_uid=instance_uid, db_version=MEILISEARCH_COMPAT_VERSION,
-                    dump_date_ns=started) as writer:
+    with DumpWriter(
+        stats.path, instance_uid=instance_uid, db_version=MEILISEARCH_COMPAT_VERSION, dump_date_ns=started
+    ) as writer:
         step(0)
         stats.keys = writer.write_keys(keys)
         step(1)
@@ -198,13 +212,20 @@ def export_dump(
                             continue
                         if own_task is not None and task["uid"] == own_task["uid"]:
                             # the dump records itself as done (Meilisearch does the same)
-                            task = dict(task, status="succeeded", finishedAt=now_ns(), details={"dumpUid": uid})
+                            task = dict(
+                                task, status="succeeded", finishedAt=now_ns(), details={"dumpUid": uid}
+                            )
                         content = (task.get("kind") or {}).get("contentFile")
                         if content and task["status"] == "enqueued":
                             payloads.append((task["uid"], sched.update_files / content))
                         if task.get("batchUid") is not None:
-                            lo, hi = enqueued_range.get(task["batchUid"], (task["enqueuedAt"], task["enqueuedAt"]))
-                            enqueued_range[task["batchUid"]] = (min(lo, task["enqueuedAt"]), max(hi, task["enqueuedAt"]))
+                            lo, hi = enqueued_range.get(
+                                task["batchUid"], (task["enqueuedAt"], task["enqueuedAt"])
+                            )
+                            enqueued_range[task["batchUid"]] = (
+                                min(lo, task["enqueuedAt"]),
+                                max(hi, task["enqueuedAt"]),
+                            )
                         yield task_line(task)
 
             stats.tasks = writer.add_lines("tasks/queue.jsonl", task_lines())
@@ -231,7 +252,9 @@ def export_dump(
 
         step(3)
         for index_uid, index_uuid in sorted(mapping.items()):
-            count = _export_index(writer, sched.mapper.open_uuid(index_uuid), index_uid, progress, interrupted)
+            count = _export_index(
+                writer, sched.mapper.open_uuid(index_uuid), index_uid, progress, interrupted
+            )
             stats.per_index[index_uid] = count
             stats.documents += count
             stats.indexes += 1
@@ -246,13 +269,24 @@ def export_dump(
         _interrupt(interrupted)
         writer.finish()
     stats.seconds = time.monotonic() - clock
-    log.info("dump %s written to %s: %d indexes, %d documents in %.2fs (%.0f documents/s)", uid, stats.path,
-             stats.indexes, stats.documents, stats.seconds, stats.documents / max(stats.seconds, 1e-9))
+    log.info(
+        "dump %s written to %s: %d indexes, %d documents in %.2fs (%.0f documents/s)",
+        uid,
+        stats.path,
+        stats.indexes,
+        stats.documents,
+        stats.seconds,
+        stats.documents / max(stats.seconds, 1e-9),
+    )
     return stats
 
 
 def _export_index(
-    writer: DumpWriter, index: Index, uid: str, progress: Progress | None, interrupted: Callable[[], bool],
+    writer: DumpWriter,
+    index: Index,
+    uid: str,
+    progress: Progress | None,
+    interrupted: Callable[[], bool],
 ) -> int:
     """Write one index; returns its number of documents."""
     # buffers=True: the size pass reads the values' lengths without copying them
@@ -309,8 +343,12 @@ def import_dump(sched: Scheduler, key_store: KeyStore, dump_path: Path) -> Impor
     clock = time.monotonic()
     stats = ImportStats()
     with DumpReader(dump_path, workdir=sched.db_path) as reader:
-        log.info("importing a dump of Meilisearch %s (dump version %s, dumped at %s)", reader.db_version or "?",
-                 reader.version, reader.dump_date or "?")
+        log.info(
+            "importing a dump of Meilisearch %s (dump version %s, dumped at %s)",
+            reader.db_version or "?",
+            reader.version,
+            reader.dump_date or "?",
+        )
         instance_uid = reader.instance_uid()
         if instance_uid is not None:
             (sched.db_path / INSTANCE_UID_FILE).write_text(instance_uid)
@@ -332,8 +370,16 @@ def import_dump(sched: Scheduler, key_store: KeyStore, dump_path: Path) -> Impor
         stats.batches = _import_batches(sched, reader.batches())
         stats.tasks, stats.requeued = _import_tasks(sched, reader.tasks())
     stats.seconds = time.monotonic() - clock
-    log.info("dump imported: %d keys, %d indexes, %d documents, %d batches, %d tasks (%d to process) in %.2fs",
-             stats.keys, stats.indexes, stats.documents, stats.batches, stats.tasks, stats.requeued, stats.seconds)
+    log.info(
+        "dump imported: %d keys, %d indexes, %d documents, %d batches, %d tasks (%d to process) in %.2fs",
+        stats.keys,
+        stats.indexes,
+        stats.documents,
+        stats.batches,
+        stats.tasks,
+        stats.requeued,
+        stats.seconds,
+    )
     return stats
 
 
@@ -390,12 +436,18 @@ def _import_index(sched: Scheduler, dump: IndexDump) -> int:
                     w.put_document(ext_id, document, merge=False)
                     import_vectors(w, ext_id, document, new)
                 except MeiliError as err:
-                    raise DumpImportError(f"index `{dump.uid}`, document {count + 1}: {err.message}") from None
+                    raise DumpImportError(
+                        f"index `{dump.uid}`, document {count + 1}: {err.message}"
+                    ) from None
                 count += 1
                 in_chunk += 1
                 if count % LOG_EVERY == 0:
-                    log.info("index `%s`: %d documents imported (%.0f documents/s)", dump.uid, count,
-                             count / max(time.monotonic() - clock, 1e-9))
+                    log.info(
+                        "index `%s`: %d documents imported (%.0f documents/s)",
+                        dump.uid,
+                        count,
+                        count / max(time.monotonic() - clock, 1e-9),
+                    )
                 if in_chunk >= IMPORT_CHUNK:
                     break
             w.touch(dump.updated_at)
@@ -488,7 +540,10 @@ class SnapshotStats:
 
 
 def create_snapshot(
-    sched: Scheduler, *, snapshot_tasks: list[Task], batch_uid: int | None,
+    sched: Scheduler,
+    *,
+    snapshot_tasks: list[Task],
+    batch_uid: int | None,
     interrupted: Callable[[], bool] = _never,
 ) -> SnapshotStats:
     """Write `<snapshot_dir>/<db name>.snapshot` (see the module docstring)."""
@@ -533,8 +588,9 @@ def create_snapshot(
             snap.copy_env(sched.auth_env, staging / "auth")
             stats.environments += 1
         else:
-            log.warning("snapshot %s: the keys store is not attached to the scheduler; keys are not included",
-                        target)
+            log.warning(
+                "snapshot %s: the keys store is not attached to the scheduler; keys are not included", target
+            )
         sched.progress.start("compress the snapshot", 3)
         sched.progress.advance(2)
         _interrupt(interrupted)
@@ -543,8 +599,14 @@ def create_snapshot(
         snap.remove_tree(staging)
     stats.bytes = target.stat().st_size
     stats.seconds = time.monotonic() - clock
-    log.info("snapshot %s written: %d environments, %d payloads, %d bytes in %.2fs", target, stats.environments,
-             stats.update_files, stats.bytes, stats.seconds)
+    log.info(
+        "snapshot %s written: %d environments, %d payloads, %d bytes in %.2fs",
+        target,
+        stats.environments,
+        stats.update_files,
+        stats.bytes,
+        stats.seconds,
+    )
     return stats
 
 
@@ -560,7 +622,9 @@ def _finish_in_copy(copy: Any, tasks: list[Task], batch_uid: int | None) -> None
             batch = copy.get_batch_txn(txn, batch_uid)
             if batch is not None:
                 total = (batch.get("stats") or {}).get("totalNbTasks", len(tasks))
-                batch = dict(batch, finishedAt=now, stats=dict(batch.get("stats") or {}, status={"succeeded": total}))
+                batch = dict(
+                    batch, finishedAt=now, stats=dict(batch.get("stats") or {}, status={"succeeded": total})
+                )
                 batch.pop("pendingIndexUuid", None)
                 copy.put_batch(txn, batch)
 
@@ -595,9 +659,16 @@ def apply(sched: Scheduler, batch: Batch, tasks: list[Task], interrupted: Callab
             task = tasks[0]
             dump_keys = list((task.get("kind") or {}).get("keys") or [])
             instance_uid = (task.get("kind") or {}).get("instanceUid") or read_instance_uid(sched.db_path)
-            stats = export_dump(sched, dump_dir=sched.dump_dir, keys=dump_keys, instance_uid=instance_uid,
-                                own_task=task, own_batch_uid=batch["uid"], progress=sched.progress,
-                                interrupted=interrupted)
+            stats = export_dump(
+                sched,
+                dump_dir=sched.dump_dir,
+                keys=dump_keys,
+                instance_uid=instance_uid,
+                own_task=task,
+                own_batch_uid=batch["uid"],
+                progress=sched.progress,
+                interrupted=interrupted,
+            )
             return BatchOutcome({task["uid"]: succeeded({"dumpUid": stats.dump_uid})})
         create_snapshot(sched, snapshot_tasks=tasks, batch_uid=batch["uid"], interrupted=interrupted)
         return BatchOutcome({t["uid"]: succeeded(t.get("details")) for t in tasks})

@@ -95,11 +95,14 @@ def kind_dump(task: Task) -> Any:
     """The `KindDump` of a task record."""
     type_, kind, details = task["type"], task.get("kind") or {}, task.get("details") or {}
     if type_ == "documentAdditionOrUpdate":
-        return {"documentImport": {
-            "primary_key": kind.get("primaryKey"), "method": _METHODS.get(kind.get("method", "replace"), "ReplaceDocuments"),
-            "documents_count": int(kind.get("documentsCount") or details.get("receivedDocuments") or 0),
-            "allow_index_creation": bool(kind.get("allowIndexCreation", True)),
-        }}
+        return {
+            "documentImport": {
+                "primary_key": kind.get("primaryKey"),
+                "method": _METHODS.get(kind.get("method", "replace"), "ReplaceDocuments"),
+                "documents_count": int(kind.get("documentsCount") or details.get("receivedDocuments") or 0),
+                "allow_index_creation": bool(kind.get("allowIndexCreation", True)),
+            }
+        }
     if type_ == "documentDeletion":
         op = kind.get("op")
         if op == "clear":
@@ -108,11 +111,21 @@ def kind_dump(task: Task) -> Any:
             return {"documentDeletionByFilter": {"filter": kind.get("filter")}}
         return {"documentDeletion": {"documents_ids": list(kind.get("ids") or [])}}
     if type_ == "documentEdition":
-        return {"documentEdition": {"filter": kind.get("filter"), "context": kind.get("context"),
-                                    "function": kind.get("function", "")}}
+        return {
+            "documentEdition": {
+                "filter": kind.get("filter"),
+                "context": kind.get("context"),
+                "function": kind.get("function", ""),
+            }
+        }
     if type_ == "settingsUpdate":
-        return {"settings": {"settings": kind.get("settings") or {}, "is_deletion": bool(kind.get("isDeletion")),
-                             "allow_index_creation": bool(kind.get("allowIndexCreation", True))}}
+        return {
+            "settings": {
+                "settings": kind.get("settings") or {},
+                "is_deletion": bool(kind.get("isDeletion")),
+                "allow_index_creation": bool(kind.get("allowIndexCreation", True)),
+            }
+        }
     if type_ == "indexDeletion":
         return "indexDeletion"
     if type_ == "indexCreation":
@@ -123,9 +136,16 @@ def kind_dump(task: Task) -> Any:
         return {"indexSwap": {"swaps": kind.get("swaps") or []}}
     if type_ in ("taskCancelation", "taskDeletion"):
         tag = "taskCancelation" if type_ == "taskCancelation" else "tasksDeletion"
-        return {tag: {"query": details.get("originalFilter") or "", "tasks": _bitmap_bytes(kind.get("tasks") or [])}}
+        return {
+            tag: {
+                "query": details.get("originalFilter") or "",
+                "tasks": _bitmap_bytes(kind.get("tasks") or []),
+            }
+        }
     if type_ == "dumpCreation":
-        return {"dumpCreation": {"keys": list(kind.get("keys") or []), "instance_uid": kind.get("instanceUid")}}
+        return {
+            "dumpCreation": {"keys": list(kind.get("keys") or []), "instance_uid": kind.get("instanceUid")}
+        }
     if type_ == "snapshotCreation":
         return "snapshotCreation"
     if type_ == "upgradeDatabase":
@@ -144,44 +164,86 @@ def details_dump(task: Task) -> dict[str, Any] | None:
     type_, kind = task["type"], task.get("kind") or {}
     d = details.get
     if type_ == "documentAdditionOrUpdate":
-        return {"DocumentAdditionOrUpdate": {"received_documents": d("receivedDocuments", 0),
-                                             "indexed_documents": d("indexedDocuments")}}
+        return {
+            "DocumentAdditionOrUpdate": {
+                "received_documents": d("receivedDocuments", 0),
+                "indexed_documents": d("indexedDocuments"),
+            }
+        }
     if type_ == "settingsUpdate":
         return {"SettingsUpdate": {"settings": details}}
     if type_ in ("indexCreation", "indexUpdate"):
-        return {"IndexInfo": {"primary_key": d("primaryKey"), "new_index_uid": d("newIndexUid"),
-                              "old_index_uid": d("oldIndexUid")}}
+        return {
+            "IndexInfo": {
+                "primary_key": d("primaryKey"),
+                "new_index_uid": d("newIndexUid"),
+                "old_index_uid": d("oldIndexUid"),
+            }
+        }
     if type_ == "indexDeletion" or (type_ == "documentDeletion" and kind.get("op") == "clear"):
         return {"ClearAll": {"deleted_documents": d("deletedDocuments")}}
     if type_ == "documentDeletion":
         if "providedIds" in details:
-            return {"DocumentDeletion": {"provided_ids": d("providedIds", 0), "deleted_documents": d("deletedDocuments")}}
-        return {"DocumentDeletionByFilter": {"original_filter": d("originalFilter") or "",
-                                             "deleted_documents": d("deletedDocuments")}}
+            return {
+                "DocumentDeletion": {
+                    "provided_ids": d("providedIds", 0),
+                    "deleted_documents": d("deletedDocuments"),
+                }
+            }
+        return {
+            "DocumentDeletionByFilter": {
+                "original_filter": d("originalFilter") or "",
+                "deleted_documents": d("deletedDocuments"),
+            }
+        }
     if type_ == "documentEdition":
-        return {"DocumentEdition": {"deleted_documents": d("deletedDocuments"), "edited_documents": d("editedDocuments"),
-                                    "original_filter": d("originalFilter"), "context": d("context"),
-                                    "function": d("function", "")}}
+        return {
+            "DocumentEdition": {
+                "deleted_documents": d("deletedDocuments"),
+                "edited_documents": d("editedDocuments"),
+                "original_filter": d("originalFilter"),
+                "context": d("context"),
+                "function": d("function", ""),
+            }
+        }
     if type_ == "taskCancelation":
-        return {"TaskCancelation": {"matched_tasks": d("matchedTasks", 0), "canceled_tasks": d("canceledTasks"),
-                                    "original_filter": d("originalFilter") or ""}}
+        return {
+            "TaskCancelation": {
+                "matched_tasks": d("matchedTasks", 0),
+                "canceled_tasks": d("canceledTasks"),
+                "original_filter": d("originalFilter") or "",
+            }
+        }
     if type_ == "taskDeletion":
-        return {"TaskDeletion": {"matched_tasks": d("matchedTasks", 0), "deleted_tasks": d("deletedTasks"),
-                                 "original_filter": d("originalFilter") or ""}}
+        return {
+            "TaskDeletion": {
+                "matched_tasks": d("matchedTasks", 0),
+                "deleted_tasks": d("deletedTasks"),
+                "original_filter": d("originalFilter") or "",
+            }
+        }
     if type_ == "dumpCreation":
         return {"Dump": {"dump_uid": d("dumpUid")}}
     if type_ == "indexSwap":
         return {"IndexSwap": {"swaps": d("swaps") or []}}
     if type_ == "upgradeDatabase":
-        return {"UpgradeDatabase": {"from": _version_tuple(d("upgradeFrom")), "to": _version_tuple(d("upgradeTo"))}}
+        return {
+            "UpgradeDatabase": {
+                "from": _version_tuple(d("upgradeFrom")),
+                "to": _version_tuple(d("upgradeTo")),
+            }
+        }
     return {_pascal(type_): {_snake(k): v for k, v in details.items()}}
 
 
 def task_line(task: Task) -> dict[str, Any]:
     """The TaskDump line of a task record (field order as Meilisearch serializes it)."""
     line: dict[str, Any] = {
-        "uid": task["uid"], "batchUid": task.get("batchUid"), "indexUid": task.get("indexUid"),
-        "status": task["status"], "type": kind_dump(task),
+        "uid": task["uid"],
+        "batchUid": task.get("batchUid"),
+        "indexUid": task.get("indexUid"),
+        "status": task["status"],
+        "type": kind_dump(task),
     }
     if task.get("canceledBy") is not None:
         line["canceledBy"] = task["canceledBy"]
@@ -222,7 +284,11 @@ def _mask_secrets(settings: dict[str, Any]) -> dict[str, Any]:
         return settings
     masked = {}
     for name, config in embedders.items():
-        if isinstance(config, dict) and isinstance(config.get("apiKey"), str) and not config["apiKey"].endswith("..."):
+        if (
+            isinstance(config, dict)
+            and isinstance(config.get("apiKey"), str)
+            and not config["apiKey"].endswith("...")
+        ):
             config = dict(config, apiKey=mask_api_key(config["apiKey"]))
         masked[name] = config
     return dict(settings, embedders=masked)
@@ -230,7 +296,10 @@ def _mask_secrets(settings: dict[str, Any]) -> dict[str, Any]:
 
 def _details_record(tag: str, f: dict[str, Any]) -> dict[str, Any]:
     if tag == "DocumentAdditionOrUpdate":
-        return {"receivedDocuments": f.get("received_documents", 0), "indexedDocuments": f.get("indexed_documents")}
+        return {
+            "receivedDocuments": f.get("received_documents", 0),
+            "indexedDocuments": f.get("indexed_documents"),
+        }
     if tag == "SettingsUpdate":
         return _mask_secrets(dict(f.get("settings") or {}))
     if tag == "IndexInfo":
@@ -241,28 +310,44 @@ def _details_record(tag: str, f: dict[str, Any]) -> dict[str, Any]:
             out["newIndexUid"] = f["new_index_uid"]
         return out
     if tag == "DocumentDeletion":
-        return {"providedIds": f.get("provided_ids", 0), "deletedDocuments": f.get("deleted_documents"),
-                "originalFilter": None}
+        return {
+            "providedIds": f.get("provided_ids", 0),
+            "deletedDocuments": f.get("deleted_documents"),
+            "originalFilter": None,
+        }
     if tag == "DocumentDeletionByFilter":
         return {"deletedDocuments": f.get("deleted_documents"), "originalFilter": f.get("original_filter")}
     if tag == "DocumentEdition":
-        return {"editedDocuments": f.get("edited_documents"), "deletedDocuments": f.get("deleted_documents"),
-                "originalFilter": f.get("original_filter"), "context": f.get("context"), "function": f.get("function")}
+        return {
+            "editedDocuments": f.get("edited_documents"),
+            "deletedDocuments": f.get("deleted_documents"),
+            "originalFilter": f.get("original_filter"),
+            "context": f.get("context"),
+            "function": f.get("function"),
+        }
     if tag == "ClearAll":
         return {"deletedDocuments": f.get("deleted_documents")}
     if tag == "TaskCancelation":
-        return {"matchedTasks": f.get("matched_tasks", 0), "canceledTasks": f.get("canceled_tasks"),
-                "originalFilter": f.get("original_filter")}
+        return {
+            "matchedTasks": f.get("matched_tasks", 0),
+            "canceledTasks": f.get("canceled_tasks"),
+            "originalFilter": f.get("original_filter"),
+        }
     if tag == "TaskDeletion":
-        return {"matchedTasks": f.get("matched_tasks", 0), "deletedTasks": f.get("deleted_tasks"),
-                "originalFilter": f.get("original_filter")}
+        return {
+            "matchedTasks": f.get("matched_tasks", 0),
+            "deletedTasks": f.get("deleted_tasks"),
+            "originalFilter": f.get("original_filter"),
+        }
     if tag == "Dump":
         return {"dumpUid": f.get("dump_uid")}
     if tag == "IndexSwap":
         return {"swaps": f.get("swaps") or []}
     if tag == "UpgradeDatabase":
-        return {"upgradeFrom": "v" + ".".join(map(str, f.get("from") or [])),
-                "upgradeTo": "v" + ".".join(map(str, f.get("to") or []))}
+        return {
+            "upgradeFrom": "v" + ".".join(map(str, f.get("from") or [])),
+            "upgradeTo": "v" + ".".join(map(str, f.get("to") or [])),
+        }
     return {_camel(k): v for k, v in f.items()}
 
 
@@ -271,9 +356,13 @@ def _kind_record(tag: str, f: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if tag == "documentImport":
         method = _METHODS_BACK.get(f.get("method", "ReplaceDocuments"), "replace")
         return "documentAdditionOrUpdate", {
-            "method": method, "primaryKey": f.get("primary_key"), "contentFile": None, "contentSize": 0,
+            "method": method,
+            "primaryKey": f.get("primary_key"),
+            "contentFile": None,
+            "contentSize": 0,
             "documentsCount": int(f.get("documents_count") or 0),
-            "allowIndexCreation": bool(f.get("allow_index_creation", True)), "skipCreation": False,
+            "allowIndexCreation": bool(f.get("allow_index_creation", True)),
+            "skipCreation": False,
         }
     if tag == "documentDeletion":
         return "documentDeletion", {"op": "ids", "ids": [str(i) for i in f.get("documents_ids") or []]}
@@ -282,11 +371,17 @@ def _kind_record(tag: str, f: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if tag == "documentDeletionByFilter":
         return "documentDeletion", {"op": "filter", "filter": f.get("filter")}
     if tag == "documentEdition":
-        return "documentEdition", {"filter": f.get("filter"), "context": f.get("context"),
-                                   "function": f.get("function")}
+        return "documentEdition", {
+            "filter": f.get("filter"),
+            "context": f.get("context"),
+            "function": f.get("function"),
+        }
     if tag == "settings":
-        return "settingsUpdate", {"settings": f.get("settings") or {}, "isDeletion": bool(f.get("is_deletion")),
-                                  "allowIndexCreation": bool(f.get("allow_index_creation", True))}
+        return "settingsUpdate", {
+            "settings": f.get("settings") or {},
+            "isDeletion": bool(f.get("is_deletion")),
+            "allowIndexCreation": bool(f.get("allow_index_creation", True)),
+        }
     if tag == "indexDeletion":
         return "indexDeletion", {}
     if tag == "indexCreation":
@@ -324,10 +419,17 @@ def task_record(line: dict[str, Any]) -> Task:
             details = _details_record(*_tagged(details_value))
         type_, kind = _kind_record(tag, fields)
         task: Task = {
-            "uid": int(line["uid"]), "batchUid": line.get("batchUid"), "indexUid": line.get("indexUid"),
-            "status": str(line["status"]), "type": type_, "canceledBy": line.get("canceledBy"),
-            "details": details, "error": line.get("error"), "enqueuedAt": _parse_ts(line["enqueuedAt"]),
-            "startedAt": _parse_ts(line.get("startedAt")), "finishedAt": _parse_ts(line.get("finishedAt")),
+            "uid": int(line["uid"]),
+            "batchUid": line.get("batchUid"),
+            "indexUid": line.get("indexUid"),
+            "status": str(line["status"]),
+            "type": type_,
+            "canceledBy": line.get("canceledBy"),
+            "details": details,
+            "error": line.get("error"),
+            "enqueuedAt": _parse_ts(line["enqueuedAt"]),
+            "startedAt": _parse_ts(line.get("startedAt")),
+            "finishedAt": _parse_ts(line.get("finishedAt")),
             "kind": kind,
         }
     except (KeyError, TypeError) as exc:
@@ -347,11 +449,17 @@ def batch_line(batch: Batch, enqueued_at: tuple[int, int] | None) -> dict[str, A
 
     `enqueued_at` is (earliest, oldest) enqueue time of the batch's tasks, when any remain."""
     line: dict[str, Any] = {
-        "uid": batch["uid"], "details": batch.get("details") or {}, "stats": batch.get("stats") or {},
-        "startedAt": format_timestamp(batch["startedAt"]), "finishedAt": _ts(batch.get("finishedAt")),
+        "uid": batch["uid"],
+        "details": batch.get("details") or {},
+        "stats": batch.get("stats") or {},
+        "startedAt": format_timestamp(batch["startedAt"]),
+        "finishedAt": _ts(batch.get("finishedAt")),
     }
     if enqueued_at is not None:
-        line["enqueuedAt"] = {"earliest": format_timestamp(enqueued_at[0]), "oldest": format_timestamp(enqueued_at[1])}
+        line["enqueuedAt"] = {
+            "earliest": format_timestamp(enqueued_at[0]),
+            "oldest": format_timestamp(enqueued_at[1]),
+        }
     line["stopReason"] = batch.get("batchStrategy", "")
     return line
 
@@ -359,9 +467,13 @@ def batch_line(batch: Batch, enqueued_at: tuple[int, int] | None) -> dict[str, A
 def batch_record(line: dict[str, Any]) -> Batch:
     try:
         return {
-            "uid": int(line["uid"]), "progress": None, "details": line.get("details") or {},
-            "stats": line.get("stats") or {}, "startedAt": _parse_ts(line["startedAt"]),
-            "finishedAt": _parse_ts(line.get("finishedAt")), "batchStrategy": line.get("stopReason") or "",
+            "uid": int(line["uid"]),
+            "progress": None,
+            "details": line.get("details") or {},
+            "stats": line.get("stats") or {},
+            "startedAt": _parse_ts(line["startedAt"]),
+            "finishedAt": _parse_ts(line.get("finishedAt")),
+            "batchStrategy": line.get("stopReason") or "",
         }
     except (KeyError, TypeError) as exc:
         raise RecordError(f"batch line is missing {exc}") from None

@@ -119,7 +119,9 @@ def rule_view(rule: Rule) -> dict[str, Any]:
 def apply_update(old: Rule | None, uid: str, update: dict[str, Any], updated_at: int) -> Rule:
     """Meilisearch's `apply_update`: an absent key keeps the old value, `null` resets it, a value replaces
     it (`conditions` and `actions` whole)."""
-    rule: Rule = dict(old) if old is not None else {"uid": uid, "active": True, "conditions": {}, "actions": []}
+    rule: Rule = (
+        dict(old) if old is not None else {"uid": uid, "active": True, "conditions": {}, "actions": []}
+    )
     for key in ("description", "precedence"):
         if key in update:
             if update[key] is None:

@@ -55,8 +55,9 @@ def edit_documents(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> Ta
     try:
         program = edit_function.compile_script(kind["function"])
     except edit_function.ScriptError as err:
-        raise _edition_error(uid, f"Document edition runtime error encountered while compiling the function: "
-                                  f"{err}") from None
+        raise _edition_error(
+            uid, f"Document edition runtime error encountered while compiling the function: {err}"
+        ) from None
     context: dict[str, Any] | None = kind.get("context")
     pk = w.primary_key
     assert pk is not None  # the index has documents
@@ -92,8 +93,9 @@ def edit_documents(sched: Scheduler, w: IndexWriter, uid: str, task: Task) -> Ta
         try:
             new = edit_function.run_on_document(program, document, context)
         except edit_function.ScriptError as err:
-            raise _edition_error(uid, f"Document edition runtime error encountered while running the function: "
-                                      f"{err}") from None
+            raise _edition_error(
+                uid, f"Document edition runtime error encountered while running the function: {err}"
+            ) from None
         if new is None:
             deletions.append(ext_id)
             continue

@@ -31,8 +31,14 @@ class IndexMapper:
     # Indexes kept open without a user (each reserves address space for its memory map).
     MAX_OPEN = 100
 
-    def __init__(self, store: TaskStore, indexes_dir: Path, *, max_indexing_memory: int | None = None,
-                 readonly: bool = False) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        indexes_dir: Path,
+        *,
+        max_indexing_memory: int | None = None,
+        readonly: bool = False,
+    ) -> None:
         self.store = store
         # `--max-indexing-memory`: every index this mapper hands out bounds its indexing with it
         self.max_indexing_memory = max_indexing_memory

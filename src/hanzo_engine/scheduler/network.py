@@ -54,8 +54,12 @@ def normalize(value: Any) -> Network:
             if isinstance(remote, dict) and isinstance(remote.get("url"), str):
                 out["remotes"][name] = {
                     "url": remote["url"],
-                    "searchApiKey": remote.get("searchApiKey") if isinstance(remote.get("searchApiKey"), str) else None,
-                    "writeApiKey": remote.get("writeApiKey") if isinstance(remote.get("writeApiKey"), str) else None,
+                    "searchApiKey": remote.get("searchApiKey")
+                    if isinstance(remote.get("searchApiKey"), str)
+                    else None,
+                    "writeApiKey": remote.get("writeApiKey")
+                    if isinstance(remote.get("writeApiKey"), str)
+                    else None,
                 }
     shards = value.get("shards")
     if isinstance(shards, dict):
@@ -86,8 +90,10 @@ def public_view(network: Network, unavailable: frozenset[str] = frozenset()) -> 
     """The GET/PATCH body: keys in Meilisearch's order, each remote with its computed `status`."""
     return {
         "self": network["self"],
-        "remotes": {name: {**remote, "status": "unavailable" if name in unavailable else "available"}
-                    for name, remote in network["remotes"].items()},
+        "remotes": {
+            name: {**remote, "status": "unavailable" if name in unavailable else "available"}
+            for name, remote in network["remotes"].items()
+        },
         "shards": {name: {"remotes": list(shard["remotes"])} for name, shard in network["shards"].items()},
         "leader": network["leader"],
         "version": network["version"],

@@ -119,10 +119,17 @@ def _index_batch(
 
     if first["type"] == "indexCreation":
         if existing_uuid is not None:
-            return BatchOutcome({first["uid"]: failed(first, MeiliError(
-                "index_already_exists", f"Index `{uid}` already exists."))})
+            return BatchOutcome(
+                {
+                    first["uid"]: failed(
+                        first, MeiliError("index_already_exists", f"Index `{uid}` already exists.")
+                    )
+                }
+            )
         uuid = batch["pendingIndexUuid"]
-        sched.mapper.create_uuid(uuid, primary_key=first["kind"].get("primaryKey"), created_at=first["enqueuedAt"])
+        sched.mapper.create_uuid(
+            uuid, primary_key=first["kind"].get("primaryKey"), created_at=first["enqueuedAt"]
+        )
         return BatchOutcome({first["uid"]: succeeded(first["details"])}, mapping_changes={uid: uuid})
 
     if existing_uuid is None:
@@ -173,8 +180,9 @@ def _index_batch(
                     # Per-document errors (ids, primary key) carry no `Index `x`: ` prefix in Meilisearch.
                     results[task["uid"]] = failed(task, err)
             w.touch()
-            w.set_applied_batch({"batchUid": batch["uid"],
-                                 "results": {str(k): v.to_json() for k, v in results.items()}})
+            w.set_applied_batch(
+                {"batchUid": batch["uid"], "results": {str(k): v.to_json() for k, v in results.items()}}
+            )
     except TaskAborted as aborted:
         # the write transaction was aborted: the batch's tasks fail, nothing of them was written
         return BatchOutcome({t["uid"]: failed(t, aborted) for t in tasks}, mapping_changes=mapping)
@@ -193,7 +201,9 @@ def _apply_index_task(sched: Scheduler, w: IndexWriter, uid: str, task: Task) ->
         if op == "clear":
             return succeeded(dict(task["details"], deletedDocuments=w.clear_documents()))
         if op == "filter":
-            return succeeded(dict(task["details"], deletedDocuments=_delete_by_filter(w, uid, kind["filter"])))
+            return succeeded(
+                dict(task["details"], deletedDocuments=_delete_by_filter(w, uid, kind["filter"]))
+            )
         raise MeiliError("feature_not_enabled", f"Unknown document deletion `{op}`.")
     if task["type"] == "settingsUpdate":
         return _update_settings(w, uid, task)
@@ -228,7 +238,9 @@ def _delete_by_filter(w: IndexWriter, uid: str, value: Any) -> int:
 
     try:
         node = parse_filter_value(value)
-        selected: Any = FilterContext(w, complete_settings(w.settings())).evaluate(node) if node is not None else []
+        selected: Any = (
+            FilterContext(w, complete_settings(w.settings())).evaluate(node) if node is not None else []
+        )
     except (FilterError, FilterOperatorError) as err:
         raise MeiliError("invalid_document_filter", f"Index `{uid}`: {err.message}") from None
     pk = w.primary_key
@@ -247,15 +259,20 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") 
     current_pk = w.primary_key
     requested_pk = kind.get("primaryKey")
     if current_pk is not None and requested_pk is not None and requested_pk != current_pk:
-        raise MeiliError("index_primary_key_already_exists",
-                         f"Index already has a primary key: `{current_pk}`.")
+        raise MeiliError(
+            "index_primary_key_already_exists", f"Index already has a primary key: `{current_pk}`."
+        )
     pk = current_pk or requested_pk
     if pk is None and documents:
         pk = infer_primary_key(documents[0])
     # Validate every id before the first write, so a bad document leaves the index untouched.
     ids = [extract_document_id(doc, pk) for doc in documents] if pk is not None else []
-    ids, documents = owned_documents(sched.store, ids, documents)  # a sharded network: this node's shards only
-    check_geo(w.settings(), zip(ids, documents, strict=False), uid)  # `_geo` too: the task fails on the first bad one
+    ids, documents = owned_documents(
+        sched.store, ids, documents
+    )  # a sharded network: this node's shards only
+    check_geo(
+        w.settings(), zip(ids, documents, strict=False), uid
+    )  # `_geo` too: the task fails on the first bad one
     merge = kind["method"] == "update"
     # `_vectors` are validated (and normalized) for every document before the first write too
     prepared = prepare_documents(w, uid, w.settings(), zip(ids, documents, strict=True), merge=merge)
@@ -283,8 +300,13 @@ def _update_index(sched: Scheduler, index: Index, uid: str, uuid: str, task: Tas
     new_uid = kind.get("newUid")
     if new_uid is not None and new_uid != uid:
         if sched.mapper.uuid_of(new_uid) is not None:
-            return BatchOutcome({task["uid"]: failed(task, MeiliError(
-                "index_already_exists", f"Index `{new_uid}` already exists."))})
+            return BatchOutcome(
+                {
+                    task["uid"]: failed(
+                        task, MeiliError("index_already_exists", f"Index `{new_uid}` already exists.")
+                    )
+                }
+            )
         mapping = {uid: None, new_uid: uuid}
     if "primaryKey" in kind and kind["primaryKey"] is not None:
         with index.write() as w:
@@ -292,8 +314,10 @@ def _update_index(sched: Scheduler, index: Index, uid: str, uuid: str, task: Tas
             if current != kind["primaryKey"]:
                 if w.number_of_documents() > 0:
                     # An index update is an indexing-core operation: its errors name the index.
-                    err = MeiliError("index_primary_key_already_exists",
-                                     f"Index `{uid}`: Index already has a primary key: `{current}`.")
+                    err = MeiliError(
+                        "index_primary_key_already_exists",
+                        f"Index `{uid}`: Index already has a primary key: `{current}`.",
+                    )
                     return BatchOutcome({task["uid"]: failed(task, err)})
                 w.set_primary_key(kind["primaryKey"])
             w.touch()
@@ -311,9 +335,17 @@ def _swap_indexes(sched: Scheduler, task: Task) -> BatchOutcome:
     for swap in task["kind"]["swaps"]:
         for name in swap["indexes"]:
             if name in seen:
-                return BatchOutcome({task["uid"]: failed(task, MeiliError(
-                    "invalid_swap_duplicate_index_found",
-                    f"Indexes must be declared only once during a swap. `{name}` was specified several times."))})
+                return BatchOutcome(
+                    {
+                        task["uid"]: failed(
+                            task,
+                            MeiliError(
+                                "invalid_swap_duplicate_index_found",
+                                f"Indexes must be declared only once during a swap. `{name}` was specified several times.",
+                            ),
+                        )
+                    }
+                )
             seen.add(name)
     for swap in task["kind"]["swaps"]:
         a, b = swap["indexes"]
@@ -321,15 +353,23 @@ def _swap_indexes(sched: Scheduler, task: Task) -> BatchOutcome:
         missing.update(n for n in (a, b) if n not in mapping and not (swap.get("rename") and n == b))
     if missing:
         names = sorted(missing)
-        msg = (f"Index `{names[0]}` not found." if len(names) == 1
-               else "Indexes " + ", ".join(f"`{m}`" for m in names) + " not found.")
+        msg = (
+            f"Index `{names[0]}` not found."
+            if len(names) == 1
+            else "Indexes " + ", ".join(f"`{m}`" for m in names) + " not found."
+        )
         return BatchOutcome({task["uid"]: failed(task, MeiliError("index_not_found", msg))})
     for swap in task["kind"]["swaps"]:
         a, b = swap["indexes"]
         if swap.get("rename"):
             if b in mapping:
-                return BatchOutcome({task["uid"]: failed(task, MeiliError(
-                    "index_already_exists", f"Index `{b}` already exists."))})
+                return BatchOutcome(
+                    {
+                        task["uid"]: failed(
+                            task, MeiliError("index_already_exists", f"Index `{b}` already exists.")
+                        )
+                    }
+                )
             changes[a] = None
             changes[b] = mapping[a]
         else:
@@ -354,9 +394,15 @@ def _cancel_tasks(sched: Scheduler, tasks: list[Task]) -> BatchOutcome:
                 target = store.get_task_txn(txn, uid)
                 if target is None or target["status"] != "enqueued":
                     continue
-                new = dict(target, status="canceled", canceledBy=cancel["uid"], batchUid=batch["uid"],
-                           startedAt=batch["startedAt"], finishedAt=now,
-                           details=failed_details(target.get("details")))
+                new = dict(
+                    target,
+                    status="canceled",
+                    canceledBy=cancel["uid"],
+                    batchUid=batch["uid"],
+                    startedAt=batch["startedAt"],
+                    finishedAt=now,
+                    details=failed_details(target.get("details")),
+                )
                 store.put_task(txn, new, target)
                 changed.append(new)
                 canceled += 1
@@ -400,8 +446,18 @@ def _delete_tasks(sched: Scheduler, tasks: list[Task]) -> BatchOutcome:
 
 # byte_unit's `get_appropriate_unit(UnitType::Both)`: the largest decimal or binary unit not above the size
 _BYTE_UNITS = (
-    ("EiB", 1 << 60), ("EB", 10**18), ("PiB", 1 << 50), ("PB", 10**15), ("TiB", 1 << 40), ("TB", 10**12),
-    ("GiB", 1 << 30), ("GB", 10**9), ("MiB", 1 << 20), ("MB", 10**6), ("KiB", 1 << 10), ("KB", 10**3),
+    ("EiB", 1 << 60),
+    ("EB", 10**18),
+    ("PiB", 1 << 50),
+    ("PB", 10**15),
+    ("TiB", 1 << 40),
+    ("TB", 10**12),
+    ("GiB", 1 << 30),
+    ("GB", 10**9),
+    ("MiB", 1 << 20),
+    ("MB", 10**6),
+    ("KiB", 1 << 10),
+    ("KB", 10**3),
 )
 
 
@@ -431,14 +487,20 @@ def _compact_index(sched: Scheduler, batch: Batch, task: Task) -> BatchOutcome:
     uid: str = task["indexUid"]
     uuid = sched.mapper.uuid_of(uid)
     if uuid is None:
-        return BatchOutcome({task["uid"]: failed(task, MeiliError("index_not_found", f"Index `{uid}` not found."))})
+        return BatchOutcome(
+            {task["uid"]: failed(task, MeiliError("index_not_found", f"Index `{uid}` not found."))}
+        )
     index = sched.mapper.open_uuid(uuid)
     target = sched.mapper.dir / batch["pendingIndexUuid"]
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     before = index.file_size()
     after = compact_env_file(index.env, target / "data.mdb")
-    details = dict(task.get("details") or {}, preCompactionSize=_byte_size(before),
-                   postCompactionSize=_byte_size(after))
-    return BatchOutcome({task["uid"]: succeeded(details)}, mapping_changes={uid: batch["pendingIndexUuid"]},
-                        dropped_index_uuids=[uuid])
+    details = dict(
+        task.get("details") or {}, preCompactionSize=_byte_size(before), postCompactionSize=_byte_size(after)
+    )
+    return BatchOutcome(
+        {task["uid"]: succeeded(details)},
+        mapping_changes={uid: batch["pendingIndexUuid"]},
+        dropped_index_uuids=[uuid],
+    )

@@ -43,7 +43,9 @@ from .webhooks import WebhookNotifier
 log = logging.getLogger("hanzo_engine.scheduler")
 
 # Batches that report the internal database sizes they changed (Meilisearch's index operations).
-_INDEXING_TYPES = frozenset({"documentAdditionOrUpdate", "documentDeletion", "documentEdition", "settingsUpdate"})
+_INDEXING_TYPES = frozenset(
+    {"documentAdditionOrUpdate", "documentDeletion", "documentEdition", "settingsUpdate"}
+)
 # How many enqueued tasks the autobatcher looks at in one go.
 AUTOBATCH_WINDOW = 10_000
 
@@ -141,9 +143,18 @@ class Scheduler:
     ) -> dict[str, Any]:
         """Durably enqueue a task; returns its summarized view (the 202 body)."""
         task: Task = {
-            "uid": -1, "batchUid": None, "indexUid": index_uid, "status": "enqueued", "type": type_,
-            "canceledBy": None, "details": details, "error": None, "enqueuedAt": now_ns(),
-            "startedAt": None, "finishedAt": None, "kind": kind,
+            "uid": -1,
+            "batchUid": None,
+            "indexUid": index_uid,
+            "status": "enqueued",
+            "type": type_,
+            "canceledBy": None,
+            "details": details,
+            "error": None,
+            "enqueuedAt": now_ns(),
+            "startedAt": None,
+            "finishedAt": None,
+            "kind": kind,
         }
         if custom_metadata is not None:
             task["customMetadata"] = custom_metadata
@@ -192,8 +203,11 @@ class Scheduler:
             page, next_uid = _paginate(matched, q)
             results = [task_view(t) for t in self.store.iter_tasks(txn, page)]
         return {
-            "results": results, "total": len(matched), "limit": q.limit,
-            "from": page[0] if page else None, "next": next_uid,
+            "results": results,
+            "total": len(matched),
+            "limit": q.limit,
+            "from": page[0] if page else None,
+            "next": next_uid,
         }
 
     def list_batches(self, q: TaskQuery) -> dict[str, Any]:
@@ -215,8 +229,11 @@ class Scheduler:
                 if batch is not None:
                     results.append(self._batch_view(batch))
         return {
-            "results": results, "total": len(batch_uids), "limit": q.limit,
-            "from": page[0] if page else None, "next": next_uid,
+            "results": results,
+            "total": len(batch_uids),
+            "limit": q.limit,
+            "from": page[0] if page else None,
+            "next": next_uid,
         }
 
     def index(self, uid: str) -> Index | None:
@@ -306,8 +323,13 @@ class Scheduler:
                 self.store.put_task(txn, new, task)
                 tasks.append(new)
             batch: Batch = {
-                "uid": batch_uid, "progress": None, "details": {}, "stats": {}, "startedAt": started,
-                "finishedAt": None, "batchStrategy": strategy,
+                "uid": batch_uid,
+                "progress": None,
+                "details": {},
+                "stats": {},
+                "startedAt": started,
+                "finishedAt": None,
+                "batchStrategy": strategy,
                 # private: the uuid an index created by this batch will get, stable across a re-run
                 "pendingIndexUuid": IndexMapper.new_uuid(),
             }
@@ -369,8 +391,13 @@ class Scheduler:
                 if current is None:
                     continue
                 result = outcome.results[task["uid"]]
-                new = dict(current, status=result.status, details=result.details, error=result.error,
-                           finishedAt=finished)
+                new = dict(
+                    current,
+                    status=result.status,
+                    details=result.details,
+                    error=result.error,
+                    finishedAt=finished,
+                )
                 self.store.put_task(txn, new, current)
                 done.append(new)
             for uid, uuid in outcome.mapping_changes.items():
@@ -408,17 +435,25 @@ class Scheduler:
             log.exception("reading the database sizes of `%s` failed", uid)
             return None
 
-    def _batch_diagnostics(self, tasks: list[Task], outcome: processing.BatchOutcome,
-                           sizes_before: dict[str, int] | None) -> dict[str, Any]:
+    def _batch_diagnostics(
+        self, tasks: list[Task], outcome: processing.BatchOutcome, sizes_before: dict[str, int] | None
+    ) -> dict[str, Any]:
         """The optional stats of a finished batch, in Meilisearch's order: `progressTrace`, then
         `writeChannelCongestion` for document indexing, `internalDatabaseSizes` when sizes changed."""
         out: dict[str, Any] = {"progressTrace": self.progress.trace()}
         if tasks[0]["type"] in ("documentAdditionOrUpdate", "documentEdition"):
             # writes are synchronous here: every write is an attempt and none blocks
-            attempts = sum(int((r.details or {}).get("indexedDocuments") or (r.details or {}).get("editedDocuments")
-                               or 0) for r in outcome.results.values())
-            out["writeChannelCongestion"] = {"attempts": attempts, "blocking_attempts": 0,
-                                             "blocking_ratio": 0.0 if attempts else None}
+            attempts = sum(
+                int(
+                    (r.details or {}).get("indexedDocuments") or (r.details or {}).get("editedDocuments") or 0
+                )
+                for r in outcome.results.values()
+            )
+            out["writeChannelCongestion"] = {
+                "attempts": attempts,
+                "blocking_attempts": 0,
+                "blocking_ratio": 0.0 if attempts else None,
+            }
         uid = tasks[0].get("indexUid")
         if uid is not None and tasks[0]["type"] in _INDEXING_TYPES:
             try:
@@ -447,8 +482,12 @@ class Scheduler:
             if t.get("indexUid") is not None:
                 index_uids[t["indexUid"]] = index_uids.get(t["indexUid"], 0) + 1
             accumulate_details(details, t.get("details"))
-        batch["stats"] = {"totalNbTasks": len(tasks), "status": status, "types": types,
-                          "indexUids": index_uids}
+        batch["stats"] = {
+            "totalNbTasks": len(tasks),
+            "status": status,
+            "types": types,
+            "indexUids": index_uids,
+        }
         batch["details"] = details
 
     # -- crash recovery ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
     from .store import Task, TaskStore
 
+
 def shard_hash(shard: str, docid: str) -> int:
     return xxhash.xxh3_64_intdigest(shard.encode() + b"\xff" + docid.encode() + b"\xff")
 
@@ -55,7 +56,9 @@ def is_sharded(network: Network) -> bool:
 
 def own_shards(network: Network) -> frozenset[str]:
     me = network["self"]
-    return frozenset(name for name, shard in network["shards"].items() if me is not None and me in shard["remotes"])
+    return frozenset(
+        name for name, shard in network["shards"].items() if me is not None and me in shard["remotes"]
+    )
 
 
 def ownership(network: Network) -> Callable[[str], bool] | None:
@@ -69,8 +72,11 @@ def ownership(network: Network) -> Callable[[str], bool] | None:
     return lambda docid: document_shard(shards, docid) in mine
 
 
-def owned_documents(store: TaskStore, ids: list[str], documents: list[dict[str, Any]],
-                    ) -> tuple[list[str], list[dict[str, Any]]]:
+def owned_documents(
+    store: TaskStore,
+    ids: list[str],
+    documents: list[dict[str, Any]],
+) -> tuple[list[str], list[dict[str, Any]]]:
     """The documents of a payload this node keeps (all of them when the network is not sharded)."""
     keep = ownership(read_network(store))
     if keep is None or not ids:
@@ -100,7 +106,9 @@ def shard_docids(reader: IndexReader, network: Network, shard: str, all_docids: 
 # -- task network -------------------------------------------------------------------------------------
 
 
-def set_task_network(store: TaskStore, uid: int, update: Callable[[dict[str, Any] | None], dict[str, Any]]) -> None:
+def set_task_network(
+    store: TaskStore, uid: int, update: Callable[[dict[str, Any] | None], dict[str, Any]]
+) -> None:
     """Replace the `network` of task `uid` by `update(current)` (one write transaction: the scheduler
     re-reads tasks inside its own, so neither loses the other's change)."""
     with store.env.begin(write=True) as txn:
@@ -110,8 +118,9 @@ def set_task_network(store: TaskStore, uid: int, update: Callable[[dict[str, Any
         store.put_task(txn, dict(task, network=update(task.get("network"))), task)
 
 
-def remote_task_done(store: TaskStore, uid: int, remote: str, task_uid: int | None,
-                     error: dict[str, str] | None) -> None:
+def remote_task_done(
+    store: TaskStore, uid: int, remote: str, task_uid: int | None, error: dict[str, str] | None
+) -> None:
     def update(current: dict[str, Any] | None) -> dict[str, Any]:
         current = dict(current or {"remoteTasks": {}, "networkVersion": None})
         tasks = dict(current.get("remoteTasks") or {})
@@ -158,8 +167,12 @@ def _export(sched: Scheduler, task: Task, network: Network) -> tuple[int, list[s
     shards = sorted(network["shards"])
     mine = own_shards(network)
     moved, failures = 0, []
-    headers = {ORIGIN_REMOTE: network["self"] or "", ORIGIN_TASK_UID: str(task["uid"]),
-               ORIGIN_NETWORK_VERSION: network["version"], "Content-Type": "application/json"}
+    headers = {
+        ORIGIN_REMOTE: network["self"] or "",
+        ORIGIN_TASK_UID: str(task["uid"]),
+        ORIGIN_NETWORK_VERSION: network["version"],
+        "Content-Type": "application/json",
+    }
 
     def send(client: httpx.Client, owner: str, method: str, path: str, body: Any) -> None:
         remote = network["remotes"][owner]
@@ -174,7 +187,9 @@ def _export(sched: Scheduler, task: Task, network: Network) -> tuple[int, list[s
         for uid, index in sched.indexes():
             with index.read() as r:
                 pk = r.primary_key
-                settings = {k: v for k, v in complete_settings(r.settings()).items() if k not in _SETTINGS_GATED}
+                settings = {
+                    k: v for k, v in complete_settings(r.settings()).items() if k not in _SETTINGS_GATED
+                }
                 leaving: dict[str, list[dict[str, Any]]] = {}
                 if pk is not None:
                     for document in r.iter_documents():
@@ -191,8 +206,13 @@ def _export(sched: Scheduler, task: Task, network: Network) -> tuple[int, list[s
                     for owner in network["shards"][shard]["remotes"]:
                         send(client, owner, "PATCH", f"{path}/settings", settings)
                         for start in range(0, len(documents), EXPORT_BATCH):
-                            send(client, owner, "POST", f"{path}/documents?primaryKey={urllib.parse.quote(pk or '')}",
-                                 documents[start : start + EXPORT_BATCH])
+                            send(
+                                client,
+                                owner,
+                                "POST",
+                                f"{path}/documents?primaryKey={urllib.parse.quote(pk or '')}",
+                                documents[start : start + EXPORT_BATCH],
+                            )
                 except (OSError, httpx.HTTPError) as err:
                     failures.append(f"index `{uid}`, shard `{shard}`: {err}")
                     continue

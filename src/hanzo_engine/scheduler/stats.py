@@ -28,8 +28,13 @@ def database_sizes(reader: IndexReader) -> dict[str, int]:
     index = reader.index
     sizes: dict[str, int] = {}
     for name in _DB_NAMES:
-        db = index.db_main if name == DB_MAIN else index.db_documents if name == DB_DOCUMENTS else (
-            index.db_external if name == DB_EXTERNAL else index.db(name))
+        db = (
+            index.db_main
+            if name == DB_MAIN
+            else index.db_documents
+            if name == DB_DOCUMENTS
+            else (index.db_external if name == DB_EXTERNAL else index.db(name))
+        )
         st = reader.txn.stat(db)
         size = int((st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
         if size:
@@ -83,5 +88,7 @@ def rust_duration(seconds: float) -> str:
 
 
 def format_trace(durations: dict[str, timedelta | float]) -> dict[str, Any]:
-    return {name: rust_duration(d.total_seconds() if isinstance(d, timedelta) else d)
-            for name, d in durations.items()}
+    return {
+        name: rust_duration(d.total_seconds() if isinstance(d, timedelta) else d)
+        for name, d in durations.items()
+    }

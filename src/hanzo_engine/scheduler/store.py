@@ -71,8 +71,15 @@ class TaskStore:
         """`readonly`: a search worker's view (the scheduler's process created every database)."""
         if not readonly:
             path.mkdir(parents=True, exist_ok=True)
-        self.env = lmdb.open(str(path), map_size=TASKS_MAP_SIZE, max_dbs=16, subdir=True, max_readers=512,
-                             readonly=readonly, create=not readonly)
+        self.env = lmdb.open(
+            str(path),
+            map_size=TASKS_MAP_SIZE,
+            max_dbs=16,
+            subdir=True,
+            max_readers=512,
+            readonly=readonly,
+            create=not readonly,
+        )
         self._readonly = readonly
         self.db_tasks = self._open_db(DB_TASKS)
         self.db_batches = self._open_db(DB_BATCHES)
@@ -272,8 +279,12 @@ def _has_date_filters(q: TaskQuery) -> bool:
     return any(
         v is not None
         for v in (
-            q.before_enqueued_at, q.after_enqueued_at, q.before_started_at,
-            q.after_started_at, q.before_finished_at, q.after_finished_at,
+            q.before_enqueued_at,
+            q.after_enqueued_at,
+            q.before_started_at,
+            q.after_started_at,
+            q.before_finished_at,
+            q.after_finished_at,
         )
     )
 

@@ -10,9 +10,24 @@ from .store import Batch, Task
 
 # DetailsView field order in Meilisearch; details are emitted in this order whatever the task type.
 DETAILS_ORDER = (
-    "receivedDocuments", "indexedDocuments", "editedDocuments", "primaryKey", "oldIndexUid", "newIndexUid",
-    "providedIds", "deletedDocuments", "matchedTasks", "canceledTasks", "deletedTasks", "originalFilter",
-    "dumpUid", "context", "function", "swaps", "upgradeFrom", "upgradeTo",
+    "receivedDocuments",
+    "indexedDocuments",
+    "editedDocuments",
+    "primaryKey",
+    "oldIndexUid",
+    "newIndexUid",
+    "providedIds",
+    "deletedDocuments",
+    "matchedTasks",
+    "canceledTasks",
+    "deletedTasks",
+    "originalFilter",
+    "dumpUid",
+    "context",
+    "function",
+    "swaps",
+    "upgradeFrom",
+    "upgradeTo",
 )
 # Batch stats maps are Rust `BTreeMap`s: statuses and kinds in enum declaration order, uids sorted.
 _STATUS_RANK = {name: rank for rank, name in enumerate(TASK_STATUSES)}
@@ -86,10 +101,18 @@ def summarized_task(task: Task) -> dict[str, Any]:
 
 
 # DetailsView counters that add up across the tasks of a batch.
-SUMMED_DETAILS = frozenset({
-    "receivedDocuments", "indexedDocuments", "editedDocuments", "providedIds", "deletedDocuments",
-    "matchedTasks", "canceledTasks", "deletedTasks",
-})
+SUMMED_DETAILS = frozenset(
+    {
+        "receivedDocuments",
+        "indexedDocuments",
+        "editedDocuments",
+        "providedIds",
+        "deletedDocuments",
+        "matchedTasks",
+        "canceledTasks",
+        "deletedTasks",
+    }
+)
 
 
 def accumulate_details(into: dict[str, Any], other: dict[str, Any] | None) -> None:

@@ -96,7 +96,9 @@ def normalize_url(url: str) -> str:
         return url.strip()
     host = parts.netloc.rsplit("@", 1)
     netloc = host[0] + "@" + host[1].lower() if len(host) == 2 else host[0].lower()
-    default_port = {"http": ":80", "https": ":443", "ws": ":80", "wss": ":443", "ftp": ":21"}.get(parts.scheme.lower())
+    default_port = {"http": ":80", "https": ":443", "ws": ":80", "wss": ":443", "ftp": ":21"}.get(
+        parts.scheme.lower()
+    )
     if default_port is not None and netloc.endswith(default_port):
         netloc = netloc[: -len(default_port)]
     out = f"{parts.scheme.lower()}://{netloc}{parts.path or '/'}"
@@ -114,7 +116,9 @@ def runtime_webhooks(store: TaskStore, txn: lmdb.Transaction) -> dict[str, Webho
 
 
 def put_webhook(store: TaskStore, txn: lmdb.Transaction, uuid: str, webhook: Webhook) -> None:
-    txn.put(uuid.encode(), _encode({"url": webhook["url"], "headers": webhook["headers"]}), db=store.db_webhooks)
+    txn.put(
+        uuid.encode(), _encode({"url": webhook["url"], "headers": webhook["headers"]}), db=store.db_webhooks
+    )
 
 
 def delete_webhook(store: TaskStore, txn: lmdb.Transaction, uuid: str) -> bool:
@@ -133,8 +137,12 @@ def import_dump_view(store: TaskStore, view: Any) -> int:
     with store.env.begin(write=True) as txn:
         txn.drop(store.db_webhooks, delete=False)
         for uuid, hook in hooks.items():
-            put_webhook(store, txn, str(uuid).lower(),
-                        {"url": str(hook["url"]), "headers": dict(hook.get("headers") or {})})
+            put_webhook(
+                store,
+                txn,
+                str(uuid).lower(),
+                {"url": str(hook["url"]), "headers": dict(hook.get("headers") or {})},
+            )
     return len(hooks)
 
 
@@ -148,16 +156,34 @@ def pending_notifications(store: TaskStore) -> int:
 def metrics(store: TaskStore, notifier: WebhookNotifier | None) -> list[tuple[str, str, str, int]]:
     """`(name, kind, help, value)` of the webhook samples of `/metrics`: the backlog, and this process's
     deliveries, failed attempts and dropped notifications since it started."""
-    out = [("hanzo_webhook_notifications_pending", "gauge", "Task notifications waiting for delivery to a webhook",
-            pending_notifications(store))]
+    out = [
+        (
+            "hanzo_webhook_notifications_pending",
+            "gauge",
+            "Task notifications waiting for delivery to a webhook",
+            pending_notifications(store),
+        )
+    ]
     if notifier is not None:
         out += [
-            ("hanzo_webhook_deliveries_total", "counter", "Task notifications delivered to a webhook",
-             notifier.delivered),
-            ("hanzo_webhook_failed_attempts_total", "counter", "Webhook deliveries that failed and will be retried",
-             notifier.failed_attempts),
-            ("hanzo_webhook_dropped_total", "counter", "Task notifications given up (refused address, backlog full)",
-             notifier.dropped),
+            (
+                "hanzo_webhook_deliveries_total",
+                "counter",
+                "Task notifications delivered to a webhook",
+                notifier.delivered,
+            ),
+            (
+                "hanzo_webhook_failed_attempts_total",
+                "counter",
+                "Webhook deliveries that failed and will be retried",
+                notifier.failed_attempts,
+            ),
+            (
+                "hanzo_webhook_dropped_total",
+                "counter",
+                "Task notifications given up (refused address, backlog full)",
+                notifier.dropped,
+            ),
         ]
     return out
 
@@ -173,8 +199,14 @@ class DeliveryError(Exception):
         self.permanent = permanent
 
 
-def post_notification(url: str, headers: dict[str, str], body: bytes, *, timeout: float = REQUEST_TIMEOUT,
-                      policy: net_guard.IpPolicy | None = None) -> None:
+def post_notification(
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    *,
+    timeout: float = REQUEST_TIMEOUT,
+    policy: net_guard.IpPolicy | None = None,
+) -> None:
     """POST one gzip-compressed NDJSON `body` to `url`, chunked; DeliveryError unless answered 2xx."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -185,19 +217,24 @@ def post_notification(url: str, headers: dict[str, str], body: bytes, *, timeout
     except ValueError:
         raise DeliveryError(f"invalid port in `{url}`", permanent=True) from None
     if parts.scheme == "https":
-        conn = http.client.HTTPSConnection(parts.hostname, port, timeout=timeout,
-                                           context=ssl.create_default_context())
+        conn = http.client.HTTPSConnection(
+            parts.hostname, port, timeout=timeout, context=ssl.create_default_context()
+        )
     else:
         conn = http.client.HTTPConnection(parts.hostname, port, timeout=timeout)
     net_guard.guard(conn, policy)
     sent: dict[str, str | bytes] = {
-        "Content-Encoding": "gzip", "Content-Type": "application/x-ndjson", "Accept-Encoding": "gzip",
+        "Content-Encoding": "gzip",
+        "Content-Type": "application/x-ndjson",
+        "Accept-Encoding": "gzip",
         "User-Agent": f"hanzo-engine/{__version__}",
     }
     for name, value in headers.items():
         if name.lower() not in _FRAMING_HEADERS:
             sent = {k: v for k, v in sent.items() if k.lower() != name.lower()}
-            sent[name] = value.encode()  # UTF-8, as the http crate sends a value (http.client would use latin-1)
+            sent[name] = (
+                value.encode()
+            )  # UTF-8, as the http crate sends a value (http.client would use latin-1)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         # an iterable body without Content-Length is sent with `Transfer-Encoding: chunked`
@@ -206,8 +243,11 @@ def post_notification(url: str, headers: dict[str, str], body: bytes, *, timeout
         response.read(65536)
         status = response.status
     except net_guard.DeniedAddress:
-        raise DeliveryError("bad uri: Rejected URI (the destination address is not allowed: see "
-                            "`--experimental-allowed-ip-networks`)", permanent=True) from None
+        raise DeliveryError(
+            "bad uri: Rejected URI (the destination address is not allowed: see "
+            "`--experimental-allowed-ip-networks`)",
+            permanent=True,
+        ) from None
     except (OSError, http.client.HTTPException) as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}") from None
     except ValueError as exc:  # a header or URL http.client refuses: retrying cannot help
@@ -221,8 +261,14 @@ def post_notification(url: str, headers: dict[str, str], body: bytes, *, timeout
 class WebhookNotifier:
     """Records the notifications of finished batches and delivers them from a background thread."""
 
-    def __init__(self, store: TaskStore, cli: Webhook | None = None, *,
-                 policy: net_guard.IpPolicy | None = None, max_pending: int = MAX_PENDING) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        cli: Webhook | None = None,
+        *,
+        policy: net_guard.IpPolicy | None = None,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
         self.store = store
         self.cli = cli
         self.policy = policy
@@ -283,8 +329,11 @@ class WebhookNotifier:
                 victim = bytes(cursor.key()).split(b"/", 1)[0].decode()
                 cursor.delete()
                 self.dropped += 1
-                log.error("webhook %s: more than %d notifications waiting, the oldest one is dropped",
-                          victim, self.max_pending)
+                log.error(
+                    "webhook %s: more than %d notifications waiting, the oldest one is dropped",
+                    victim,
+                    self.max_pending,
+                )
 
     def notify(self) -> None:
         """After the commit of `record`: wake the sender."""
@@ -396,12 +445,21 @@ class WebhookNotifier:
                     self._failures[uuid] = failures
                     delay = min(BACKOFF_BASE * 2 ** (failures - 1), BACKOFF_CAP)
                     self._retry_at[uuid] = time.monotonic() + delay
-                    log.error("While sending data to the webhook %s: %s (attempt %d, next in %.1fs)",
-                              uuid, exc, failures, delay)
+                    log.error(
+                        "While sending data to the webhook %s: %s (attempt %d, next in %.1fs)",
+                        uuid,
+                        exc,
+                        failures,
+                        delay,
+                    )
                     return False
                 self.dropped += 1
-                log.error("While sending data to the webhook %s: %s; the notification of tasks %s is dropped",
-                          uuid, exc, uids)
+                log.error(
+                    "While sending data to the webhook %s: %s; the notification of tasks %s is dropped",
+                    uuid,
+                    exc,
+                    uids,
+                )
             else:
                 self.delivered += 1
                 if self._failures.pop(uuid, 0):

@@ -48,8 +48,14 @@ def http_middleware() -> list[Middleware]:
     `WaitForTask` innermost). The innermost ones see the matched route and the uncompressed bodies."""
     return [
         Middleware(TrimTrailingSlash),
-        Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"],
-                   expose_headers=["*"], max_age=86400),
+        Middleware(
+            CORSMiddleware,
+            allow_origins=["*"],
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["*"],
+            max_age=86400,
+        ),
         Middleware(GZipMiddleware, minimum_size=1024),
         Middleware(HttpMetrics),
     ]

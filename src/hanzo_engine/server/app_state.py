@@ -32,12 +32,21 @@ class AppState:
             self.indexes = self.scheduler
 
     async def enqueue(
-        self, type_: str, index_uid: str | None, *, details: dict[str, Any] | None, kind: dict[str, Any],
+        self,
+        type_: str,
+        index_uid: str | None,
+        *,
+        details: dict[str, Any] | None,
+        kind: dict[str, Any],
         custom_metadata: str | None = None,
     ) -> Response:
         """Register a task off the event loop (it waits for a synced LMDB commit) and answer 202."""
         task = await run_in_threadpool(
-            self.scheduler.register, type_, index_uid, details=details, kind=kind,
+            self.scheduler.register,
+            type_,
+            index_uid,
+            details=details,
+            kind=kind,
             custom_metadata=custom_metadata,
         )
         return JSONResponse(task, status_code=202)

@@ -32,8 +32,9 @@ def safe(endpoint: Endpoint) -> Endpoint:
             return error_response(err)
         except Exception as exc:
             log.exception("internal error on %s %s", request.method, request.url.path)
-            return JSONResponse(error_json("internal", f"An internal error occurred: {type(exc).__name__}."),
-                                status_code=500)
+            return JSONResponse(
+                error_json("internal", f"An internal error occurred: {type(exc).__name__}."), status_code=500
+            )
 
     wrapped.__name__ = getattr(endpoint, "__name__", "endpoint")
     wrapped.__doc__ = endpoint.__doc__

@@ -21,17 +21,30 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.filter_parser import FilterFeatures
 
 FEATURES: Final = (
-    "metrics", "logsRoute", "editDocumentsByFunction", "containsFilter", "dynamicSearchRules", "network",
-    "getTaskDocumentsRoute", "taskQueueCompactionRoute", "compositeEmbedders", "chatCompletions", "multimodal",
-    "foreignKeys", "disableDocumentsFetchQueue", "legacySearch", "renderRoute",
+    "metrics",
+    "logsRoute",
+    "editDocumentsByFunction",
+    "containsFilter",
+    "dynamicSearchRules",
+    "network",
+    "getTaskDocumentsRoute",
+    "taskQueueCompactionRoute",
+    "compositeEmbedders",
+    "chatCompletions",
+    "multimodal",
+    "foreignKeys",
+    "disableDocumentsFetchQueue",
+    "legacySearch",
+    "renderRoute",
 )
 FEATURES_FILE: Final = "experimental-features.json"
 FEATURE_FIELDS: Final = tuple(Field(name, "boolean", "bad_request", nullable=True) for name in FEATURES)
 
 
 def feature_not_enabled(action: str, feature: str, link: str) -> MeiliError:
-    return MeiliError("feature_not_enabled",
-                      f"{action} requires enabling the `{feature}` experimental feature. See {link}")
+    return MeiliError(
+        "feature_not_enabled", f"{action} requires enabling the `{feature}` experimental feature. See {link}"
+    )
 
 
 class ExperimentalFeatures:
@@ -76,8 +89,12 @@ class ExperimentalFeatures:
     def filter_features(self) -> FilterFeatures:
         """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
         view = self.view()
-        return FilterFeatures(contains_filter=view["containsFilter"], multimodal=view["multimodal"],
-                              network=view["network"], foreign_keys=view["foreignKeys"])
+        return FilterFeatures(
+            contains_filter=view["containsFilter"],
+            multimodal=view["multimodal"],
+            network=view["network"],
+            foreign_keys=view["foreignKeys"],
+        )
 
     def update(self, patch: dict[str, bool | None]) -> dict[str, bool]:
         """Apply the non-null values of `patch` and persist them before answering."""
@@ -97,10 +114,19 @@ def runtime_features(request: Request) -> ExperimentalFeatures:
     features: ExperimentalFeatures | None = getattr(request.app.state, "experimental_features", None)
     if features is None:
         options = request.app.state.hanzo.options
-        forced = {name for name, flag in (("metrics", options.experimental_enable_metrics),
-                                          ("logsRoute", options.experimental_enable_logs_route),
-                                          ("containsFilter", options.experimental_contains_filter)) if flag}
-        features = ExperimentalFeatures(options.db_path / FEATURES_FILE, forced=frozenset(forced),
-                                        legacy_search_default=options.experimental_legacy_search_default)
+        forced = {
+            name
+            for name, flag in (
+                ("metrics", options.experimental_enable_metrics),
+                ("logsRoute", options.experimental_enable_logs_route),
+                ("containsFilter", options.experimental_contains_filter),
+            )
+            if flag
+        }
+        features = ExperimentalFeatures(
+            options.db_path / FEATURES_FILE,
+            forced=frozenset(forced),
+            legacy_search_default=options.experimental_legacy_search_default,
+        )
         request.app.state.experimental_features = features
     return features

@@ -50,8 +50,17 @@ __all__ = ["MAX_FOREIGN_FILTER_DOCIDS", "ForeignIndexes", "hydrate_hits", "resol
 
 MAX_FOREIGN_FILTER_DOCIDS: Final = 100
 # hit keys that are not document fields (hydration leaves them alone)
-_HIT_EXTRAS: Final = frozenset({"_formatted", "_matchesPosition", "_rankingScore", "_rankingScoreDetails",
-                                "_geoDistance", "_vectors", "_federation"})
+_HIT_EXTRAS: Final = frozenset(
+    {
+        "_formatted",
+        "_matchesPosition",
+        "_rankingScore",
+        "_rankingScoreDetails",
+        "_geoDistance",
+        "_vectors",
+        "_federation",
+    }
+)
 _VECTORS: Final = "_vectors"
 
 T = TypeVar("T")
@@ -123,7 +132,9 @@ def resolve_foreign(node: Node, settings: dict[str, Any], uid: str, indexes: For
     clauses = _clauses(node)
     if not clauses:
         return node
-    targets = {key["fieldName"]: key["foreignIndexUid"] for key in reversed(settings.get("foreignKeys") or [])}
+    targets = {
+        key["fieldName"]: key["foreignIndexUid"] for key in reversed(settings.get("foreignKeys") or [])
+    }
     by_index: dict[str, list[int]] = {}
     for i, clause in enumerate(clauses):
         target = targets.get(clause.field.value)
@@ -144,12 +155,16 @@ def resolve_foreign(node: Node, settings: dict[str, Any], uid: str, indexes: For
                 try:
                     found.append(context.evaluate(clause.filter))
                 except (FilterError, FilterOperatorError) as err:
-                    raise MeiliError("invalid_document_filter",
-                                     f"Index `{target}`: {clause.clause_message(err.message)}") from None
+                    raise MeiliError(
+                        "invalid_document_filter", f"Index `{target}`: {clause.clause_message(err.message)}"
+                    ) from None
             union = BitMap.union(*found) if found else BitMap()
             if len(union) > MAX_FOREIGN_FILTER_DOCIDS:
-                raise _filter_error(target, "Foreign filter is retrieving too many documents, foreign filters "
-                                            f"can't retrieve more than {MAX_FOREIGN_FILTER_DOCIDS} documents per index")
+                raise _filter_error(
+                    target,
+                    "Foreign filter is retrieving too many documents, foreign filters "
+                    f"can't retrieve more than {MAX_FOREIGN_FILTER_DOCIDS} documents per index",
+                )
             external = _external_ids(reader, union)
             for position, docids in zip(positions, found, strict=True):
                 ids[position] = [external[d] for d in docids if d in external]
@@ -214,8 +229,11 @@ class _DocumentMaker:
         self.reader = reader
         displayed = complete_settings(reader.settings()).get("displayedAttributes") or ["*"]
         shown = None if displayed == ["*"] else set(displayed)
-        self.displayed = [f for f in known_fields(reader)
-                          if not is_faceted_by(f, _VECTORS) and (shown is None or f in shown)]
+        self.displayed = [
+            f
+            for f in known_fields(reader)
+            if not is_faceted_by(f, _VECTORS) and (shown is None or f in shown)
+        ]
         self.cache: dict[str, dict[str, Any]] = {}
 
     def __call__(self, value: Any) -> Any:

@@ -26,6 +26,7 @@ class IndexSource(Protocol):
 
     def index(self, uid: str) -> Index | None: ...
 
+
 _encoder = msgspec.json.Encoder()
 
 

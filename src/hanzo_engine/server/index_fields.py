@@ -17,8 +17,11 @@ def _filter_features(name: str, rules: list[Any]) -> dict[str, bool]:
         if any(match_pattern(p, name) == MATCH for p in rule.get("attributePatterns", [])):
             features = rule.get("features") or {}
             flt = features.get("filter") or {}
-            return {"facetSearch": bool(features.get("facetSearch", False)),
-                    "equality": bool(flt.get("equality", True)), "comparison": bool(flt.get("comparison", False))}
+            return {
+                "facetSearch": bool(features.get("facetSearch", False)),
+                "equality": bool(flt.get("equality", True)),
+                "comparison": bool(flt.get("comparison", False)),
+            }
     return {"facetSearch": False, "equality": False, "comparison": False}
 
 
@@ -57,9 +60,15 @@ def field_descriptor(name: str, settings: dict[str, Any]) -> dict[str, Any]:
         "name": name,
         "displayed": {"enabled": displayed == ["*"] or any(is_faceted_by(name, d) for d in displayed)},
         "searchable": {"enabled": searchable == ["*"] or any(is_faceted_by(name, s) for s in searchable)},
-        "sortable": {"enabled": any(is_faceted_by(name, s) for s in settings.get("sortableAttributes") or [])},
+        "sortable": {
+            "enabled": any(is_faceted_by(name, s) for s in settings.get("sortableAttributes") or [])
+        },
         "distinct": {"enabled": distinct is not None and is_faceted_by(name, distinct)},
         "rankingRule": ranking,
-        "filterable": {"enabled": any(features.values()), "sortBy": facet_sort_order(name, settings), **features},
+        "filterable": {
+            "enabled": any(features.values()),
+            "sortBy": facet_sort_order(name, settings),
+            **features,
+        },
         "localized": {"locales": locales},
     }

@@ -45,13 +45,14 @@ class HttpMetricsRegistry:
         hist[-2] += seconds
         hist[-1] += 1
 
-
     def snapshot(self) -> bytes:
         """The counters as JSON, as a search worker publishes them for the primary's `/metrics`."""
-        return msgspec.json.encode({
-            "requests": [[m, p, s, c] for (m, p, s), c in self.requests.items()],
-            "latency": [[m, p, hist] for (m, p), hist in self.latency.items()],
-        })
+        return msgspec.json.encode(
+            {
+                "requests": [[m, p, s, c] for (m, p, s), c in self.requests.items()],
+                "latency": [[m, p, hist] for (m, p), hist in self.latency.items()],
+            }
+        )
 
     def add(self, snapshot: bytes) -> None:
         """Add another process's published counters to these."""

@@ -84,8 +84,9 @@ def _ranked(document: dict[str, Any], position: int) -> Ranked:
     return Ranked(values, 0.0, position)
 
 
-async def browse(network: Network, uid: str, params: dict[str, Any],
-                 local: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+async def browse(
+    network: Network, uid: str, params: dict[str, Any], local: Callable[[dict[str, Any]], Any]
+) -> dict[str, Any]:
     """The browse of `params` over the network; `local(params)` runs it here, in proxy mode, and
     returns its result (awaitable)."""
     offset, limit = params["offset"], params["limit"]
@@ -133,8 +134,9 @@ async def browse(network: Network, uid: str, params: dict[str, Any],
     return body
 
 
-async def facet_search(network: Network, uid: str, body: dict[str, Any], local: Callable[[], Any],
-                       by_count: Callable[[], Any]) -> dict[str, Any]:
+async def facet_search(
+    network: Network, uid: str, body: dict[str, Any], local: Callable[[], Any], by_count: Callable[[], Any]
+) -> dict[str, Any]:
     """The facet search of `body` over the network; `local()` runs it here (awaitable, its result),
     `by_count()` (awaitable) tells whether this instance's index sorts the facet's values by count."""
     targets = sharding.network_targets(network)
@@ -177,6 +179,9 @@ async def facet_search(network: Network, uid: str, body: dict[str, Any], local: 
     if await by_count():
         items.sort(key=lambda item: -item[1])
     hits = [{"value": value, "count": count} for value, count in items]
-    return {"facetHits": hits, "facetQuery": body.get("facetQuery"),
-            "processingTimeMs": local_result["processingTimeMs"] if local_result is not None else 0,
-            "remoteErrors": dict(sorted(errors.items()))}
+    return {
+        "facetHits": hits,
+        "facetQuery": body.get("facetQuery"),
+        "processingTimeMs": local_result["processingTimeMs"] if local_result is not None else 0,
+        "remoteErrors": dict(sorted(errors.items())),
+    }

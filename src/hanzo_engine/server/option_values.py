@@ -20,8 +20,6 @@ class ConfigError(ValueError):
     """A user error in the configuration (bad value, bad file, unsafe production setup)."""
 
 
-
-
 def parse_text(s: str) -> str:
     return s
 

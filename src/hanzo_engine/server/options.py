@@ -163,8 +163,11 @@ def _bool_opt(name: str, help: str, **kw: Any) -> OptionSpec:
 
 
 def _ignored(name: str, *, is_flag: bool = False, refused: str | None = None) -> OptionSpec:
-    help = ("Not supported by hanzo-engine: refused at startup." if refused is not None
-            else "Accepted for compatibility with Meilisearch; has no effect in hanzo-engine.")
+    help = (
+        "Not supported by hanzo-engine: refused at startup."
+        if refused is not None
+        else "Accepted for compatibility with Meilisearch; has no effect in hanzo-engine."
+    )
     if is_flag:
         return _bool_opt(name, help, ignored=True, refused=refused)
     return _opt(name, None, parse_text, help, ignored=True, refused=refused)
@@ -176,7 +179,9 @@ _ALIASES: Final = {"experimental_dumpless_upgrade": "upgrade_db"}
 
 
 OPTIONS: Final[tuple[OptionSpec, ...]] = (
-    _opt("db_path", Path("./data.ms"), parse_path, "Location where database files are created and retrieved."),
+    _opt(
+        "db_path", Path("./data.ms"), parse_path, "Location where database files are created and retrieved."
+    ),
     _opt("http_addr", "localhost:7700", parse_http_addr_text, "HTTP address and port the server listens on."),
     _opt("master_key", None, parse_text, "Master key; protects every route except `GET /health`."),
     _opt("env", "development", parse_env_kind, "Instance environment: `development` or `production`."),
@@ -196,7 +201,10 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         default_help="100 MB",
     ),
     _opt(
-        "ssl_cert_path", None, parse_path, "Server TLS certificate chain (PEM); enables HTTPS with --ssl-key-path."
+        "ssl_cert_path",
+        None,
+        parse_path,
+        "Server TLS certificate chain (PEM); enables HTTPS with --ssl-key-path.",
     ),
     _opt("ssl_key_path", None, parse_path, "Server TLS private key (PEM)."),
     _opt("ssl_auth_path", None, parse_path, "CA certificates used to verify client certificates."),
@@ -285,8 +293,9 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "Number of searches that may run concurrently on each core.",
     ),
     _ignored("experimental_reduce_indexing_memory_usage", is_flag=True),
-    _ignored("experimental_replication_parameters", is_flag=True,
-             refused="the task queue has no replication mode"),
+    _ignored(
+        "experimental_replication_parameters", is_flag=True, refused="the task queue has no replication mode"
+    ),
     _opt(
         "experimental_max_number_of_batched_tasks",
         None,
@@ -312,9 +321,11 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         "Keeps the pre-2024 indexing edition for settings changes.",
     ),
     _ignored("experimental_no_snapshot_compaction", is_flag=True),
-    _ignored("experimental_personalization_api_key",
-             refused="there is no personalization (reranking) service; a search with `personalize` answers "
-                     "`feature_not_enabled`"),
+    _ignored(
+        "experimental_personalization_api_key",
+        refused="there is no personalization (reranking) service; a search with `personalize` answers "
+        "`feature_not_enabled`",
+    ),
     _opt(
         "experimental_allowed_ip_networks",
         None,
@@ -611,7 +622,9 @@ def check_startup(opts: Options) -> list[str]:
     for flag in opts.ignored_options:
         reason = by_flag[flag].refused
         if reason is not None:
-            raise ConfigError(f"The `{flag}` option is not supported by {PRODUCT_NAME}: {reason}. Remove it to start "
-                              "the server.")
+            raise ConfigError(
+                f"The `{flag}` option is not supported by {PRODUCT_NAME}: {reason}. Remove it to start "
+                "the server."
+            )
         warnings.append(f"The `{flag}` option is not supported by {PRODUCT_NAME} and is ignored.")
     return warnings

@@ -127,18 +127,30 @@ class Outbox:
                     break
                 kind, header, body_at, size = record
                 if kind == b"J":
-                    jobs[offset] = {name: _entry(header, name, target, segment, offset, body_at)
-                                    for name, target in header["targets"].items()}
+                    jobs[offset] = {
+                        name: _entry(header, name, target, segment, offset, body_at)
+                        for name, target in header["targets"].items()
+                    }
                 elif kind == b"D":
                     jobs.get(header["job"], {}).pop(header["remote"], None)
                 offset += size
         return [(name, entry) for targets in jobs.values() for name, entry in targets.items()]
 
-    def append(self, task_uid: int, method: str, path: str, headers: dict[str, str], network_version: str,
-               origin_name: str, targets: dict[str, tuple[dict[str, Any], bytes]]) -> dict[str, Entry]:
+    def append(
+        self,
+        task_uid: int,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        network_version: str,
+        origin_name: str,
+        targets: dict[str, tuple[dict[str, Any], bytes]],
+    ) -> dict[str, Entry]:
         """Store one job (one `fdatasync`); its entry per remote of `targets` (`name: (remote, body)`)."""
         bodies: list[bytes] = []
-        where: dict[int, list[int]] = {}  # id(body) -> [offset, length]: a body shared by remotes is stored once
+        where: dict[
+            int, list[int]
+        ] = {}  # id(body) -> [offset, length]: a body shared by remotes is stored once
         stored: dict[str, Any] = {}
         offset = 0
         for name, (remote, body) in targets.items():
@@ -148,8 +160,15 @@ class Outbox:
                 bodies.append(body)
                 offset += len(body)
             stored[name] = {"url": remote.get("url"), "writeApiKey": remote.get("writeApiKey"), "body": place}
-        header = {"task": task_uid, "method": method, "path": path, "headers": headers,
-                  "networkVersion": network_version, "origin": origin_name, "targets": stored}
+        header = {
+            "task": task_uid,
+            "method": method,
+            "path": path,
+            "headers": headers,
+            "networkVersion": network_version,
+            "origin": origin_name,
+            "targets": stored,
+        }
         with self._lock:
             if self._file is None:
                 self._create()
@@ -168,8 +187,10 @@ class Outbox:
                 self._size = start
                 raise
             self._pending[self._current] += len(targets)
-            return {name: _entry(header, name, target, self._current, start, body_at)
-                    for name, target in stored.items()}
+            return {
+                name: _entry(header, name, target, self._current, start, body_at)
+                for name, target in stored.items()
+            }
 
     def _write(self, kind: bytes, header: bytes, bodies: list[bytes]) -> int:
         """Append a record; the file offset of its body."""
@@ -181,7 +202,7 @@ class Outbox:
         for data in (_HEAD.pack(kind, len(header), length, crc) + header, *bodies):
             view = memoryview(data)
             while view:  # an unbuffered file may write part of it
-                view = view[self._file.write(view):]
+                view = view[self._file.write(view) :]
         body_at = self._size + _HEAD.size + len(header)
         self._size = body_at + length
         return body_at
@@ -225,12 +246,23 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _entry(header: dict[str, Any], name: str, target: dict[str, Any], segment: int, job: int,
-           body_at: int) -> Entry:
+def _entry(
+    header: dict[str, Any], name: str, target: dict[str, Any], segment: int, job: int, body_at: int
+) -> Entry:
     at, length = target["body"]
-    return Entry(header["task"], header["method"], header["path"], header["headers"], header["networkVersion"],
-                 header["origin"], {"url": target["url"], "writeApiKey": target["writeApiKey"]},
-                 segment, job, body_at + at, length)
+    return Entry(
+        header["task"],
+        header["method"],
+        header["path"],
+        header["headers"],
+        header["networkVersion"],
+        header["origin"],
+        {"url": target["url"], "writeApiKey": target["writeApiKey"]},
+        segment,
+        job,
+        body_at + at,
+        length,
+    )
 
 
 def _read_record(f: Any, offset: int, end: int) -> tuple[bytes, dict[str, Any], int, int] | None:

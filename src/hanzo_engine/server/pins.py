@@ -113,11 +113,17 @@ def _satisfies(value: Any, node: Node) -> bool:
         if bound is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
         return {">": value > bound, ">=": value >= bound, "<": value < bound, "<=": value <= bound}.get(
-            node.op, False)
+            node.op, False
+        )
     if isinstance(node, Range):
         low, high = _number(node.low.value), _number(node.high.value)
-        return (low is not None and high is not None and isinstance(value, (int, float))
-                and not isinstance(value, bool) and low <= value <= high)
+        return (
+            low is not None
+            and high is not None
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and low <= value <= high
+        )
     if isinstance(node, In):
         return any(_equal(value, token.value) for token in node.values)
     if isinstance(node, NotIn):
@@ -141,8 +147,13 @@ def _filter_ok(conditions: dict[str, Any], branches: list[list[Node]] | None) ->
     if not branches:
         return False
     for branch in branches:
-        if all(any(getattr(getattr(node, "field", None), "value", None) == attribute and _satisfies(value, node)
-                   for node in branch) for attribute, value in constraints):
+        if all(
+            any(
+                getattr(getattr(node, "field", None), "value", None) == attribute and _satisfies(value, node)
+                for node in branch
+            )
+            for attribute, value in constraints
+        ):
             return True
     return False
 
@@ -154,7 +165,9 @@ def _request_branches(filter_value: Any) -> list[list[Node]] | None:
     return None if node is None else _branches(node)
 
 
-def firing_rules(rules: list[dict[str, Any]], q: str | None, filter_value: Any = None) -> list[dict[str, Any]]:
+def firing_rules(
+    rules: list[dict[str, Any]], q: str | None, filter_value: Any = None
+) -> list[dict[str, Any]]:
     """The rules that apply to a search with query `q` and filter `filter_value`, in precedence order."""
     now = now_ns()
     q_words = _words(q)
@@ -163,7 +176,11 @@ def firing_rules(rules: list[dict[str, Any]], q: str | None, filter_value: Any =
     out = []
     for rule in rules[:MAX_RULES]:
         conditions = rule.get("conditions") or {}
-        if not rule.get("active", True) or not _time_ok(conditions, now) or not _query_ok(conditions, q_words):
+        if (
+            not rule.get("active", True)
+            or not _time_ok(conditions, now)
+            or not _query_ok(conditions, q_words)
+        ):
             continue
         if (conditions.get("filter") or {}).get("values"):
             if not parsed:
@@ -175,8 +192,14 @@ def firing_rules(rules: list[dict[str, Any]], q: str | None, filter_value: Any =
     return out
 
 
-def plan_pins(reader: IndexReader, uid: str, rules: list[dict[str, Any]], q: str | None,
-              universe: BitMap | None, filter_value: Any = None) -> list[Pin]:
+def plan_pins(
+    reader: IndexReader,
+    uid: str,
+    rules: list[dict[str, Any]],
+    q: str | None,
+    universe: BitMap | None,
+    filter_value: Any = None,
+) -> list[Pin]:
     """The pins of the firing rules for a search on `uid`, in position order."""
     pins: list[Pin] = []
     seen: set[int] = set()
@@ -201,8 +224,11 @@ def apply_pins(result: SearchResult, pins: list[Pin], offset: int, limit: int) -
     the pinned documents the query did not match."""
     pinned = {p.docid for p in pins}
     matched = result.all_candidates if result.all_candidates is not None else BitMap(result.docids)
-    organic = [(d, s, det) for d, s, det in zip(result.docids, result.scores, result.details, strict=True)
-               if d not in pinned]
+    organic = [
+        (d, s, det)
+        for d, s, det in zip(result.docids, result.scores, result.details, strict=True)
+        if d not in pinned
+    ]
     ranked: list[tuple[int, float, dict[str, Any]]] = []
     pending = list(pins)
     while pending or organic:
@@ -211,12 +237,16 @@ def apply_pins(result: SearchResult, pins: list[Pin], offset: int, limit: int) -
             ranked.append((pin.docid, 1.0, {"pin": {"order": 0, "position": pin.position}}))
         else:
             ranked.append(organic.pop(0))
-    page = ranked[offset:offset + limit]
+    page = ranked[offset : offset + limit]
     extra = sum(1 for d in pinned if d not in matched)
     all_candidates = result.all_candidates
     if all_candidates is not None:
         all_candidates = BitMap(all_candidates) | BitMap(pinned)
     return dataclasses.replace(
-        result, docids=[d for d, _, _ in page], scores=[s for _, s, _ in page],
-        details=[det for _, _, det in page], candidates=result.candidates + extra, all_candidates=all_candidates,
+        result,
+        docids=[d for d, _, _ in page],
+        scores=[s for _, s, _ in page],
+        details=[det for _, _, det in page],
+        candidates=result.candidates + extra,
+        all_candidates=all_candidates,
     )

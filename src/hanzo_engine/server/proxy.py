@@ -20,15 +20,28 @@ from starlette.types import Message, Receive, Scope, Send
 log = logging.getLogger("hanzo_engine.server.proxy")
 
 # hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection; the rest pass through unchanged
-_HOP_BY_HOP: Final = frozenset({
-    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
-    b"transfer-encoding", b"upgrade", b"host",
-})
+_HOP_BY_HOP: Final = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+    }
+)
 
-_UNREACHABLE: Final = msgspec.json.encode({
-    "message": "The server's writer process cannot be reached; retry in a moment.",
-    "code": "internal", "type": "internal", "link": "https://docs.meilisearch.com/errors#internal",
-})
+_UNREACHABLE: Final = msgspec.json.encode(
+    {
+        "message": "The server's writer process cannot be reached; retry in a moment.",
+        "code": "internal",
+        "type": "internal",
+        "link": "https://docs.meilisearch.com/errors#internal",
+    }
+)
 
 
 _PRIMARY: Final = httpx.URL("http://primary/")
@@ -89,22 +102,35 @@ class PrimaryProxy:
                     return
 
         client = self._http()
-        request = client.build_request(scope["method"], url, headers=headers,
-                                       content=body() if has_body else None)
+        request = client.build_request(
+            scope["method"], url, headers=headers, content=body() if has_body else None
+        )
         try:
             response = await client.send(request, stream=True)
         except httpx.HTTPError as exc:
             log.warning("the primary process did not answer a forwarded request: %s", exc)
-            await send({"type": "http.response.start", "status": 503,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(_UNREACHABLE)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(_UNREACHABLE)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": _UNREACHABLE})
             return
         try:
             # the worker's own uvicorn adds `date` and `server`: the primary's would be duplicates
-            out_headers = [(k.lower(), v) for k, v in response.headers.raw
-                           if k.lower() not in _HOP_BY_HOP and k.lower() not in (b"date", b"server")]
-            await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
+            out_headers = [
+                (k.lower(), v)
+                for k, v in response.headers.raw
+                if k.lower() not in _HOP_BY_HOP and k.lower() not in (b"date", b"server")
+            ]
+            await send(
+                {"type": "http.response.start", "status": response.status_code, "headers": out_headers}
+            )
             async for chunk in response.aiter_raw():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})

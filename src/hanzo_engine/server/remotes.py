@@ -55,7 +55,9 @@ _BAD_REQUEST_HINTS: Final = (
     "\n  - hint: check that the remote instance has the correct index configuration for that request"
     "\n  - hint: check that the `network` experimental feature is enabled on the remote instance"
 )
-_VERSION_HINT: Final = "\n  - hint: check that the remote instance is a Meilisearch instance running the same version"
+_VERSION_HINT: Final = (
+    "\n  - hint: check that the remote instance is a Meilisearch instance running the same version"
+)
 
 
 class RemoteSearchError(Exception):
@@ -104,8 +106,10 @@ def missing_path(path: str) -> MeiliError:
 
 def unexpected_value(path: str, expected: str, value: Any) -> MeiliError:
     received = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return bad_response(f"remote hit contains an unexpected value at path `{path}`: expected {expected}, "
-                        f"received `{received}`{_VERSION_HINT}")
+    return bad_response(
+        f"remote hit contains an unexpected value at path `{path}`: expected {expected}, "
+        f"received `{received}`{_VERSION_HINT}"
+    )
 
 
 def _is_federated_result(value: Any) -> bool:
@@ -123,9 +127,12 @@ def _is_federated_result(value: Any) -> bool:
 
 def _is_documents_result(value: Any) -> bool:
     """Whether `value` deserializes as Meilisearch's `DocumentsResult` (results, offset, limit, total)."""
-    return (isinstance(value, dict) and isinstance(value.get("results"), list)
-            and all(isinstance(doc, dict) for doc in value["results"])
-            and all(isinstance(value.get(k), int) for k in ("offset", "limit", "total")))
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("results"), list)
+        and all(isinstance(doc, dict) for doc in value["results"])
+        and all(isinstance(value.get(k), int) for k in ("offset", "limit", "total"))
+    )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -142,43 +149,69 @@ def _client() -> httpx.AsyncClient:
     with _clients_lock:
         client = _clients.get(id(loop))
         if client is None:
-            client = httpx.AsyncClient(follow_redirects=False, trust_env=False,
-                                       limits=httpx.Limits(max_connections=64, max_keepalive_connections=16))
+            client = httpx.AsyncClient(
+                follow_redirects=False,
+                trust_env=False,
+                limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            )
             _clients[id(loop)] = client
         return client
 
 
-async def _attempt(url: str, headers: dict[str, str], content: bytes, deadline: float,
-                   valid: Callable[[Any], bool]) -> dict[str, Any]:
+async def _attempt(
+    url: str, headers: dict[str, str], content: bytes, deadline: float, valid: Callable[[Any], bool]
+) -> dict[str, Any]:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise RemoteSearchError(MeiliError("remote_timeout", "remote host did not answer before the deadline"), False)
+        raise RemoteSearchError(
+            MeiliError("remote_timeout", "remote host did not answer before the deadline"), False
+        )
     try:
         await asyncio.to_thread(net_guard.check_url, url)
     except OSError:
-        raise RemoteSearchError(MeiliError("remote_could_not_send_request", "error sending request"), True) from None
+        raise RemoteSearchError(
+            MeiliError("remote_could_not_send_request", "error sending request"), True
+        ) from None
     try:
         response = await asyncio.wait_for(
-            _client().post(url, content=content, headers=headers, timeout=httpx.Timeout(remaining)), remaining)
+            _client().post(url, content=content, headers=headers, timeout=httpx.Timeout(remaining)), remaining
+        )
         raw = response.content
     except (httpx.TimeoutException, TimeoutError):
-        raise RemoteSearchError(MeiliError("remote_timeout", "remote host did not answer before the deadline"),
-                                False) from None
+        raise RemoteSearchError(
+            MeiliError("remote_timeout", "remote host did not answer before the deadline"), False
+        ) from None
     except httpx.HTTPError:
-        raise RemoteSearchError(MeiliError("remote_could_not_send_request", "error sending request"), True) from None
+        raise RemoteSearchError(
+            MeiliError("remote_could_not_send_request", "error sending request"), True
+        ) from None
     status = response.status_code
     if status in (401, 403):
-        raise RemoteSearchError(MeiliError(
-            "remote_invalid_api_key", "could not authenticate against the remote host\n  - hint: check that the "
-            "remote instance was registered with a valid API key having the `search` action"), False)
+        raise RemoteSearchError(
+            MeiliError(
+                "remote_invalid_api_key",
+                "could not authenticate against the remote host\n  - hint: check that the "
+                "remote instance was registered with a valid API key having the `search` action",
+            ),
+            False,
+        )
     if 400 <= status < 500:
-        raise RemoteSearchError(MeiliError(
-            "remote_bad_request", f"remote host responded with code {status}:\n  - response from remote: "
-            f"{_response_text(raw)}{_BAD_REQUEST_HINTS}"), False)
+        raise RemoteSearchError(
+            MeiliError(
+                "remote_bad_request",
+                f"remote host responded with code {status}:\n  - response from remote: "
+                f"{_response_text(raw)}{_BAD_REQUEST_HINTS}",
+            ),
+            False,
+        )
     if status >= 500:
-        raise RemoteSearchError(MeiliError(
-            "remote_remote_error", f"remote host responded with code {status}:\n  - response from remote: "
-            f"{_response_text(raw)}"), True)
+        raise RemoteSearchError(
+            MeiliError(
+                "remote_remote_error",
+                f"remote host responded with code {status}:\n  - response from remote: {_response_text(raw)}",
+            ),
+            True,
+        )
     if not 200 <= status < 300:
         log.warning("remote replied with unexpected status code %d", status)
     try:
@@ -186,44 +219,74 @@ async def _attempt(url: str, headers: dict[str, str], content: bytes, deadline: 
     except ValueError:
         value = None
     if not valid(value):
-        raise RemoteSearchError(bad_response(
-            "could not parse response from the remote host as a federated search response:\n  - response from "
-            f"remote: {_response_text(raw)}{_VERSION_HINT}"), True)
+        raise RemoteSearchError(
+            bad_response(
+                "could not parse response from the remote host as a federated search response:\n  - response from "
+                f"remote: {_response_text(raw)}{_VERSION_HINT}"
+            ),
+            True,
+        )
     result: dict[str, Any] = value
     return result
 
 
-async def proxy_search(remote: dict[str, Any], body: dict[str, Any], include_metadata: bool,
-                       deadline: float) -> dict[str, Any]:
+async def proxy_search(
+    remote: dict[str, Any], body: dict[str, Any], include_metadata: bool, deadline: float
+) -> dict[str, Any]:
     """The remote's federated search result for `body`; RemoteSearchError when it cannot be had."""
     return await json_proxy(remote, "/multi-search", body, include_metadata, deadline, _is_federated_result)
 
 
-async def proxy_documents(remote: dict[str, Any], index_uid: str, body: dict[str, Any],
-                          deadline: float) -> dict[str, Any]:
+async def proxy_documents(
+    remote: dict[str, Any], index_uid: str, body: dict[str, Any], deadline: float
+) -> dict[str, Any]:
     """The remote's `POST /indexes/{uid}/documents/fetch` answer (proxy mode: each document with its
     `_federation.weightedScoreValues`); RemoteSearchError when it cannot be had."""
-    return await json_proxy(remote, f"/indexes/{urllib.parse.quote(index_uid)}/documents/fetch", body, False,
-                            deadline, _is_documents_result)
+    return await json_proxy(
+        remote,
+        f"/indexes/{urllib.parse.quote(index_uid)}/documents/fetch",
+        body,
+        False,
+        deadline,
+        _is_documents_result,
+    )
 
 
 def _is_facet_search_result(value: Any) -> bool:
     """Whether `value` deserializes as Meilisearch's `FacetSearchResult`."""
-    return (isinstance(value, dict) and isinstance(value.get("facetHits"), list)
-            and all(isinstance(h, dict) and isinstance(h.get("value"), str) and isinstance(h.get("count"), int)
-                    for h in value["facetHits"])
-            and isinstance(value.get("processingTimeMs"), int))
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("facetHits"), list)
+        and all(
+            isinstance(h, dict) and isinstance(h.get("value"), str) and isinstance(h.get("count"), int)
+            for h in value["facetHits"]
+        )
+        and isinstance(value.get("processingTimeMs"), int)
+    )
 
 
-async def proxy_facet_search(remote: dict[str, Any], index_uid: str, body: dict[str, Any],
-                             deadline: float) -> dict[str, Any]:
+async def proxy_facet_search(
+    remote: dict[str, Any], index_uid: str, body: dict[str, Any], deadline: float
+) -> dict[str, Any]:
     """The remote's `POST /indexes/{uid}/facet-search` answer; RemoteSearchError when it cannot be had."""
-    return await json_proxy(remote, f"/indexes/{urllib.parse.quote(index_uid)}/facet-search", body, False,
-                            deadline, _is_facet_search_result)
+    return await json_proxy(
+        remote,
+        f"/indexes/{urllib.parse.quote(index_uid)}/facet-search",
+        body,
+        False,
+        deadline,
+        _is_facet_search_result,
+    )
 
 
-async def json_proxy(remote: dict[str, Any], path: str, body: dict[str, Any], include_metadata: bool,
-                     deadline: float, valid: Callable[[Any], bool]) -> dict[str, Any]:
+async def json_proxy(
+    remote: dict[str, Any],
+    path: str,
+    body: dict[str, Any],
+    include_metadata: bool,
+    deadline: float,
+    valid: Callable[[Any], bool],
+) -> dict[str, Any]:
     """POST `body` to `path` of `remote` with the proxy headers and retries (see the module doc)."""
     url = remote_url(remote["url"], path)
     headers = {"Content-Type": "application/json", PROXY_SEARCH_HEADER: "true"}
@@ -239,8 +302,12 @@ async def json_proxy(remote: dict[str, Any], path: str, body: dict[str, Any], in
             if not err.retry or attempt == TRY_COUNT:
                 raise
             pause = min(10**attempt * 1e-9, 0.1)
-            log.warning("Attempt #%d, failed with %s, retrying after %.3fms.", attempt, err.error.message,
-                        pause * 2000)
+            log.warning(
+                "Attempt #%d, failed with %s, retrying after %.3fms.",
+                attempt,
+                err.error.message,
+                pause * 2000,
+            )
             await asyncio.sleep(pause + random.uniform(0, pause))
     raise AssertionError("unreachable")
 
@@ -263,8 +330,11 @@ def _read_availability(path: Path) -> dict[str, list[float]]:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in data.items()
-            if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)}
+    return {
+        k: v
+        for k, v in data.items()
+        if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v)
+    }
 
 
 def mark_unavailable(db_path: Path, name: str) -> None:

@@ -89,22 +89,55 @@ ROUTES: Final[tuple[RouteSpec, ...]] = (
     RouteSpec("GET", "/indexes/{index_uid}/documents", documents.browse_documents, "documents.get"),
     RouteSpec("POST", "/indexes/{index_uid}/documents/fetch", documents.fetch_documents, "documents.get"),
     RouteSpec("GET", "/indexes/{index_uid}/documents/{document_id}", documents.get_document, "documents.get"),
-    RouteSpec("DELETE", "/indexes/{index_uid}/documents/{document_id}", documents.delete_document, "documents.delete"),
-    RouteSpec("POST", "/indexes/{index_uid}/documents/delete-batch", documents.delete_documents_batch, "documents.delete"),
-    RouteSpec("POST", "/indexes/{index_uid}/documents/delete", documents.delete_documents_by_filter, "documents.delete"),
-    RouteSpec("POST", "/indexes/{index_uid}/documents/edit", documents.edit_documents_by_function, "documents.*"),
+    RouteSpec(
+        "DELETE",
+        "/indexes/{index_uid}/documents/{document_id}",
+        documents.delete_document,
+        "documents.delete",
+    ),
+    RouteSpec(
+        "POST",
+        "/indexes/{index_uid}/documents/delete-batch",
+        documents.delete_documents_batch,
+        "documents.delete",
+    ),
+    RouteSpec(
+        "POST",
+        "/indexes/{index_uid}/documents/delete",
+        documents.delete_documents_by_filter,
+        "documents.delete",
+    ),
+    RouteSpec(
+        "POST", "/indexes/{index_uid}/documents/edit", documents.edit_documents_by_function, "documents.*"
+    ),
     RouteSpec("DELETE", "/indexes/{index_uid}/documents", documents.clear_documents, "documents.delete"),
     # routes/dynamic_search_rules.py
     RouteSpec("POST", "/dynamic-search-rules", dynamic_search_rules.list_rules, "dynamicSearchRules.get"),
-    RouteSpec("DELETE", "/dynamic-search-rules", dynamic_search_rules.clear_rules, "dynamicSearchRules.delete"),
-    RouteSpec("GET", "/dynamic-search-rules/{rule_uid}", dynamic_search_rules.get_rule, "dynamicSearchRules.get"),
-    RouteSpec("PATCH", "/dynamic-search-rules/{rule_uid}", dynamic_search_rules.update_rule, "dynamicSearchRules.update"),
-    RouteSpec("DELETE", "/dynamic-search-rules/{rule_uid}", dynamic_search_rules.delete_rule, "dynamicSearchRules.delete"),
+    RouteSpec(
+        "DELETE", "/dynamic-search-rules", dynamic_search_rules.clear_rules, "dynamicSearchRules.delete"
+    ),
+    RouteSpec(
+        "GET", "/dynamic-search-rules/{rule_uid}", dynamic_search_rules.get_rule, "dynamicSearchRules.get"
+    ),
+    RouteSpec(
+        "PATCH",
+        "/dynamic-search-rules/{rule_uid}",
+        dynamic_search_rules.update_rule,
+        "dynamicSearchRules.update",
+    ),
+    RouteSpec(
+        "DELETE",
+        "/dynamic-search-rules/{rule_uid}",
+        dynamic_search_rules.delete_rule,
+        "dynamicSearchRules.delete",
+    ),
     # routes/experimental_features.py
     RouteSpec("GET", "/experimental-features", experimental_features.get_features, "experimental.get"),
     RouteSpec("PATCH", "/experimental-features", experimental_features.patch_features, "experimental.update"),
     # routes/facet_search.py
-    RouteSpec("POST", "/indexes/{index_uid}/facet-search", facet_search.search_facet_values, "search", worker=True),
+    RouteSpec(
+        "POST", "/indexes/{index_uid}/facet-search", facet_search.search_facet_values, "search", worker=True
+    ),
     # routes/fields.py
     RouteSpec("POST", "/indexes/{index_uid}/fields", fields.post_index_fields, "fields.post"),
     # routes/indexes.py

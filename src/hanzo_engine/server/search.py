@@ -112,11 +112,15 @@ def check_search_kind(query: SearchQuery, settings: dict[str, Any], uid: str) ->
     placeholder = query.q is None or not query.q.strip()
     has_media = query.media is not None
     if has_media and query.vector is not None:
-        raise MeiliError("invalid_search_media_and_vector",
-                         "Invalid request: both `media` and `vector` parameters are present.")
+        raise MeiliError(
+            "invalid_search_media_and_vector",
+            "Invalid request: both `media` and `vector` parameters are present.",
+        )
     if (has_media or query.vector is not None) and query.hybrid is None:
-        raise MeiliError("missing_search_hybrid",
-                         "Invalid request: missing `hybrid` parameter when `vector` or `media` are present.")
+        raise MeiliError(
+            "missing_search_hybrid",
+            "Invalid request: missing `hybrid` parameter when `vector` or `media` are present.",
+        )
     hybrid = query.hybrid
     if hybrid is None or hybrid.semantic_ratio == 0.0:
         return
@@ -127,8 +131,9 @@ def check_search_kind(query: SearchQuery, settings: dict[str, Any], uid: str) ->
         raise MeiliError("invalid_search_embedder", f"Cannot find embedder with name `{hybrid.embedder}`.")
 
 
-def parse_search_filter(value: Any, features: FilterFeatures | None = None,
-                        code: str = "invalid_search_filter") -> Node | None:
+def parse_search_filter(
+    value: Any, features: FilterFeatures | None = None, code: str = "invalid_search_filter"
+) -> Node | None:
     """The parsed filter (None when there is none): syntax errors as `code`, experimental operators
     whose feature is off as `feature_not_enabled`, as Meilisearch's `parse_filter`."""
     if value is None:
@@ -151,7 +156,9 @@ def without_hidden(names: Sequence[str], settings: dict[str, Any]) -> tuple[list
     return shown, len(shown) < len(valid)
 
 
-def _check_search_on(attributes: list[str], settings: dict[str, Any], fields: Sequence[str], uid: str) -> None:
+def _check_search_on(
+    attributes: list[str], settings: dict[str, Any], fields: Sequence[str], uid: str
+) -> None:
     """`attributesToSearchOn` items must be searchable fields (unchecked with the `*` wildcard setting)."""
     searchable = settings.get("searchableAttributes") or ["*"]
     if searchable == ["*"]:
@@ -161,7 +168,8 @@ def _check_search_on(attributes: list[str], settings: dict[str, Any], fields: Se
         if attr != "*" and attr not in names:
             valid, hidden = without_hidden(names, settings)
             raise _index_error(
-                uid, "invalid_search_attributes_to_search_on",
+                uid,
+                "invalid_search_attributes_to_search_on",
                 f"Attribute `{attr}` is not searchable. Available searchable attributes are: "
                 f"`{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`.",
             )
@@ -176,15 +184,20 @@ def check_distinct(distinct: str, settings: dict[str, Any], uid: str) -> None:
     valid, hidden = without_hidden(rules.filterable_patterns(), settings)
     if matched is not None:
         index = matched[0]
-        tail = (f"Note: this attribute matches rule #{index} in filterableAttributes, but this rule does not "
-                f"enable filtering.\nHint: enable filtering in rule #{index} by adding appropriate filter "
-                f"features.\nHint: prepend another rule matching {distinct} with filter features before rule #{index}")
+        tail = (
+            f"Note: this attribute matches rule #{index} in filterableAttributes, but this rule does not "
+            f"enable filtering.\nHint: enable filtering in rule #{index} by adding appropriate filter "
+            f"features.\nHint: prepend another rule matching {distinct} with filter features before rule #{index}"
+        )
     elif not valid:
         tail = "This index does not have configured filterable attributes."
     else:
         tail = f"Available filterable attributes patterns are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`."
-    raise _index_error(uid, "invalid_search_distinct",
-                       f"Attribute `{distinct}` is not filterable and thus, cannot be used as distinct attribute. {tail}")
+    raise _index_error(
+        uid,
+        "invalid_search_distinct",
+        f"Attribute `{distinct}` is not filterable and thus, cannot be used as distinct attribute. {tail}",
+    )
 
 
 def _check_sort(sort: list[str], settings: dict[str, Any], uid: str) -> None:
@@ -192,21 +205,37 @@ def _check_sort(sort: list[str], settings: dict[str, Any], uid: str) -> None:
     if not criteria:
         return
     if "sort" not in (settings.get("rankingRules") or []):
-        raise _index_error(uid, "invalid_search_sort", "You must specify where `sort` is listed in the rankingRules "
-                           "setting to use the sort parameter at search time.")
+        raise _index_error(
+            uid,
+            "invalid_search_sort",
+            "You must specify where `sort` is listed in the rankingRules "
+            "setting to use the sort parameter at search time.",
+        )
     sortable = settings.get("sortableAttributes") or []
     for criterion in criteria:
         field = criterion.field if criterion.field is not None else "_geo"
-        ok = any(is_faceted_by(field, s) for s in sortable) if criterion.field is not None else "_geo" in sortable
+        ok = (
+            any(is_faceted_by(field, s) for s in sortable)
+            if criterion.field is not None
+            else "_geo" in sortable
+        )
         if not ok:
             valid, hidden = without_hidden(sortable, settings)
-            listed = ("This index does not have configured sortable attributes." if not valid else
-                      f"Available sortable attributes are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`.")
+            listed = (
+                "This index does not have configured sortable attributes."
+                if not valid
+                else f"Available sortable attributes are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`."
+            )
             raise _index_error(uid, "invalid_search_sort", f"Attribute `{field}` is not sortable. {listed}")
 
 
-def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str, reader: IndexReader | None = None,
-                       candidates: BitMap | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def facet_distribution(
+    facets: list[str],
+    settings: dict[str, Any],
+    uid: str,
+    reader: IndexReader | None = None,
+    candidates: BitMap | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """`facetDistribution`/`facetStats` of `facets` over `candidates` (all the documents a search
     matched), after Meilisearch's check of the names (none when `*` is among them)."""
     rules = FacetRules(settings)
@@ -218,15 +247,20 @@ def facet_distribution(facets: list[str], settings: dict[str, Any], uid: str, re
             invalid[name] = None if matched is None else matched[0]
     if invalid:
         names = sorted(invalid)
-        listed = ("This index does not have configured filterable attributes." if not patterns else
-                  f"Available filterable attributes patterns are: `{', '.join(patterns)}`.")
+        listed = (
+            "This index does not have configured filterable attributes."
+            if not patterns
+            else f"Available filterable attributes patterns are: `{', '.join(patterns)}`."
+        )
         if len(names) == 1:
             field, rule = names[0], invalid[names[0]]
             if rule is not None:
-                detail = (f"Attribute `{field}` matched rule #{rule} in filterableAttributes, but this rule does not "
-                          f"enable filtering.\nHint: enable filtering in rule #{rule} by modifying the "
-                          f"features.filter object\nHint: prepend another rule matching `{field}` with appropriate "
-                          f"filter features before rule #{rule}")
+                detail = (
+                    f"Attribute `{field}` matched rule #{rule} in filterableAttributes, but this rule does not "
+                    f"enable filtering.\nHint: enable filtering in rule #{rule} by modifying the "
+                    f"features.filter object\nHint: prepend another rule matching `{field}` with appropriate "
+                    f"filter features before rule #{rule}"
+                )
             else:
                 detail = f"Attribute `{field}` is not filterable. {listed}"
         else:
@@ -269,7 +303,9 @@ def known_fields(reader: IndexReader) -> list[str]:
 class HitMaker:
     """Meilisearch's `HitMaker` on field names: retrieval, `_vectors`, formatting, scores."""
 
-    def __init__(self, reader: IndexReader, query: SearchQuery, settings: dict[str, Any], result: SearchResult) -> None:
+    def __init__(
+        self, reader: IndexReader, query: SearchQuery, settings: dict[str, Any], result: SearchResult
+    ) -> None:
         self.query = query
         self.fields = known_fields(reader)
         displayed = settings.get("displayedAttributes") or ["*"]
@@ -277,15 +313,21 @@ class HitMaker:
         self.vectors_hidden = self.displayed_setting is not None and VECTORS not in self.displayed_setting
         self.retrieve_vectors = query.retrieve_vectors and not self.vectors_hidden
         tokenizer = Tokenizer.from_settings({**settings, "stopWords": []})  # as HitMaker's: no stop words
-        self.highlighter = Highlighter(result.matching, tokenizer, crop_marker=query.crop_marker,
-                                       highlight_pre_tag=query.highlight_pre_tag,
-                                       highlight_post_tag=query.highlight_post_tag)
+        self.highlighter = Highlighter(
+            result.matching,
+            tokenizer,
+            crop_marker=query.crop_marker,
+            highlight_pre_tag=query.highlight_pre_tag,
+            highlight_post_tag=query.highlight_post_tag,
+        )
         self.wants_format = bool(query.attributes_to_highlight or query.attributes_to_crop)
         self.geo_point = geo_sort_point(query.sort)
         shown = self.displayed_setting
         # `_vectors` is not part of the stored document in Meilisearch: never formatted nor positioned,
         # retrieved only through `retrieveVectors`
-        self.displayed = [f for f in self.fields if not is_faceted_by(f, VECTORS) and (shown is None or f in shown)]
+        self.displayed = [
+            f for f in self.fields if not is_faceted_by(f, VECTORS) and (shown is None or f in shown)
+        ]
         wanted = query.attributes_to_retrieve
         if wanted is None or "*" in wanted:
             self.to_retrieve = self.displayed
@@ -293,8 +335,11 @@ class HitMaker:
             wanted_set, displayed_set = set(wanted), set(self.displayed)
             self.to_retrieve = [f for f in self.fields if f in wanted_set and f in displayed_set]
         self.options = formatted_options(
-            attributes_to_highlight=query.attributes_to_highlight, attributes_to_crop=query.attributes_to_crop,
-            crop_length=query.crop_length, to_retrieve=self.to_retrieve, displayed=self.displayed,
+            attributes_to_highlight=query.attributes_to_highlight,
+            attributes_to_crop=query.attributes_to_crop,
+            crop_length=query.crop_length,
+            to_retrieve=self.to_retrieve,
+            displayed=self.displayed,
             fields=self.fields,
         )
 
@@ -307,9 +352,13 @@ class HitMaker:
         if self.geo_point is not None:
             insert_geo_distance(hit, self.geo_point)
         if q.show_matches_position or self.wants_format:
-            formatted, positions = format_document(document, self.highlighter, self.options,
-                                                   displayed=self.displayed,
-                                                   show_matches_position=q.show_matches_position)
+            formatted, positions = format_document(
+                document,
+                self.highlighter,
+                self.options,
+                displayed=self.displayed,
+                show_matches_position=q.show_matches_position,
+            )
             if formatted:
                 hit["_formatted"] = formatted
             if positions is not None:
@@ -398,8 +447,13 @@ class PreparedQuery:
     ordering: Ordering | None
 
 
-def prepare_query(reader: IndexReader, uid: str, query: SearchQuery,
-                  features: FilterFeatures | None = None, foreign: ForeignIndexes | None = None) -> PreparedQuery:
+def prepare_query(
+    reader: IndexReader,
+    uid: str,
+    query: SearchQuery,
+    features: FilterFeatures | None = None,
+    foreign: ForeignIndexes | None = None,
+) -> PreparedQuery:
     """Every check of `query` that needs the index, in Meilisearch's order (filter syntax, sort syntax,
     `attributesToSearchOn`, `distinct`, the filter's attributes and evaluation, sort attributes), with
     the filter evaluated and the sort/distinct prepared for the engine."""
@@ -435,23 +489,38 @@ def check_query(reader: IndexReader, uid: str, query: SearchQuery) -> dict[str, 
     return prepare_query(reader, uid, query).settings
 
 
-def engine_request(prepared: PreparedQuery, query: SearchQuery, *, offset: int, limit: int,
-                   exhaustive: bool) -> SearchRequest:
+def engine_request(
+    prepared: PreparedQuery, query: SearchQuery, *, offset: int, limit: int, exhaustive: bool
+) -> SearchRequest:
     """The engine's request for a prepared query (`offset`/`limit` already capped)."""
     threshold = query.ranking_score_threshold
     search_on = query.attributes_to_search_on
     return SearchRequest(
-        q=query.q, offset=offset, limit=limit, matching_strategy=query.matching_strategy,
+        q=query.q,
+        offset=offset,
+        limit=limit,
+        matching_strategy=query.matching_strategy,
         attributes_to_search_on=None if search_on is None or "*" in search_on else list(search_on),
-        ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,  # NaN: none
-        exhaustive_count=exhaustive, locales=query.locales, filter_universe=prepared.universe,
+        ranking_score_threshold=None
+        if threshold is None or threshold != threshold
+        else threshold,  # NaN: none
+        exhaustive_count=exhaustive,
+        locales=query.locales,
+        filter_universe=prepared.universe,
         ordering=prepared.ordering,
     )
 
 
-def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            features: FilterFeatures | None = None, rules: list[dict[str, Any]] | None = None,
-            foreign: ForeignIndexes | None = None) -> dict[str, Any]:
+def perform(
+    reader: IndexReader,
+    uid: str,
+    query: SearchQuery,
+    request_uid: str,
+    with_metadata: bool,
+    features: FilterFeatures | None = None,
+    rules: list[dict[str, Any]] | None = None,
+    foreign: ForeignIndexes | None = None,
+) -> dict[str, Any]:
     """One search on `uid` in the read transaction of `reader`: the response body of the search route.
     `rules`: the dynamic search rules to apply (`server/pins.py`), None when the feature is off;
     `foreign`: the other indexes, for `_foreign` filters and hit hydration, None when `foreignKeys` is off."""
@@ -471,13 +540,23 @@ def perform(reader: IndexReader, uid: str, query: SearchQuery, request_uid: str,
     limit = min(limit, max(max_total_hits - offset, 0))
     pins = plan_pins(reader, uid, rules, query.q, prepared.universe, query.filter) if rules else []
     if pins:  # the organic ranking from its start: pins take absolute positions in it
-        request = engine_request(prepared, query, offset=0, limit=offset + limit + len(pins), exhaustive=finite)
+        request = engine_request(
+            prepared, query, offset=0, limit=offset + limit + len(pins), exhaustive=finite
+        )
     else:
         request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
     hybrid = query.hybrid
-    ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
-                   hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None,
-                   media=query.media, multimodal=features is not None and features.multimodal)
+    ai = ai_search(
+        reader,
+        request,
+        settings,
+        hybrid.embedder if hybrid else None,
+        hybrid.semantic_ratio if hybrid else None,
+        query.vector,
+        hybrid.fusion if hybrid else None,
+        media=query.media,
+        multimodal=features is not None and features.multimodal,
+    )
     result = ai.result if ai is not None else run_engine_search(reader, request, settings)
     if pins:
         result = apply_pins(result, pins, offset, limit)

@@ -54,8 +54,9 @@ def too_many_search_requests(capacity: int) -> MeiliError:
 class SearchQueue:
     """A bounded queue of searches with at most `parallelism` of them running (see the module doc)."""
 
-    def __init__(self, capacity: int, parallelism: int, time_to_abort: float,
-                 shared: SharedCounts | None = None) -> None:
+    def __init__(
+        self, capacity: int, parallelism: int, time_to_abort: float, shared: SharedCounts | None = None
+    ) -> None:
         self.capacity = capacity
         self.parallelism = max(1, parallelism)
         self.time_to_abort = time_to_abort

@@ -62,16 +62,22 @@ ORIGIN_NETWORK_VERSION: Final = "X-Meili-Proxy-Origin-Network-Version"
 _WRITE_ROUTES: Final = (
     (re.compile(r"^/indexes$"), {"POST": "indexes.create"}),
     (re.compile(r"^/indexes/(?P<uid>[^/]+)$"), {"PATCH": "indexes.update", "DELETE": "indexes.delete"}),
-    (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents$"),
-     {"POST": "documents.add", "PUT": "documents.add", "DELETE": "documents.delete"}),
+    (
+        re.compile(r"^/indexes/(?P<uid>[^/]+)/documents$"),
+        {"POST": "documents.add", "PUT": "documents.add", "DELETE": "documents.delete"},
+    ),
     (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents/(delete|delete-batch)$"), {"POST": "documents.delete"}),
     (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents/edit$"), {"POST": "documents.*"}),
     (re.compile(r"^/indexes/(?P<uid>[^/]+)/documents/[^/]+$"), {"DELETE": "documents.delete"}),
-    (re.compile(r"^/indexes/(?P<uid>[^/]+)/settings(/[^/]+)?$"),
-     {"PATCH": "settings.update", "PUT": "settings.update", "DELETE": "settings.update"}),
+    (
+        re.compile(r"^/indexes/(?P<uid>[^/]+)/settings(/[^/]+)?$"),
+        {"PATCH": "settings.update", "PUT": "settings.update", "DELETE": "settings.update"},
+    ),
     (re.compile(r"^/swap-indexes$"), {"POST": "indexes.swap"}),
-    (re.compile(r"^/dynamic-search-rules(/[^/]+)?$"),
-     {"PATCH": "dynamicSearchRules.update", "DELETE": "dynamicSearchRules.delete"}),
+    (
+        re.compile(r"^/dynamic-search-rules(/[^/]+)?$"),
+        {"PATCH": "dynamicSearchRules.update", "DELETE": "dynamicSearchRules.delete"},
+    ),
 )
 
 
@@ -107,7 +113,11 @@ class Origin:
     network_version: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"remoteName": self.remote_name, "taskUid": self.task_uid, "networkVersion": self.network_version}
+        return {
+            "remoteName": self.remote_name,
+            "taskUid": self.task_uid,
+            "networkVersion": self.network_version,
+        }
 
 
 def origin_from_headers(headers: dict[str, str]) -> Origin | None:
@@ -116,13 +126,19 @@ def origin_from_headers(headers: dict[str, str]) -> Origin | None:
     if remote is None and task_uid is None:
         return None
     if remote is None or task_uid is None:
-        present, missing = (ORIGIN_TASK_UID, ORIGIN_REMOTE) if remote is None else (ORIGIN_REMOTE, ORIGIN_TASK_UID)
-        raise MeiliError("inconsistent_document_change_headers",
-                         f"Inconsistent `Origin` headers: {present} was provided but {missing} is missing.\n"
-                         "  - Hint: Either both headers should be provided, or none of them")
+        present, missing = (
+            (ORIGIN_TASK_UID, ORIGIN_REMOTE) if remote is None else (ORIGIN_REMOTE, ORIGIN_TASK_UID)
+        )
+        raise MeiliError(
+            "inconsistent_document_change_headers",
+            f"Inconsistent `Origin` headers: {present} was provided but {missing} is missing.\n"
+            "  - Hint: Either both headers should be provided, or none of them",
+        )
     if not task_uid.isdigit() or int(task_uid) >= 1 << 32:
-        raise MeiliError("invalid_header_value",
-                         f"Invalid value for header `{ORIGIN_TASK_UID}`: could not parse `{task_uid}` as a task uid")
+        raise MeiliError(
+            "invalid_header_value",
+            f"Invalid value for header `{ORIGIN_TASK_UID}`: could not parse `{task_uid}` as a task uid",
+        )
     version = headers.get(ORIGIN_NETWORK_VERSION.lower()) or NIL_VERSION
     return Origin(remote, int(task_uid), version.lower())
 
@@ -135,15 +151,21 @@ def check_write(network: Network, origin: Origin | None) -> str | None:
         if leader is None:
             return None
         if leader != network["self"]:
-            raise MeiliError("not_leader", "This remote is not the leader of the network.\n  - Note: only the "
-                             f"leader `{leader}` can receive new tasks.")
+            raise MeiliError(
+                "not_leader",
+                "This remote is not the leader of the network.\n  - Note: only the "
+                f"leader `{leader}` can receive new tasks.",
+            )
         role = "leader"
         version = network["version"]
     else:
         role, version = "follower", origin.network_version
     if version < network["version"]:  # UUIDv7s in their text form order as their timestamps
-        raise MeiliError("network_version_too_old", "The network version in request is too old.\n"
-                         f"  - Received: {version}\n  - Expected at least: {network['version']}")
+        raise MeiliError(
+            "network_version_too_old",
+            "The network version in request is too old.\n"
+            f"  - Received: {version}\n  - Expected at least: {network['version']}",
+        )
     return role
 
 
@@ -216,8 +238,15 @@ class Forwarder:
         if pending:
             log.info("resuming %d pending forwards of the network outbox", len(pending))
         for name, entry in pending:
-            job = Job(entry.task_uid, entry.method, entry.path, entry.headers, b"", entry.network_version,
-                      entry.origin_name)
+            job = Job(
+                entry.task_uid,
+                entry.method,
+                entry.path,
+                entry.headers,
+                b"",
+                entry.network_version,
+                entry.origin_name,
+            )
             self._enqueue(name, _Pending(job, entry.remote, entry, frozenset(), 0))
 
     def close(self) -> None:
@@ -245,11 +274,20 @@ class Forwarder:
         entries: dict[str, outbox.Entry] | None = None
         if self.outbox is not None:
             try:
-                entries = self.outbox.append(job.task_uid, job.method, job.path, job.headers, job.network_version,
-                                             job.origin_name, targets)
+                entries = self.outbox.append(
+                    job.task_uid,
+                    job.method,
+                    job.path,
+                    job.headers,
+                    job.network_version,
+                    job.origin_name,
+                    targets,
+                )
             except OSError:
-                log.exception("the network outbox could not store the forward of task %d: kept in memory only",
-                              job.task_uid)
+                log.exception(
+                    "the network outbox could not store the forward of task %d: kept in memory only",
+                    job.task_uid,
+                )
         with self._cond:
             barrier = frozenset(self._in_flight)
         for name, (remote, body) in targets.items():
@@ -263,7 +301,9 @@ class Forwarder:
             q = self._queues.get(name)
             if q is None:
                 q = self._queues[name] = []
-                threading.Thread(target=self._run, args=(name,), name=f"hanzo-forward-{name}", daemon=True).start()
+                threading.Thread(
+                    target=self._run, args=(name,), name=f"hanzo-forward-{name}", daemon=True
+                ).start()
             heapq.heappush(q, item)
             self._pending += 1
             self._cond.notify_all()
@@ -325,7 +365,9 @@ class Forwarder:
                     if item.entry is not None and self.outbox is not None:
                         self.outbox.done(name, item.entry)
                 except Exception:
-                    log.exception("recording the forward of task %d to remote `%s` failed", item.job.task_uid, name)
+                    log.exception(
+                        "recording the forward of task %d to remote `%s` failed", item.job.task_uid, name
+                    )
                 with self._cond:
                     q = self._queues[name]
                     q.remove(item)
@@ -333,8 +375,13 @@ class Forwarder:
                     self._pending -= 1
                     self._cond.notify_all()
 
-    def _attempt(self, client: httpx.Client, name: str, item: _Pending, failing: dict[str, str] | None,
-                 ) -> tuple[tuple[int | None, dict[str, str] | None] | None, dict[str, str] | None]:
+    def _attempt(
+        self,
+        client: httpx.Client,
+        name: str,
+        item: _Pending,
+        failing: dict[str, str] | None,
+    ) -> tuple[tuple[int | None, dict[str, str] | None] | None, dict[str, str] | None]:
         """One send: `(the answer to record, or None to retry later; the remote's failing error)`."""
         remote, in_network = self._remote(name, item)
         job = item.job
@@ -351,8 +398,12 @@ class Forwarder:
             if item.deadline is None:
                 item.deadline = now + _env_seconds("MEILI_EXPERIMENTAL_PROXY_BACKOFF_TIMEOUT_SECONDS", 25.0)
             if now < item.deadline:
-                log.warning("forwarding task %d to `%s` failed (%s), retrying", job.task_uid, name,
-                            failure.error.message)
+                log.warning(
+                    "forwarding task %d to `%s` failed (%s), retrying",
+                    job.task_uid,
+                    name,
+                    failure.error.message,
+                )
                 return None, failing
             if not in_network:  # a remote that left the network is not waited for
                 return (None, error), None
@@ -371,9 +422,11 @@ class _Failure(Exception):
         self.transient = transient
 
 
-_WRITE_HINTS: Final = ("\n  - hint: check that the remote instance has the correct index configuration for that "
-                       "request\n  - hint: check that the `network` experimental feature is enabled on the remote "
-                       "instance")
+_WRITE_HINTS: Final = (
+    "\n  - hint: check that the remote instance has the correct index configuration for that "
+    "request\n  - hint: check that the `network` experimental feature is enabled on the remote "
+    "instance"
+)
 
 
 def _quoted(raw: bytes) -> str:
@@ -390,39 +443,67 @@ def _send_once(client: httpx.Client, url: str, remote: dict[str, Any], job: Job)
     headers[ORIGIN_REMOTE] = job.origin_name
     headers[ORIGIN_TASK_UID] = str(job.task_uid)
     headers[ORIGIN_NETWORK_VERSION] = job.network_version
-    timeout = httpx.Timeout(_env_seconds("MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS", 30.0),
-                            connect=_env_seconds("MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS", 3.0))
+    timeout = httpx.Timeout(
+        _env_seconds("MEILI_EXPERIMENTAL_PROXY_REQUEST_TIMEOUT_SECONDS", 30.0),
+        connect=_env_seconds("MEILI_EXPERIMENTAL_PROXY_CONNECT_TIMEOUT_SECONDS", 3.0),
+    )
     try:
         net_guard.check_url(url)
     except OSError as err:
-        raise _Failure(MeiliError("remote_could_not_send_request", f"error sending request: {err}"), False) from None
+        raise _Failure(
+            MeiliError("remote_could_not_send_request", f"error sending request: {err}"), False
+        ) from None
     try:
         response = client.request(job.method, url, content=job.body or None, headers=headers, timeout=timeout)
     except httpx.TimeoutException:
-        raise _Failure(MeiliError("remote_timeout", "remote host did not answer before the deadline"), True) from None
+        raise _Failure(
+            MeiliError("remote_timeout", "remote host did not answer before the deadline"), True
+        ) from None
     except httpx.HTTPError:
         raise _Failure(MeiliError("remote_could_not_send_request", "error sending request"), True) from None
     status, raw = response.status_code, response.content
     if status in (401, 403):
-        raise _Failure(MeiliError("remote_invalid_api_key", "could not authenticate against the remote host\n  - "
-                                  "hint: check that the remote instance was registered with a valid API key having "
-                                  "the `documents.add` action"), False)
+        raise _Failure(
+            MeiliError(
+                "remote_invalid_api_key",
+                "could not authenticate against the remote host\n  - "
+                "hint: check that the remote instance was registered with a valid API key having "
+                "the `documents.add` action",
+            ),
+            False,
+        )
     if 400 <= status < 500:
-        raise _Failure(MeiliError("remote_bad_request", f"remote host responded with code {status}:\n  - response "
-                                  f"from remote: {_quoted(raw)}{_WRITE_HINTS}"), False)
+        raise _Failure(
+            MeiliError(
+                "remote_bad_request",
+                f"remote host responded with code {status}:\n  - response "
+                f"from remote: {_quoted(raw)}{_WRITE_HINTS}",
+            ),
+            False,
+        )
     if status >= 500:
-        raise _Failure(MeiliError("remote_remote_error", f"remote host responded with code {status}:\n  - response "
-                                  f"from remote: {_quoted(raw)}"), True)
+        raise _Failure(
+            MeiliError(
+                "remote_remote_error",
+                f"remote host responded with code {status}:\n  - response from remote: {_quoted(raw)}",
+            ),
+            True,
+        )
     try:
         value = json.loads(raw)
         task_uid = value["taskUid"]
         if not isinstance(task_uid, int):
             raise TypeError
     except (ValueError, KeyError, TypeError):
-        raise _Failure(MeiliError("remote_bad_response", "could not parse response from the remote host as a "
-                                  f"document addition response:\n  - response from remote: {_quoted(raw)}\n  - hint: "
-                                  "check that the remote instance is a Meilisearch instance running the same version"),
-                       False) from None
+        raise _Failure(
+            MeiliError(
+                "remote_bad_response",
+                "could not parse response from the remote host as a "
+                f"document addition response:\n  - response from remote: {_quoted(raw)}\n  - hint: "
+                "check that the remote instance is a Meilisearch instance running the same version",
+            ),
+            False,
+        ) from None
     return task_uid
 
 
@@ -446,15 +527,28 @@ def resume_forwards(store: TaskStore) -> None:
     forwarder(store).open()
 
 
-def forward(store: TaskStore, network: Network, task_uid: int, method: str, path: str, headers: dict[str, str],
-            body: bytes, bodies: dict[str, bytes] | None = None) -> None:
+def forward(
+    store: TaskStore,
+    network: Network,
+    task_uid: int,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes,
+    bodies: dict[str, bytes] | None = None,
+) -> None:
     """Store, then send, a write of task `task_uid` to every remote but this node (`bodies` overrides the
     body per remote). Returns once the write is durable in the outbox (one `fdatasync`)."""
     me = network["self"]
-    targets = {name: (remote, bodies.get(name, body) if bodies is not None else body)
-               for name, remote in network["remotes"].items() if name != me}
+    targets = {
+        name: (remote, bodies.get(name, body) if bodies is not None else body)
+        for name, remote in network["remotes"].items()
+        if name != me
+    }
     if targets:
-        forwarder(store).submit(Job(task_uid, method, path, headers, b"", network["version"], me or ""), targets)
+        forwarder(store).submit(
+            Job(task_uid, method, path, headers, b"", network["version"], me or ""), targets
+        )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -464,8 +558,16 @@ def forward(store: TaskStore, network: Network, task_uid: int, method: str, path
 
 async def _send_error(send: Any, err: MeiliError) -> None:
     payload = json.dumps(error_json(err.code, err.message)).encode()
-    await send({"type": "http.response.start", "status": err.status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": err.status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -524,8 +626,17 @@ class ShardedWrites:
         await send(start)
         await send({"type": "http.response.body", "body": payload})
 
-    async def _write(self, scope: Any, store: TaskStore, headers: dict[str, str], network: Network, role: str,
-                     origin: Origin | None, body: bytes, replay: Any) -> tuple[dict[str, Any], bytes]:
+    async def _write(
+        self,
+        scope: Any,
+        store: TaskStore,
+        headers: dict[str, str],
+        network: Network,
+        role: str,
+        origin: Origin | None,
+        body: bytes,
+        replay: Any,
+    ) -> tuple[dict[str, Any], bytes]:
         """Run the write, record its `network` and, on the leader, store its forward; its answer."""
         start: dict[str, Any] = {}
         response: list[bytes] = []
@@ -543,18 +654,24 @@ class ShardedWrites:
             if task_uid is not None:
                 if role == "follower":
                     assert origin is not None
-                    await asyncio.to_thread(sharding.set_task_network, store, task_uid,
-                                            lambda _: {"origin": origin.to_json()})
+                    await asyncio.to_thread(
+                        sharding.set_task_network, store, task_uid, lambda _: {"origin": origin.to_json()}
+                    )
                 else:
-                    await asyncio.to_thread(sharding.set_task_network, store, task_uid,
-                                            lambda _: {"remoteTasks": {}, "networkVersion": network["version"]})
+                    await asyncio.to_thread(
+                        sharding.set_task_network,
+                        store,
+                        task_uid,
+                        lambda _: {"remoteTasks": {}, "networkVersion": network["version"]},
+                    )
                     path = scope.get("raw_path") or scope["path"].encode()
                     if scope.get("query_string"):
                         path += b"?" + scope["query_string"]
                     kept = {k: v for k, v in headers.items() if k in ("content-type", "content-encoding")}
                     # durable before the answer: an acknowledged write reaches every remote, even after a crash
-                    await asyncio.to_thread(forward, store, network, task_uid, scope["method"],
-                                            path.decode("latin-1"), kept, body)
+                    await asyncio.to_thread(
+                        forward, store, network, task_uid, scope["method"], path.decode("latin-1"), kept, body
+                    )
         return start, payload
 
 

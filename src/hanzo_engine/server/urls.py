@@ -20,7 +20,7 @@ def url_error(url: str) -> str | None:
     name = scheme.group(0)[:-1].lower()
     if name not in _SPECIAL:
         return None
-    rest = text[scheme.end():].lstrip("/\\")
+    rest = text[scheme.end() :].lstrip("/\\")
     authority = re.split(r"[/?#\\]", rest, maxsplit=1)[0]
     host_port = authority.rsplit("@", 1)[-1]
     if host_port.startswith("["):
@@ -29,8 +29,8 @@ def url_error(url: str) -> str | None:
             ipaddress.IPv6Address(host_port[1:close] if close > 0 else "")
         except ValueError:
             return "invalid IPv6 address"
-        host, port = host_port[1:close], host_port[close + 1:].removeprefix(":")
-        if host_port[close + 1:] and not host_port[close + 1:].startswith(":"):
+        host, port = host_port[1:close], host_port[close + 1 :].removeprefix(":")
+        if host_port[close + 1 :] and not host_port[close + 1 :].startswith(":"):
             return "invalid IPv6 address"
     else:
         host, _, port = host_port.partition(":")

@@ -52,8 +52,10 @@ class WaitForTask:
             return
         text = raw.decode("latin-1").strip()
         if not text.isdigit() or int(text) > MAX_WAIT_MS:
-            message = (f"The `X-Hanzo-Wait-For-Task` header must be a number of milliseconds between 0 and "
-                       f"{MAX_WAIT_MS}, found `{text}`.")
+            message = (
+                f"The `X-Hanzo-Wait-For-Task` header must be a number of milliseconds between 0 and "
+                f"{MAX_WAIT_MS}, found `{text}`."
+            )
             await JSONResponse(error_json("bad_request", message), status_code=400)(scope, receive, send)
             return
         timeout = int(text) / 1000

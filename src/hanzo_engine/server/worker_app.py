@@ -134,7 +134,9 @@ def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerD
     local.router.redirect_slashes = False
     local.state.hanzo = app_state
     local.state.master_key = options.master_key
-    local.state.key_resolver = AuthController(KeyStore(options.db_path / "auth", readonly=True), options.master_key)
+    local.state.key_resolver = AuthController(
+        KeyStore(options.db_path / "auth", readonly=True), options.master_key
+    )
     local.state.payload_limit = options.http_payload_size_limit
     local.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, slot)
     return WorkerDispatch(local, proxy, slot)

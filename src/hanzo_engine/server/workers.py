@@ -129,8 +129,13 @@ class WorkerPool:
         self.restarts = 0
 
     def _spawn(self, slot: int) -> None:
-        spec = {"slot": slot, "cli": self.cli_values, "cwd": os.getcwd(), "runtime_dir": str(self.runtime_dir),
-                "primary_pid": os.getpid()}
+        spec = {
+            "slot": slot,
+            "cli": self.cli_values,
+            "cwd": os.getcwd(),
+            "runtime_dir": str(self.runtime_dir),
+            "primary_pid": os.getpid(),
+        }
         env = dict(os.environ)
         env[WORKER_ENV] = json.dumps(spec)
         proc = subprocess.Popen([sys.executable, "-m", "hanzo_engine.cli.worker"], env=env, close_fds=True)
@@ -155,8 +160,10 @@ class WorkerPool:
                 if self._stopping.is_set():
                     return
                 lived = time.monotonic() - self._started_at[slot]
-                log.warning("search worker exited; starting it again",
-                            extra={"worker": slot, "pid": proc.pid, "returncode": proc.returncode})
+                log.warning(
+                    "search worker exited; starting it again",
+                    extra={"worker": slot, "pid": proc.pid, "returncode": proc.returncode},
+                )
                 self.restarts += 1
                 if lived < _QUICK_DEATH_SECONDS and self._stopping.wait(_RESTART_PAUSE_SECONDS):
                     return

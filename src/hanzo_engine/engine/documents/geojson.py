@@ -41,7 +41,12 @@ _GEOMETRY_TYPES: Final = frozenset(
 )
 # nesting depth of `coordinates` (positions are depth 0)
 _COORDINATE_DEPTH: Final = {
-    "Point": 0, "MultiPoint": 1, "LineString": 1, "MultiLineString": 2, "Polygon": 2, "MultiPolygon": 3,
+    "Point": 0,
+    "MultiPoint": 1,
+    "LineString": 1,
+    "MultiLineString": 2,
+    "Polygon": 2,
+    "MultiPolygon": 3,
 }
 
 

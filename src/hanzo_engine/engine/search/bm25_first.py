@@ -103,14 +103,16 @@ def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarra
     return np.concatenate(ids), np.concatenate(scores)
 
 
-def bm25_scores_of(ctx: SearchContext, nodes: list[Node], candidates: BitMap,
-                   qtf: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def bm25_scores_of(
+    ctx: SearchContext, nodes: list[Node], candidates: BitMap, qtf: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(docids, raw BM25) of every candidate, in docid order."""
     return BM25Scorer(ctx, nodes, qtf).score(candidates)
 
 
-def bm25_rank(ctx: SearchContext, nodes: list[Node], candidates: BitMap, want: int,
-              qtf: Sequence[int] | None = None) -> list[tuple[int, float]]:
+def bm25_rank(
+    ctx: SearchContext, nodes: list[Node], candidates: BitMap, want: int, qtf: Sequence[int] | None = None
+) -> list[tuple[int, float]]:
     """The top `want` candidates as (docid, raw BM25), best first (ties: smaller docid first)."""
     docids, scores = pruned(BM25Scorer(ctx, nodes, qtf), candidates, want)
     return top(docids, scores, want)
@@ -129,9 +131,17 @@ def top(docids: np.ndarray, scores: np.ndarray, want: int) -> list[tuple[int, fl
     return [(int(docids[i]), float(scores[i])) for i in order]
 
 
-def bm25_first_page(ctx: SearchContext, nodes: list[Node], universe: BitMap, offset: int, limit: int,
-                    threshold: float | None, levels: int, half: float, qtf: Sequence[int] | None = None,
-                    ) -> tuple[list[int], list[float], list[dict[str, Any]], BitMap]:
+def bm25_first_page(
+    ctx: SearchContext,
+    nodes: list[Node],
+    universe: BitMap,
+    offset: int,
+    limit: int,
+    threshold: float | None,
+    levels: int,
+    half: float,
+    qtf: Sequence[int] | None = None,
+) -> tuple[list[int], list[float], list[dict[str, Any]], BitMap]:
     """The page of the bm25-first mode: (docids, ranking scores, score details, candidates).
     `qtf[i]`: the query-term frequency of query term i (`ParsedQuery.terms[i].count`).
 

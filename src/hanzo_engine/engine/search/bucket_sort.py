@@ -114,8 +114,9 @@ class Ranker:
     """Scores documents on the ranking rules after the bitmap buckets (milli's rules, one document
     at a time); `apply` runs one rule, keeping the interpretations the next rule works with."""
 
-    def __init__(self, ctx: SearchContext, graph: QueryGraph, rules: list[str], words_max: int,
-                 typo_bucketed: bool) -> None:
+    def __init__(
+        self, ctx: SearchContext, graph: QueryGraph, rules: list[str], words_max: int, typo_bucketed: bool
+    ) -> None:
         self.s = ctx
         self.g = graph
         self.rules = rules
@@ -135,8 +136,10 @@ class Ranker:
                     doc.combos.append((path, None))
                 continue
             levels = tuple(g.nodes[i].level_of(docid) for i in path)
-            if min(levels, default=0) >= 0 and sum(
-                    lv + g.nodes[i].typo_base for i, lv in zip(path, levels, strict=True)) == bucket.typo:
+            if (
+                min(levels, default=0) >= 0
+                and sum(lv + g.nodes[i].typo_base for i, lv in zip(path, levels, strict=True)) == bucket.typo
+            ):
                 doc.combos.append((path, levels))
         if not doc.combos:  # cannot happen for a document of the bucket; keep the scoring total anyway
             doc.combos = [(p, None) for p in bucket.paths[:1]]
@@ -173,8 +176,12 @@ class Ranker:
                 scores.add(rule, attribute_rank.details(fid_cost, fid_top))
             else:
                 pos_cost = self._best(doc, [(word_position.cost(doc, g, c), c) for c in doc.combos])
-                scores.add(rule, attribute_rank.attribute_details(fid_cost, fid_top, pos_cost,
-                                                                  word_position.top(g, doc.bucket.paths)))
+                scores.add(
+                    rule,
+                    attribute_rank.attribute_details(
+                        fid_cost, fid_top, pos_cost, word_position.top(g, doc.bucket.paths)
+                    ),
+                )
         elif rule == "wordPosition":
             pos_cost = self._best(doc, [(word_position.cost(doc, g, c), c) for c in doc.combos])
             scores.add(rule, word_position.details(pos_cost, word_position.top(g, doc.bucket.paths)))
@@ -211,8 +218,9 @@ class Ranker:
         return [n for i, n in enumerate(self.g.nodes) if n.length == 1 and i not in step.removed]
 
 
-def prefix_ranks(bucket: Bucket, pipeline: list[str], bitmap_words: bool, bitmap_typo: bool,
-                 words_max: int) -> list[tuple[int, int]]:
+def prefix_ranks(
+    bucket: Bucket, pipeline: list[str], bitmap_words: bool, bitmap_typo: bool, words_max: int
+) -> list[tuple[int, int]]:
     """The ranks the bitmap rules gave the whole bucket (an upper bound of its documents' scores)."""
     ranks: list[tuple[int, int]] = []
     if bitmap_words:
@@ -239,8 +247,9 @@ def score_until(ranker: Ranker, bucket: Bucket, deadline: float) -> tuple[list[S
     return scored, rest
 
 
-def skip(bucket: Bucket, ranked: list[Any], want: int, pipeline: list[str],
-         ranks: list[tuple[int, int]]) -> None:
+def skip(
+    bucket: Bucket, ranked: list[Any], want: int, pipeline: list[str], ranks: list[tuple[int, int]]
+) -> None:
     """Search cutoff: the bucket's documents unsorted, with a `skipped` detail after the known ones."""
     details: dict[str, Any] = {}
     order = 0
@@ -260,8 +269,15 @@ def skip(bucket: Bucket, ranked: list[Any], want: int, pipeline: list[str],
         ranked.append((docid, score, dict(details)))
 
 
-def bucket_sort(ctx: SearchContext, graph: QueryGraph, request: SearchRequest, pipeline: list[str],
-                strategy: str, universe: BitMap, started: float) -> SearchResult:
+def bucket_sort(
+    ctx: SearchContext,
+    graph: QueryGraph,
+    request: SearchRequest,
+    pipeline: list[str],
+    strategy: str,
+    universe: BitMap,
+    started: float,
+) -> SearchResult:
     """The page of a keyword search over `universe` by the rules of `pipeline` (`effective_rules`),
     its matching words left empty; `started` (time.monotonic) is when the search began, for
     `searchCutoffMs`."""
@@ -285,9 +301,15 @@ def bucket_sort(ctx: SearchContext, graph: QueryGraph, request: SearchRequest, p
     degraded = False
     exhaustive = request.exhaustive_count and threshold is not None  # every hit must be scored to count
     # large single-path buckets are keyed natively; only their best documents are scored here
-    native = (NativeBuckets(ctx, graph.nodes, pipeline[2:], bm25.LEVELS, bm25.HALF)
-              if bitmap_words and bitmap_typo and threshold is None and distinct is None
-              and NativeBuckets.applicable(pipeline[2:], ordering) else None)
+    native = (
+        NativeBuckets(ctx, graph.nodes, pipeline[2:], bm25.LEVELS, bm25.HALF)
+        if bitmap_words
+        and bitmap_typo
+        and threshold is None
+        and distinct is None
+        and NativeBuckets.applicable(pipeline[2:], ordering)
+        else None
+    )
     for bucket in buckets(graph, steps, bitmap_words, bitmap_typo):
         if len(ranked) >= want and not exhaustive:
             break
@@ -302,14 +324,21 @@ def bucket_sort(ctx: SearchContext, graph: QueryGraph, request: SearchRequest, p
             continue
         deadline = started + cutoff_ms / 1000
         bq = None
-        if (native is not None and bucket.typo is not None and len(bucket.paths) == 1
-                and len(bucket.docids) >= NATIVE_MIN_DOCS):
-            bm25_terms = tuple(i for i, n in enumerate(graph.nodes) if n.length == 1 and i not in bucket.step.removed)
+        if (
+            native is not None
+            and bucket.typo is not None
+            and len(bucket.paths) == 1
+            and len(bucket.docids) >= NATIVE_MIN_DOCS
+        ):
+            bm25_terms = tuple(
+                i for i, n in enumerate(graph.nodes) if n.length == 1 and i not in bucket.step.removed
+            )
             bq = native.query(bucket.paths[0], bm25_terms)
         if native is not None and bq is not None and bucket.typo is not None:
             level = bucket.typo - sum(graph.nodes[i].typo_base for i in bucket.paths[0])
-            best, rest = native.best(bq, bm25_terms, bucket.paths[0], level, bucket.docids, want - len(ranked),
-                                     deadline)
+            best, rest = native.best(
+                bq, bm25_terms, bucket.paths[0], level, bucket.docids, want - len(ranked), deadline
+            )
             scored = native.scored(ranker, bucket, best)
         else:
             # every document of the bucket is scored on all the rules, one at a time (keeping only its
@@ -334,10 +363,16 @@ def bucket_sort(ctx: SearchContext, graph: QueryGraph, request: SearchRequest, p
     page = ranked[request.offset : want]
     candidates = BitMap.union(*(st.docids for st in steps)) - dropped if steps else BitMap()
     if distinct is not None:
-        candidates = distinct.remaining(candidates) if request.exhaustive_count else candidates - distinct.excluded
+        candidates = (
+            distinct.remaining(candidates) if request.exhaustive_count else candidates - distinct.excluded
+        )
         total = len(candidates)
     return SearchResult(
-        docids=[r[0] for r in page], scores=[r[1] for r in page], details=[r[2] for r in page],
-        candidates=total, matching=MatchingWords(), degraded=degraded, all_candidates=candidates,
+        docids=[r[0] for r in page],
+        scores=[r[1] for r in page],
+        details=[r[2] for r in page],
+        candidates=total,
+        matching=MatchingWords(),
+        degraded=degraded,
+        all_candidates=candidates,
     )
-

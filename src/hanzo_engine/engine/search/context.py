@@ -50,7 +50,9 @@ class SearchContext:
         self._phrase_cache: dict[tuple[tuple[str | None, ...], bool], BitMap] = {}
         self._in_dictionary: dict[str, bool] = {}
         # `features.derivations`' per-search memo: (id(node), level) -> (derivations, by word, others)
-        self.derivation_plans: dict[tuple[int, int | None], tuple[list[Alt], dict[str, list[int]], list[int]]] = {}
+        self.derivation_plans: dict[
+            tuple[int, int | None], tuple[list[Alt], dict[str, list[int]], list[int]]
+        ] = {}
 
     # -- fields -----------------------------------------------------------------------------------
 
@@ -76,10 +78,10 @@ class SearchContext:
                     self.weight[fid] = rank
                     break
         self.max_weight = max(self.weight.values(), default=0)
-        self.searched = {fid for fid in self.weight
-                         if not on or any(under(self.fields[fid], a) for a in on)}
-        self.exact_fids = {fid for fid in self.searched
-                           if any(under(self.fields[fid], a) for a in exact_attributes)}
+        self.searched = {fid for fid in self.weight if not on or any(under(self.fields[fid], a) for a in on)}
+        self.exact_fids = {
+            fid for fid in self.searched if any(under(self.fields[fid], a) for a in exact_attributes)
+        }
         self.restricted = len(self.searched) != len(self.fields)
 
     def allowed(self, fid: int, tolerant: bool) -> bool:
@@ -173,8 +175,9 @@ class SearchContext:
             return []
         return [p for p in ps if self.allowed(p >> 16, tolerant)]
 
-    def phrase_starts(self, postings: dict[str, list[int]], words: Sequence[str | None],
-                      tolerant: bool = False) -> list[int]:
+    def phrase_starts(
+        self, postings: dict[str, list[int]], words: Sequence[str | None], tolerant: bool = False
+    ) -> list[int]:
         """Packed positions of the first slot of every occurrence of the phrase `words`."""
         slots = [(k, w) for k, w in enumerate(words) if w is not None]
         if not slots:

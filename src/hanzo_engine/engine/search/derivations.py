@@ -117,8 +117,18 @@ def adjacent_docs(ctx: SearchContext, docs: BitMap, left: str, right: str) -> Bi
     for slot, word in enumerate((left, right)):
         slots.setdefault(word.encode(), []).append((0, 0, False, True, 0, slot))
     words = sorted(slots)
-    query = BucketQuery(words, [slots[w] for w in words], [(0, 0, 2)], [(0, 1, 0, 1, False, False)], [],
-                        every, every, np.zeros(n_fields, dtype=np.int32), 0, False)
+    query = BucketQuery(
+        words,
+        [slots[w] for w in words],
+        [(0, 0, 2)],
+        [(0, 1, 0, 1, False, False)],
+        [],
+        every,
+        every,
+        np.zeros(n_fields, dtype=np.int32),
+        0,
+        False,
+    )
     found = query.matched(forward_entries(ctx.reader, docs))
     return BitMap(d for d, hit in zip(docs, found.tolist(), strict=True) if hit)
 
@@ -127,11 +137,22 @@ def _typo_alts(ctx: SearchContext, word: str, budget: int, is_prefix: bool) -> t
     """(typos, derivation) of the dictionary words within `budget` typos of `word`, shared by the
     searches of one dictionary state. The matcher keeps the first MAX_TYPO_WORDS[d] words of d
     typos natively (numbers dropped when typos on numbers are off)."""
-    key = (str(ctx.reader.index.path), dictionary_version(ctx.reader), word, budget, is_prefix, ctx.no_number_typos)
+    key = (
+        str(ctx.reader.index.path),
+        dictionary_version(ctx.reader),
+        word,
+        budget,
+        is_prefix,
+        ctx.no_number_typos,
+    )
     found: tuple[tuple[int, Alt], ...] | None = TYPO_ALTS.get(key)
     if found is None:
-        found = tuple((d, Alt((w,), tolerant=True)) for w, d in word_table(ctx.reader).matches(
-            word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos))
+        found = tuple(
+            (d, Alt((w,), tolerant=True))
+            for w, d in word_table(ctx.reader).matches(
+                word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos
+            )
+        )
         TYPO_ALTS.put(key, found)
     return found
 
@@ -142,13 +163,22 @@ def _prefix_alts(ctx: SearchContext, prefix: str, tolerant: bool) -> tuple[Alt, 
     key = (str(ctx.reader.index.path), dictionary_version(ctx.reader), prefix, tolerant)
     found: tuple[Alt, ...] | None = PREFIX_ALTS.get(key)
     if found is None:
-        found = tuple(Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS))
+        found = tuple(
+            Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS)
+        )
         PREFIX_ALTS.put(key, found)
     return found
 
 
-def _word_node(ctx: SearchContext, synonyms: Synonyms, node: Node, budget: int, is_prefix: bool,
-               ngram_words: Sequence[str] | None, splits: bool = True) -> None:
+def _word_node(
+    ctx: SearchContext,
+    synonyms: Synonyms,
+    node: Node,
+    budget: int,
+    is_prefix: bool,
+    ngram_words: Sequence[str] | None,
+    splits: bool = True,
+) -> None:
     """Fills the derivations of a word or ngram node (milli's `QueryTerm` subsets)."""
     word = node.word
     node.is_prefix = is_prefix
@@ -179,7 +209,9 @@ def _word_node(ctx: SearchContext, synonyms: Synonyms, node: Node, budget: int, 
     node.max_typo = max(budget, 1)
 
 
-def build_nodes(ctx: SearchContext, terms: list[QueryTerm], ngrams: bool = True, splits: bool = True) -> list[Node]:
+def build_nodes(
+    ctx: SearchContext, terms: list[QueryTerm], ngrams: bool = True, splits: bool = True
+) -> list[Node]:
     """The query graph's nodes: every term, then (with `ngrams`) 2- and 3-grams of consecutive word
     terms, each with its documents per typo level. The bm25-first mode builds neither ngrams nor
     split-word derivations (`splits`): it sums BM25 over the query's words (`bm25_first.py`)."""

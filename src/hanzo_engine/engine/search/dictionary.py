@@ -47,7 +47,9 @@ def patched(words: Sequence[str], added: list[str], removed: set[str]) -> Sequen
     """`words` (sorted by code point) without `removed`, with `added`: whole slices copied between
     the changed places, so a few changes cost one pass in C."""
     if removed:
-        cuts = sorted(i for w in removed if (i := bisect.bisect_left(words, w)) < len(words) and words[i] == w)
+        cuts = sorted(
+            i for w in removed if (i := bisect.bisect_left(words, w)) < len(words) and words[i] == w
+        )
         kept: list[str] = []
         prev = 0
         for i in cuts:

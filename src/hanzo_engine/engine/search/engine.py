@@ -36,10 +36,16 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     prefix_search = settings.get("prefixSearch", "indexingTime") != "disabled"
     rules = [r for r in settings.get("rankingRules") or [] if r]
     # bm25 first: an OR query ranked by BM25 (`bm25_first.py`); sort and distinct need the pipeline
-    bm25_first = rules[:1] == ["bm25"] and (request.ordering is None or (
-        not request.ordering.sort_names and request.ordering.distinct is None))
-    parsed = parse_query(request.q, ctx.tokenizer, prefix_search=prefix_search,
-                         max_terms=MAX_TERMS_BM25 if bm25_first else MAX_TERMS, distinct=bm25_first)
+    bm25_first = rules[:1] == ["bm25"] and (
+        request.ordering is None or (not request.ordering.sort_names and request.ordering.distinct is None)
+    )
+    parsed = parse_query(
+        request.q,
+        ctx.tokenizer,
+        prefix_search=prefix_search,
+        max_terms=MAX_TERMS_BM25 if bm25_first else MAX_TERMS,
+        distinct=bm25_first,
+    )
     universe = ctx.all_docids
     for w in parsed.negative_words:
         universe = universe - ctx.word_docids(w)
@@ -60,11 +66,25 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     nodes = build_nodes(ctx, parsed.terms, ngrams=not bm25_first, splits=not bm25_first)
     graph = QueryGraph(len(parsed.terms), nodes, bool(parsed.terms[-1].is_prefix))
     if bm25_first:
-        ids, scores, hit_details, found = bm25_first_page(ctx, nodes, universe, request.offset, request.limit,
-                                                          request.ranking_score_threshold, bm25.LEVELS, bm25.HALF,
-                                                          [t.count for t in parsed.terms])
-        return SearchResult(docids=ids, scores=scores, details=hit_details, candidates=len(found),
-                            matching=matching_words(graph), all_candidates=found)
+        ids, scores, hit_details, found = bm25_first_page(
+            ctx,
+            nodes,
+            universe,
+            request.offset,
+            request.limit,
+            request.ranking_score_threshold,
+            bm25.LEVELS,
+            bm25.HALF,
+            [t.count for t in parsed.terms],
+        )
+        return SearchResult(
+            docids=ids,
+            scores=scores,
+            details=hit_details,
+            candidates=len(found),
+            matching=matching_words(graph),
+            all_candidates=found,
+        )
     strategy = request.matching_strategy
     pipeline = effective_rules(rules, strategy, ordering.sort_names if ordering is not None else None)
     result = bucket_sort(ctx, graph, request, pipeline, strategy, universe, started)
@@ -72,7 +92,9 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
     return result
 
 
-def _placeholder(ctx: SearchContext, universe: BitMap, request: SearchRequest, rules: list[str]) -> SearchResult:
+def _placeholder(
+    ctx: SearchContext, universe: BitMap, request: SearchRequest, rules: list[str]
+) -> SearchResult:
     """No query and no `sorting.Ordering`: only custom `field:asc|desc` rules order the documents,
     by their stored values, then the docid."""
     custom = effective_rules([r for r in rules if r.endswith((":asc", ":desc"))], "all")
@@ -97,5 +119,10 @@ def _placeholder(ctx: SearchContext, universe: BitMap, request: SearchRequest, r
     else:
         docids = list(universe[request.offset : want]) if request.limit else []
         details = [{} for _ in docids]
-    return SearchResult(docids=docids, scores=[1.0] * len(docids), details=details,
-                        candidates=len(universe), matching=MatchingWords())
+    return SearchResult(
+        docids=docids,
+        scores=[1.0] * len(docids),
+        details=details,
+        candidates=len(universe),
+        matching=MatchingWords(),
+    )

@@ -73,15 +73,18 @@ def number_text(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _field_distribution(store: FacetStore, fid: int, candidates: BitMap, order: str,
-                        max_values: int) -> dict[str, int]:
+def _field_distribution(
+    store: FacetStore, fid: int, candidates: BitMap, order: str, max_values: int
+) -> dict[str, int]:
     out: dict[str, int] = {}
     numbers, strings = store.column(fid, NUMBERS), store.column(fid, STRINGS)
     if order == "alpha" and len(candidates) <= LINEAR_SCAN_CANDIDATES:
         # milli reads the candidates' values one document at a time here: every number touched, in
         # the order of its printed form, then the strings; the same counts come from the columns
-        printed = sorted((number_text(float(numbers.value(i))), len(docs)) for i, docs in numbers.walk(candidates))
-        for text, count in printed[:max(max_values, 0)]:
+        printed = sorted(
+            (number_text(float(numbers.value(i))), len(docs)) for i, docs in numbers.walk(candidates)
+        )
+        for text, count in printed[: max(max_values, 0)]:
             out[text] = count
         room = max(max_values - len(out), 0)
         for i, docs in strings.walk(candidates):
@@ -114,9 +117,13 @@ def _field_stats(store: FacetStore, fid: int, candidates: BitMap) -> dict[str, f
     return {"min": float(column.value(low[0])), "max": float(column.value(high[0]))}
 
 
-def facet_distribution(reader: IndexReader, settings: dict[str, Any], candidates: BitMap,
-                       facets: list[str], store: FacetStore | None = None,
-                       ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+def facet_distribution(
+    reader: IndexReader,
+    settings: dict[str, Any],
+    candidates: BitMap,
+    facets: list[str],
+    store: FacetStore | None = None,
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
     """(facetDistribution, facetStats) of the requested `facets` (names or `*`) over `candidates`;
     the names were validated by the caller."""
     store = store if store is not None else FacetStore(reader)
@@ -134,7 +141,9 @@ def facet_distribution(reader: IndexReader, settings: dict[str, Any], candidates
         if requested is not None and not any(match_legacy(r, name) == MATCH for r in requested):
             continue
         # milli looks the order up by the field's own name among the requested ones, else `*`
-        order = orders.get(name, default_order) if requested is not None and name in requested else default_order
+        order = (
+            orders.get(name, default_order) if requested is not None and name in requested else default_order
+        )
         fid = store.fid(name)
         if fid is None:
             distribution[name] = {}
@@ -229,8 +238,14 @@ def _search_keys(column: Column) -> tuple[list[str], dict[str, list[int]]]:
     return cached
 
 
-def facet_search(reader: IndexReader, settings: dict[str, Any], facet_name: str, query: str | None,
-                 candidates: BitMap, store: FacetStore | None = None) -> list[dict[str, Any]]:
+def facet_search(
+    reader: IndexReader,
+    settings: dict[str, Any],
+    facet_name: str,
+    query: str | None,
+    candidates: BitMap,
+    store: FacetStore | None = None,
+) -> list[dict[str, Any]]:
     """The `facetHits` of a facet search (the facet name was validated by the caller)."""
     store = store if store is not None else FacetStore(reader)
     faceting = settings.get("faceting") or {}
@@ -260,14 +275,17 @@ def facet_search(reader: IndexReader, settings: dict[str, Any], facet_name: str,
     keys, groups = _search_keys(column)
     typo = settings.get("typoTolerance") or {}
     exact_fields = typo.get("disableOnAttributes") or []
-    tolerant = bool(typo.get("enabled", True)) and not any(match_legacy(a, facet_name) == MATCH
-                                                           for a in exact_fields)
+    tolerant = bool(typo.get("enabled", True)) and not any(
+        match_legacy(a, facet_name) == MATCH for a in exact_fields
+    )
     if tolerant and normalized in set(typo.get("disableOnWords") or []):
         matched = [normalized] if normalized in groups else []
     elif tolerant:
         sizes = typo.get("minWordSizeForTypos") or {}
         length = len(normalized.encode())
-        budget = 0 if length < int(sizes.get("oneTypo", 5)) else 1 if length < int(sizes.get("twoTypos", 9)) else 2
+        budget = (
+            0 if length < int(sizes.get("oneTypo", 5)) else 1 if length < int(sizes.get("twoTypos", 9)) else 2
+        )
         matched = [keys[i] for i in prefix_typo_matches(normalized, keys, budget)]
     else:
         matched = [k for k in keys if k.startswith(normalized)]

@@ -113,7 +113,8 @@ class Column:
         if found is None:
             span = GROUP_SIZE**level
             found = self._groups[(level, j)] = _bitmap_of(
-                self.docids(j * span, min((j + 1) * span, len(self.keys))))
+                self.docids(j * span, min((j + 1) * span, len(self.keys)))
+            )
         return found
 
     def prebuild(self) -> None:
@@ -127,11 +128,15 @@ class Column:
         span = GROUP_SIZE**level
         for j in range(self.sizes[level]):
             if (level, j) not in self._groups:
-                self._groups[(level, j)] = _bitmap_of(self.docids(j * span, min((j + 1) * span, len(self.keys))))
+                self._groups[(level, j)] = _bitmap_of(
+                    self.docids(j * span, min((j + 1) * span, len(self.keys)))
+                )
         for up in range(level + 1, len(self.sizes)):
             for j in range(self.sizes[up]):
                 if (up, j) not in self._groups:
-                    self._groups[(up, j)] = BitMap.union(*(self._groups[(up - 1, c)] for c in self._children(up, j)))
+                    self._groups[(up, j)] = BitMap.union(
+                        *(self._groups[(up - 1, c)] for c in self._children(up, j))
+                    )
 
     def _children(self, level: int, j: int) -> range:
         return range(j * GROUP_SIZE, min((j + 1) * GROUP_SIZE, self.sizes[level - 1]))
@@ -145,7 +150,9 @@ class Column:
         while i < hi:
             level, span = 0, 1
             # climb while `i` starts a group of the next level that ends before `hi`
-            while level + 1 < len(self.sizes) and i % (span * GROUP_SIZE) == 0 and i + span * GROUP_SIZE <= hi:
+            while (
+                level + 1 < len(self.sizes) and i % (span * GROUP_SIZE) == 0 and i + span * GROUP_SIZE <= hi
+            ):
                 level += 1
                 span *= GROUP_SIZE
             end = i + span
@@ -169,21 +176,32 @@ class Column:
             return [_bitmap_of(self.docids(lo, hi))]
         return [self.bitmap(i) for i in range(lo, hi)]
 
-    def bounds(self, lo: bytes | None, lo_inclusive: bool, hi: bytes | None, hi_inclusive: bool) -> tuple[int, int]:
+    def bounds(
+        self, lo: bytes | None, lo_inclusive: bool, hi: bytes | None, hi_inclusive: bool
+    ) -> tuple[int, int]:
         """Entry range of the keys between `lo` and `hi` (None: unbounded)."""
-        start = 0 if lo is None else (bisect.bisect_left if lo_inclusive else bisect.bisect_right)(self.keys, lo)
-        end = len(self.keys) if hi is None else (bisect.bisect_right if hi_inclusive else bisect.bisect_left)(
-            self.keys, hi)
+        start = (
+            0 if lo is None else (bisect.bisect_left if lo_inclusive else bisect.bisect_right)(self.keys, lo)
+        )
+        end = (
+            len(self.keys)
+            if hi is None
+            else (bisect.bisect_right if hi_inclusive else bisect.bisect_left)(self.keys, hi)
+        )
         return start, max(start, end)
 
-    def walk(self, candidates: BitMap, reverse: bool = False, coarse: int = 0) -> Iterator[tuple[int, BitMap]]:
+    def walk(
+        self, candidates: BitMap, reverse: bool = False, coarse: int = 0
+    ) -> Iterator[tuple[int, BitMap]]:
         """(entry, its documents among `candidates`) for every entry touching them, in key order
         (descending with `reverse`); a group no candidate touches is skipped whole. With `coarse`, a
         group holding at most that many candidates comes whole, as entry -1: whole runs of values in
         order, for callers that need the order of runs only (they skip one bitmap per value)."""
         top = len(self.sizes) - 1
         entries = range(self.sizes[top])
-        stack: list[tuple[int, int, BitMap]] = [(top, j, candidates) for j in (entries if reverse else reversed(entries))]
+        stack: list[tuple[int, int, BitMap]] = [
+            (top, j, candidates) for j in (entries if reverse else reversed(entries))
+        ]
         while stack:
             level, j, within = stack.pop()
             common = self.group(level, j) & within
@@ -299,7 +317,9 @@ class FacetStore:
         chunks: list[bytes] = []
         lengths: list[int] = []
         small = CBO_THRESHOLD * 4
-        with self.txn.cursor(db=self._db[DB_FACET_NUMBERS if kind == NUMBERS else DB_FACET_STRINGS]) as cursor:
+        with self.txn.cursor(
+            db=self._db[DB_FACET_NUMBERS if kind == NUMBERS else DB_FACET_STRINGS]
+        ) as cursor:
             if cursor.set_range(prefix):
                 for k, v in cursor.iternext(keys=True, values=True):
                     kb = bytes(k)

@@ -15,7 +15,9 @@ from .query_graph import EXACT, Alt, Node
 DIRECT_DERIVATIONS = 8  # up to this many derivations, each is looked up in the document
 
 
-def derivations(ctx: SearchContext, postings: dict[str, list[int]], node: Node, level: int | None) -> list[Alt]:
+def derivations(
+    ctx: SearchContext, postings: dict[str, list[int]], node: Node, level: int | None
+) -> list[Alt]:
     """`node`'s derivations at `level` (every level when None, the exact term for EXACT) that may
     occur in a document with these `postings`, in derivation order.
 
@@ -30,8 +32,11 @@ def derivations(ctx: SearchContext, postings: dict[str, list[int]], node: Node, 
         if level == EXACT:
             alts = [node.exact] if node.exact is not None else []
         else:
-            alts = [alt for group in (node.alts if level is None else node.alts[level : level + 1])
-                    for alt in group]
+            alts = [
+                alt
+                for group in (node.alts if level is None else node.alts[level : level + 1])
+                for alt in group
+            ]
         by_word: dict[str, list[int]] = {}
         others: list[int] = []
         for i, alt in enumerate(alts):
@@ -57,8 +62,9 @@ def derivations(ctx: SearchContext, postings: dict[str, list[int]], node: Node, 
     return [alts[i] for i in picked]
 
 
-def occurrences(ctx: SearchContext, postings: dict[str, list[int]], node: Node,
-                level: int | None) -> list[tuple[int, int, bool]]:
+def occurrences(
+    ctx: SearchContext, postings: dict[str, list[int]], node: Node, level: int | None
+) -> list[tuple[int, int, bool]]:
     """(first packed position, last packed position, phrase-like) of every match of `node`'s
     derivations at `level` (every level when None) in the document."""
     out: list[tuple[int, int, bool]] = []

@@ -177,7 +177,9 @@ def _next_prefix(prefix: bytes) -> bytes | None:
 class FilterContext:
     """What evaluating filters in one read transaction needs (reusable for several filters)."""
 
-    def __init__(self, reader: IndexReader, settings: dict[str, Any], store: FacetStore | None = None) -> None:
+    def __init__(
+        self, reader: IndexReader, settings: dict[str, Any], store: FacetStore | None = None
+    ) -> None:
         self.reader = reader
         self.settings = settings
         self.rules = FacetRules(settings)
@@ -250,13 +252,25 @@ class FilterContext:
         if isinstance(node, In):
             parts = [docids(value.value) for value in node.values]
             return BitMap.union(*parts) if parts else BitMap()
-        operator = (node.op if isinstance(node, Comparison) else "TO" if isinstance(node, Range)
-                    else "EXISTS" if isinstance(node, Exists) else "IS NULL" if isinstance(node, IsNull)
-                    else "IS EMPTY" if isinstance(node, IsEmpty) else "CONTAINS" if isinstance(node, Contains)
-                    else "STARTS WITH")
+        operator = (
+            node.op
+            if isinstance(node, Comparison)
+            else "TO"
+            if isinstance(node, Range)
+            else "EXISTS"
+            if isinstance(node, Exists)
+            else "IS NULL"
+            if isinstance(node, IsNull)
+            else "IS EMPTY"
+            if isinstance(node, IsEmpty)
+            else "CONTAINS"
+            if isinstance(node, Contains)
+            else "STARTS WITH"
+        )
         raise FilterOperatorError(
             f"Filter operator `{operator} is not allowed for the special attribute `_shard`.\n  - Note: allowed "
-            "operators: =, !=, IN. \n  - Note: other operators are not allowed for the special attribute `_shard`.")
+            "operators: =, !=, IN. \n  - Note: other operators are not allowed for the special attribute `_shard`."
+        )
 
     def _condition(self, node: Node) -> BitMap:
         token: Token = node.field  # type: ignore[union-attr]
@@ -306,7 +320,12 @@ class FilterContext:
             gate("TO", True)
             low, high = finite_float(node.low.value), finite_float(node.high.value)
             num = None if low is None or high is None else (encode_f64(low), True, encode_f64(high), True)
-            text = (normalize_facet(node.low.value).encode(), True, normalize_facet(node.high.value).encode(), True)
+            text = (
+                normalize_facet(node.low.value).encode(),
+                True,
+                normalize_facet(node.high.value).encode(),
+                True,
+            )
             return self._ranges(fid, num, text)
         if isinstance(node, In):
             result = BitMap()
@@ -406,7 +425,9 @@ class FilterContext:
     def _geo_box_points(self, top: float, right: float, bottom: float, left: float) -> BitMap:
         selected_lat = self._number_range(GEO_LAT, bottom, top)
         if right < left:  # crosses the antimeridian
-            selected_lng = self._number_range(GEO_LNG, left, 180.0) | self._number_range(GEO_LNG, -180.0, right)
+            selected_lng = self._number_range(GEO_LNG, left, 180.0) | self._number_range(
+                GEO_LNG, -180.0, right
+            )
         else:
             selected_lng = self._number_range(GEO_LNG, left, right)
         return selected_lat & selected_lng
@@ -523,8 +544,9 @@ def circle_ring(lat: float, lng: float, radius: float, resolution: int) -> Ring:
     theta = np.radians(360.0 * np.arange(resolution) / resolution)
     delta = radius / MEAN_EARTH_RADIUS_M
     phi2 = np.arcsin(math.sin(phi) * math.cos(delta) + math.cos(phi) * math.sin(delta) * np.cos(theta))
-    lam2 = lam + np.arctan2(np.sin(theta) * math.sin(delta) * math.cos(phi),
-                            math.cos(delta) - math.sin(phi) * np.sin(phi2))
+    lam2 = lam + np.arctan2(
+        np.sin(theta) * math.sin(delta) * math.cos(phi), math.cos(delta) - math.sin(phi) * np.sin(phi2)
+    )
     return densify(np.degrees(phi2).tolist(), np.degrees(lam2).tolist())
 
 
@@ -558,8 +580,11 @@ def strictly_inside(ring: Ring, px: np.ndarray, py: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             crossing = ((ey1 > qy) != (ey2 > qy)) & (qx < ex1 + (qy - ey1) * (ex2 - ex1) / (ey2 - ey1))
         parity += np.bincount(p[crossing], minlength=m)
-        touching = ((ex2 - ex1) * (qy - ey1) - (ey2 - ey1) * (qx - ex1) == 0) & (
-            qx >= np.minimum(ex1, ex2)) & (qx <= np.maximum(ex1, ex2))
+        touching = (
+            ((ex2 - ex1) * (qy - ey1) - (ey2 - ey1) * (qx - ex1) == 0)
+            & (qx >= np.minimum(ex1, ex2))
+            & (qx <= np.maximum(ex1, ex2))
+        )
         on_edge[p[touching]] = True
     inside = np.empty(m, dtype=bool)
     inside[order] = ((parity & 1) == 1) & ~on_edge
@@ -580,30 +605,48 @@ def _chunks(counts: np.ndarray) -> list[tuple[int, int]]:
     return ranges
 
 
-def _orientation(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray,
-                 cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+def _orientation(
+    ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray, cx: np.ndarray, cy: np.ndarray
+) -> np.ndarray:
     result: np.ndarray = (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
     return result
 
 
-def _within(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray,
-            cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+def _within(
+    ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray, cx: np.ndarray, cy: np.ndarray
+) -> np.ndarray:
     """c lies in the bounding box of segment ab (with c collinear: on the segment)."""
-    result: np.ndarray = ((cx >= np.minimum(ax, bx)) & (cx <= np.maximum(ax, bx))
-                          & (cy >= np.minimum(ay, by)) & (cy <= np.maximum(ay, by)))
+    result: np.ndarray = (
+        (cx >= np.minimum(ax, bx))
+        & (cx <= np.maximum(ax, bx))
+        & (cy >= np.minimum(ay, by))
+        & (cy <= np.maximum(ay, by))
+    )
     return result
 
 
-def segments_intersect(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray,
-                       cx: np.ndarray, cy: np.ndarray, dx: np.ndarray, dy: np.ndarray) -> np.ndarray:
+def segments_intersect(
+    ax: np.ndarray,
+    ay: np.ndarray,
+    bx: np.ndarray,
+    by: np.ndarray,
+    cx: np.ndarray,
+    cy: np.ndarray,
+    dx: np.ndarray,
+    dy: np.ndarray,
+) -> np.ndarray:
     """Whether segments ab and cd share a point (touching and collinear overlap included)."""
     o1 = _orientation(cx, cy, dx, dy, ax, ay)
     o2 = _orientation(cx, cy, dx, dy, bx, by)
     o3 = _orientation(ax, ay, bx, by, cx, cy)
     o4 = _orientation(ax, ay, bx, by, dx, dy)
     proper = (((o1 > 0) & (o2 < 0)) | ((o1 < 0) & (o2 > 0))) & (((o3 > 0) & (o4 < 0)) | ((o3 < 0) & (o4 > 0)))
-    touching = (((o1 == 0) & _within(cx, cy, dx, dy, ax, ay)) | ((o2 == 0) & _within(cx, cy, dx, dy, bx, by))
-                | ((o3 == 0) & _within(ax, ay, bx, by, cx, cy)) | ((o4 == 0) & _within(ax, ay, bx, by, dx, dy)))
+    touching = (
+        ((o1 == 0) & _within(cx, cy, dx, dy, ax, ay))
+        | ((o2 == 0) & _within(cx, cy, dx, dy, bx, by))
+        | ((o3 == 0) & _within(ax, ay, bx, by, cx, cy))
+        | ((o4 == 0) & _within(ax, ay, bx, by, dx, dy))
+    )
     result: np.ndarray = proper | touching
     return result
 
@@ -708,13 +751,18 @@ class GeoShapes:
         rx, ry = ring
         minx, maxx, miny, maxy = rx.min(), rx.max(), ry.min(), ry.max()
         found: list[np.ndarray] = []
-        near = ((self.point_x >= minx) & (self.point_x <= maxx)
-                & (self.point_y >= miny) & (self.point_y <= maxy))
+        near = (
+            (self.point_x >= minx) & (self.point_x <= maxx) & (self.point_y >= miny) & (self.point_y <= maxy)
+        )
         if near.any():
             inside = strictly_inside(ring, self.point_x[near], self.point_y[near])
             found.append(self.point_doc[near][inside])
-        parts = np.flatnonzero((self.part_maxx >= minx) & (self.part_minx <= maxx)
-                               & (self.part_maxy >= miny) & (self.part_miny <= maxy))
+        parts = np.flatnonzero(
+            (self.part_maxx >= minx)
+            & (self.part_minx <= maxx)
+            & (self.part_maxy >= miny)
+            & (self.part_miny <= maxy)
+        )
         if not len(parts):
             return found
         hit = np.zeros(len(self.part_doc), dtype=bool)
@@ -729,7 +777,10 @@ class GeoShapes:
         # a polygon that contains the whole area (no crossing: one point of the area decides)
         for i in parts[self.part_polygon[parts] & ~hit[parts]]:
             start, end = int(self.part_start[i]), int(self.part_end[i])
-            part_ring = (np.append(self.vx[start:end], self.vx[start]), np.append(self.vy[start:end], self.vy[start]))
+            part_ring = (
+                np.append(self.vx[start:end], self.vx[start]),
+                np.append(self.vy[start:end], self.vy[start]),
+            )
             if strictly_inside(part_ring, rx[:1], ry[:1])[0]:
                 hit[i] = True
         found.append(self.part_doc[hit])

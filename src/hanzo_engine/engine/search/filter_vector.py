@@ -68,14 +68,23 @@ def _unknown(token: Token, missing: str, configured: Sequence[str], none: str, l
 
 
 def embedder_error(token: Token, configured: Sequence[str]) -> FilterError:
-    return _unknown(token, f"The embedder `{token.value}` does not exist.", configured,
-                    "This index does not have any configured embedders.", "Available embedders are:")
+    return _unknown(
+        token,
+        f"The embedder `{token.value}` does not exist.",
+        configured,
+        "This index does not have any configured embedders.",
+        "Available embedders are:",
+    )
 
 
 def fragment_error(embedder: Token, fragment: Token, configured: Sequence[str]) -> FilterError:
-    return _unknown(fragment, f"The fragment `{fragment.value}` does not exist on embedder `{embedder.value}`.",
-                    configured, "This embedder does not have any configured fragments.",
-                    "Available fragments on this embedder are:")
+    return _unknown(
+        fragment,
+        f"The fragment `{fragment.value}` does not exist on embedder `{embedder.value}`.",
+        configured,
+        "This embedder does not have any configured fragments.",
+        "Available fragments on this embedder are:",
+    )
 
 
 def _fragments(conf: Any) -> list[str]:

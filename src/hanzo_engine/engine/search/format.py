@@ -75,7 +75,9 @@ class FormatOptions:
     crop: int | None = None
 
     def merge(self, other: FormatOptions) -> FormatOptions:
-        return FormatOptions(self.highlight or other.highlight, self.crop if self.crop is not None else other.crop)
+        return FormatOptions(
+            self.highlight or other.highlight, self.crop if self.crop is not None else other.crop
+        )
 
     @property
     def should_format(self) -> bool:
@@ -148,8 +150,11 @@ def _term_ids(matching: MatchingWords) -> dict[str, tuple[int, ...]]:
     # without the engine's positions: a phrase stands for as many query words as it has, any other
     # distinct matched word or prefix for one
     next_id = 0
-    for key, width in [*((" ".join(p), len(p)) for p in matching.phrases),
-                       *((p, 1) for p in matching.prefixes), *((w, 1) for w in sorted(matching.words))]:
+    for key, width in [
+        *((" ".join(p), len(p)) for p in matching.phrases),
+        *((p, 1) for p in matching.prefixes),
+        *((w, 1) for w in sorted(matching.words)),
+    ]:
         if key not in out:
             out[key] = tuple(range(next_id, next_id + max(width, 1)))
             next_id += max(width, 1)
@@ -161,8 +166,15 @@ class Highlighter:
 
     __slots__ = ("crop_marker", "ids", "matching", "post_tag", "pre_tag", "tokenizer")
 
-    def __init__(self, matching: MatchingWords, tokenizer: Tokenizer, *, crop_marker: str = DEFAULT_CROP_MARKER,
-                 highlight_pre_tag: str = "<em>", highlight_post_tag: str = "</em>") -> None:
+    def __init__(
+        self,
+        matching: MatchingWords,
+        tokenizer: Tokenizer,
+        *,
+        crop_marker: str = DEFAULT_CROP_MARKER,
+        highlight_pre_tag: str = "<em>",
+        highlight_post_tag: str = "</em>",
+    ) -> None:
         self.matching = matching
         self.tokenizer = tokenizer
         self.crop_marker = crop_marker.encode()
@@ -183,8 +195,9 @@ class Highlighter:
             w = self._match_at(data, tokens, words, w, matches)
         return data, tokens, matches
 
-    def _match_at(self, data: bytes, tokens: list[Token], words: list[tuple[int, Token]], w: int,
-                  out: list[Match]) -> int:
+    def _match_at(
+        self, data: bytes, tokens: list[Token], words: list[tuple[int, Token]], w: int, out: list[Match]
+    ) -> int:
         """Record the match starting at word `w` (if any); the index of the next word to look at."""
         token_index, token = words[w]
         word = token.word
@@ -228,7 +241,9 @@ class Highlighter:
         return self._bounds(data, tokens, matches, indices)
 
     @staticmethod
-    def _bounds(data: bytes, tokens: list[Token], matches: list[Match], indices: Sequence[int]) -> list[dict[str, Any]]:
+    def _bounds(
+        data: bytes, tokens: list[Token], matches: list[Match], indices: Sequence[int]
+    ) -> list[dict[str, Any]]:
         out = []
         for m in matches:
             bound: dict[str, Any] = {"start": tokens[m.first_token].start, "length": m.length}
@@ -246,12 +261,19 @@ class Highlighter:
         data, tokens, matches = self.analyze(text)
         return self._format(data, tokens, matches, options)
 
-    def format_and_bounds(self, text: str, options: FormatOptions | None, indices: Sequence[int] = (),
-                          ) -> tuple[str, list[dict[str, Any]]]:
+    def format_and_bounds(
+        self,
+        text: str,
+        options: FormatOptions | None,
+        indices: Sequence[int] = (),
+    ) -> tuple[str, list[dict[str, Any]]]:
         """Both results from one analysis (what a formatted leaf with `showMatchesPosition` needs)."""
         data, tokens, matches = self.analyze(text)
-        formatted = text if options is None or not options.should_format else self._format(data, tokens, matches,
-                                                                                              options)
+        formatted = (
+            text
+            if options is None or not options.should_format
+            else self._format(data, tokens, matches, options)
+        )
         return formatted, self._bounds(data, tokens, matches, indices)
 
     def _format(self, data: bytes, tokens: list[Token], matches: list[Match], options: FormatOptions) -> str:
@@ -342,7 +364,9 @@ def best_match_interval(matches: Sequence[Match], crop_size: int) -> tuple[Match
     return matches[best[1]], matches[best[2]]
 
 
-def crop_bounds(tokens: Sequence[Token], matches: Sequence[Match], crop_size: int, text_length: int) -> tuple[int, int]:
+def crop_bounds(
+    tokens: Sequence[Token], matches: Sequence[Match], crop_size: int, text_length: int
+) -> tuple[int, int]:
     """Byte bounds of the crop window (milli's `Matcher::crop_bounds`)."""
     if matches:
         first, last = best_match_interval(matches, crop_size)
@@ -408,9 +432,15 @@ def crop_bounds(tokens: Sequence[Token], matches: Sequence[Match], crop_size: in
 # --------------------------------------------------------------------------------------------------
 
 
-def formatted_options(*, attributes_to_highlight: Sequence[str] | None, attributes_to_crop: Sequence[str] | None,
-                      crop_length: int, to_retrieve: Sequence[str], displayed: Sequence[str],
-                      fields: Sequence[str]) -> dict[str, FormatOptions]:
+def formatted_options(
+    *,
+    attributes_to_highlight: Sequence[str] | None,
+    attributes_to_crop: Sequence[str] | None,
+    crop_length: int,
+    to_retrieve: Sequence[str],
+    displayed: Sequence[str],
+    fields: Sequence[str],
+) -> dict[str, FormatOptions]:
     """Which attributes `_formatted` holds and how each is formatted (empty: no `_formatted`).
 
     `fields` are the index's field names (top-level and nested) in field-id order, `displayed` and
@@ -444,9 +474,14 @@ def formatted_options(*, attributes_to_highlight: Sequence[str] | None, attribut
     return {name: options[name] for name in sorted(options, key=lambda n: rank.get(n, len(rank)))}
 
 
-def format_document(document: dict[str, Any], highlighter: Highlighter, options: Mapping[str, FormatOptions], *,
-                    displayed: Sequence[str], show_matches_position: bool,
-                    ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]] | None]:
+def format_document(
+    document: dict[str, Any],
+    highlighter: Highlighter,
+    options: Mapping[str, FormatOptions],
+    *,
+    displayed: Sequence[str],
+    show_matches_position: bool,
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]] | None]:
     """`_formatted` (`{}` when there is nothing to format) and `_matchesPosition` (None unless asked).
 
     `document` is the stored document; `displayed` the displayed field names (positions are computed
@@ -466,7 +501,9 @@ def format_document(document: dict[str, Any], highlighter: Highlighter, options:
                 fmt = opt if fmt is None else fmt.merge(opt)
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
             return value
-        text = value if isinstance(value, str) else to_json(value) if isinstance(value, (int, float)) else None
+        text = (
+            value if isinstance(value, str) else to_json(value) if isinstance(value, (int, float)) else None
+        )
         if text is None:
             return value
         if matches is None:

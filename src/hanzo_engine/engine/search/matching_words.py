@@ -24,7 +24,9 @@ def _highlighted(node: Node) -> tuple[tuple[bool, tuple[str, ...]], ...]:
                 words = tuple(w for w in alt.words if w is not None)
                 if len(words) > 1:
                     out.append((True, words))
-                elif words and not (node.is_prefix and level == 0 and not alt.phrase and words[0] != node.word):
+                elif words and not (
+                    node.is_prefix and level == 0 and not alt.phrase and words[0] != node.word
+                ):
                     # prefix expansions are highlighted on the prefix only, through `prefixes`
                     out.append((False, words))
     found = tuple(out)

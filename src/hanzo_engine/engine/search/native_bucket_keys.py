@@ -50,9 +50,14 @@ from .sorting import Ordering
 from .union_cache import cached_union
 
 # the rules `_native/bucket.pyx` keys (its R_* codes)
-RULE_CODES = {"proximity": proximity.NATIVE_CODE, "attributeRank": attribute_rank.NATIVE_CODE,
-              "attribute": attribute_rank.ATTRIBUTE_NATIVE_CODE, "wordPosition": word_position.NATIVE_CODE,
-              "exactness": exactness.NATIVE_CODE, "bm25": bm25.NATIVE_CODE}
+RULE_CODES = {
+    "proximity": proximity.NATIVE_CODE,
+    "attributeRank": attribute_rank.NATIVE_CODE,
+    "attribute": attribute_rank.ATTRIBUTE_NATIVE_CODE,
+    "wordPosition": word_position.NATIVE_CODE,
+    "exactness": exactness.NATIVE_CODE,
+    "bm25": bm25.NATIVE_CODE,
+}
 _POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
 MIN_DOCS = 8  # smaller buckets are scored in Python directly (the native query costs more than they do)
 CHUNK = 16_384  # documents keyed between two looks at the clock
@@ -71,8 +76,11 @@ SORT_CODE = sort.NATIVE_CODE  # a field sort rule: BucketQuery leaves its column
 def _supported(node: Node) -> bool:
     """A word or ngram node whose derivations are words or phrase-like word sequences (split words,
     synonyms) of at most MAX_SLOTS words, without the `None` slots of quoted stop words."""
-    return node.kind != "phrase" and len(node.alts) <= 3 and all(
-        len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
+    return (
+        node.kind != "phrase"
+        and len(node.alts) <= 3
+        and all(len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
+    )
 
 
 def _union(parts: list[BitMap]) -> BitMap:
@@ -159,14 +167,21 @@ class Keyed(NamedTuple):
         rest = BitMap()
         for part in parts:
             rest |= part.rest
-        return Keyed(np.concatenate([p.key for p in parts]), np.concatenate([p.raw for p in parts]),
-                     np.concatenate([p.docids for p in parts]), rest, [e for p in parts for e in p.entries])
+        return Keyed(
+            np.concatenate([p.key for p in parts]),
+            np.concatenate([p.raw for p in parts]),
+            np.concatenate([p.docids for p in parts]),
+            rest,
+            [e for p in parts for e in p.entries],
+        )
 
 
 class NativeBuckets:
     """Per search: which buckets the native keyer can take, and their best documents."""
 
-    def __init__(self, s: SearchContext, nodes: list[Node], rules: list[str], levels: int, half: float) -> None:
+    def __init__(
+        self, s: SearchContext, nodes: list[Node], rules: list[str], levels: int, half: float
+    ) -> None:
         self.s = s
         self.nodes = nodes
         self.rules = rules
@@ -183,8 +198,11 @@ class NativeBuckets:
     @staticmethod
     def applicable(rules: list[str], ordering: Ordering | None = None) -> bool:
         """Whether the native keyer implements every rule (field sort rules: through `ordering`)."""
-        return all(r in RULE_CODES or (ordering is not None and r.endswith((":asc", ":desc"))
-                                       and ordering.rule(r).point is None) for r in rules)
+        return all(
+            r in RULE_CODES
+            or (ordering is not None and r.endswith((":asc", ":desc")) and ordering.rule(r).point is None)
+            for r in rules
+        )
 
     def query(self, path: Path, bm25_terms: tuple[int, ...]) -> BucketQuery | None:
         """The native query of a single-path bucket (BM25 over the nodes `bm25_terms`), or None
@@ -204,9 +222,15 @@ class NativeBuckets:
         if self._fields is None:
             self._fields = field_arrays(s)
         allowed, allowed_tol, _ = self._fields
-        key = (tuple((alts_key(n), n.exact, n.qstart, n.qend, n.first, n.last) for n in nodes), tuple(self.codes),
-               allowed.tobytes(), allowed_tol.tobytes(), tuple(sorted(s.weight.items())), s.max_weight,
-               s.by_attribute)
+        key = (
+            tuple((alts_key(n), n.exact, n.qstart, n.qend, n.first, n.last) for n in nodes),
+            tuple(self.codes),
+            allowed.tobytes(),
+            allowed_tol.tobytes(),
+            tuple(sorted(s.weight.items())),
+            s.max_weight,
+            s.by_attribute,
+        )
         bq = BUCKET_QUERIES.take(key)
         if bq is None:
             bq = self._new_query(nodes, allowed, allowed_tol)
@@ -231,32 +255,64 @@ class NativeBuckets:
                     if len(alt.words) == 1:
                         word = alt.words[0]
                         assert word is not None
-                        entries.setdefault(word.encode(), set()).add((k, level, alt.tolerant, alt.phrase, -1, 0))
+                        entries.setdefault(word.encode(), set()).add(
+                            (k, level, alt.tolerant, alt.phrase, -1, 0)
+                        )
                         continue
                     for slot, word in enumerate(alt.words):
                         assert word is not None
-                        entries.setdefault(word.encode(), set()).add((k, level, alt.tolerant, True, len(phrases), slot))
+                        entries.setdefault(word.encode(), set()).add(
+                            (k, level, alt.tolerant, True, len(phrases), slot)
+                        )
                     phrases.append((k, level, len(alt.words)))
             exact = node.exact
             if exact is not None:
                 word = exact.words[0]
                 assert word is not None and len(exact.words) == 1
-                entries.setdefault(word.encode(), set()).add((k, S_EXACT, exact.tolerant, exact.phrase, -1, 0))
+                entries.setdefault(word.encode(), set()).add(
+                    (k, S_EXACT, exact.tolerant, exact.phrase, -1, 0)
+                )
                 entries[word.encode()].add((k, S_RAW, False, False, -1, 0))
             contiguous = prev is not None and prev.qend + 1 == node.qstart
-            spec.append((node.qstart, node.length, node.first, node.qend - node.qstart + 1, contiguous,
-                         exact is not None))
+            spec.append(
+                (
+                    node.qstart,
+                    node.length,
+                    node.first,
+                    node.qend - node.qstart + 1,
+                    contiguous,
+                    exact is not None,
+                )
+            )
             prev = node
         weight = np.full(len(allowed), -1, dtype=np.int32)
         for fid, w in s.weight.items():
             if fid < len(weight):
                 weight[fid] = w
         words = sorted(entries)
-        return BucketQuery(words, [sorted(entries[w]) for w in words], phrases, spec, self.codes, allowed,
-                           allowed_tol, weight, s.max_weight, s.by_attribute)
+        return BucketQuery(
+            words,
+            [sorted(entries[w]) for w in words],
+            phrases,
+            spec,
+            self.codes,
+            allowed,
+            allowed_tol,
+            weight,
+            s.max_weight,
+            s.by_attribute,
+        )
 
-    def best(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, level: int, docs: BitMap,
-             want: int, deadline: float) -> tuple[list[Pick], BitMap]:
+    def best(
+        self,
+        bq: BucketQuery,
+        bm25_terms: tuple[int, ...],
+        path: Path,
+        level: int,
+        docs: BitMap,
+        want: int,
+        deadline: float,
+    ) -> tuple[list[Pick], BitMap]:
         """(docid, native keys, raw BM25) of the best `want` documents of `docs` (a bucket of `path`
         whose node(s) matched at typo `level`) by the native keys, best first; and the documents left
         unkeyed when `deadline` (time.monotonic) passed.
@@ -339,8 +395,9 @@ class NativeBuckets:
             if len(alt.words) > 1:
                 for fid in s.searched:
                     if s.allowed(fid, alt.tolerant):
-                        pairs |= (docs_of(alt.words[0], fid | FIRST_WORD_FID)
-                                  & docs_of(alt.words[1], fid | FIRST_WORD_FID | SECOND_WORD_FID))
+                        pairs |= docs_of(alt.words[0], fid | FIRST_WORD_FID) & docs_of(
+                            alt.words[1], fid | FIRST_WORD_FID | SECOND_WORD_FID
+                        )
         starts = self._scan_fid_docs(self._fids_of([a for a in first if len(a.words) == 1]), FIRST_WORD_FID)
         if starts:
             follows = self._scan_fid_docs(self._fids_of(second), FIRST_WORD_FID | SECOND_WORD_FID)
@@ -393,8 +450,9 @@ class NativeBuckets:
 
         return cached_union(self.s.reader, ("next", tuple(lasts), tuple(bits)), lookups, union) & docs
 
-    def _exact_starts(self, path: Path, level: int, subset: BitMap,
-                      col: int) -> tuple[BitMap | None, BitMap] | None:
+    def _exact_starts(
+        self, path: Path, level: int, subset: BitMap, col: int
+    ) -> tuple[BitMap | None, BitMap] | None:
         """(the documents of `subset` where some searched field is the path's one query word alone, when
         the index has those keys, else None; the documents of `subset` that may have an exact
         attribute match), when the rule keyed right after the leading `col` columns is exactness;
@@ -438,8 +496,15 @@ class NativeBuckets:
             starts &= seconds
         return (sole & subset if one_word else None), starts & subset
 
-    def _sorted_scan(self, bq: BucketQuery, bm25_terms: tuple[int, ...], path: Path, docs: BitMap, want: int,
-                     deadline: float) -> Keyed | None:
+    def _sorted_scan(
+        self,
+        bq: BucketQuery,
+        bm25_terms: tuple[int, ...],
+        path: Path,
+        docs: BitMap,
+        want: int,
+        deadline: float,
+    ) -> Keyed | None:
         """The keys of the documents of `docs` up to a cut in the order of the first field sort rule,
         when the only rules before it are proximity and attribute rank with one searched weight; None
         when the rules do not allow it or the deadline passed.
@@ -544,12 +609,20 @@ class NativeBuckets:
         searched = list(s.searched)
         key = (s.restriction(), tuple(alts))
         # one lookup per derivation and field: what the cache saves
-        subset = cached_union(s.reader, ("first", key), len(alts) * len(searched),
-                              lambda: union(FIRST_WORD_FID, searched)) & docs
+        subset = (
+            cached_union(
+                s.reader, ("first", key), len(alts) * len(searched), lambda: union(FIRST_WORD_FID, searched)
+            )
+            & docs
+        )
         if weighted:
             best_fids = [fid for fid in searched if s.weight[fid] == wmin]
-            subset &= cached_union(s.reader, ("in", key, tuple(best_fids)), len(alts) * len(best_fids),
-                                   lambda: union(0, best_fids))
+            subset &= cached_union(
+                s.reader,
+                ("in", key, tuple(best_fids)),
+                len(alts) * len(best_fids),
+                lambda: union(0, best_fids),
+            )
         return subset, best
 
     def _fids_of(self, alts: list[Alt], fids: list[int] | None = None) -> dict[str, set[int]]:
@@ -595,7 +668,9 @@ class NativeBuckets:
         """The bitmap stored under `word` and `fid` (a field, or a pseudo field of the first-, second-,
         sole- or next-word keys) in word-fid-docids; empty when absent."""
         reader = self.s.reader
-        raw = reader.txn.get(str(word).encode() + b"\x00" + FID.pack(fid), db=reader.index.db(DB_WORD_FID_DOCIDS))
+        raw = reader.txn.get(
+            str(word).encode() + b"\x00" + FID.pack(fid), db=reader.index.db(DB_WORD_FID_DOCIDS)
+        )
         return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
 
     def _first_two(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
@@ -631,8 +706,15 @@ class NativeBuckets:
         """The native keys of `docs`, chunk by chunk until `deadline`; their raw BM25 too when a `bm25`
         rule needs it for every document (else `_select` computes it for the documents at its cut)."""
         scorer = self._scorer(bm25_terms) if RULE_CODES["bm25"] in self.codes else None
-        parts = [Keyed(np.empty((0, max(bq.n_cols, 1)), dtype=np.int32), np.empty(0), np.empty(0, dtype=np.int64),
-                       BitMap(), [])]
+        parts = [
+            Keyed(
+                np.empty((0, max(bq.n_cols, 1)), dtype=np.int32),
+                np.empty(0),
+                np.empty(0, dtype=np.int64),
+                BitMap(),
+                [],
+            )
+        ]
         n = len(docs)
         for start in range(0, n, CHUNK):
             if start and time.monotonic() > deadline:
@@ -640,9 +722,18 @@ class NativeBuckets:
                 break
             chunk = BitMap(docs[start : start + CHUNK]) if n > CHUNK else docs
             entries = forward_entries(self.s.reader, chunk)
-            raw = scorer.score_entries(chunk, entries) if scorer is not None else np.full(len(entries), np.nan)
-            parts.append(Keyed(bq.keys(entries), raw, np.frombuffer(chunk.to_array(), dtype=np.uint32).astype(np.int64),
-                               BitMap(), entries))
+            raw = (
+                scorer.score_entries(chunk, entries) if scorer is not None else np.full(len(entries), np.nan)
+            )
+            parts.append(
+                Keyed(
+                    bq.keys(entries),
+                    raw,
+                    np.frombuffer(chunk.to_array(), dtype=np.uint32).astype(np.int64),
+                    BitMap(),
+                    entries,
+                )
+            )
         return Keyed.join(parts)
 
     def _select(self, keyed: Keyed, want: int, bm25_terms: tuple[int, ...]) -> list[Pick]:
@@ -675,8 +766,9 @@ class NativeBuckets:
             todo = rows[missing[rows]]
             todo = todo[np.argsort(docids[todo], kind="stable")]
             raw = raw.copy()
-            raw[todo] = self._scorer(bm25_terms).score_entries(BitMap(docids[todo].tolist()),
-                                                               [entries[i] for i in todo.tolist()])
+            raw[todo] = self._scorer(bm25_terms).score_entries(
+                BitMap(docids[todo].tolist()), [entries[i] for i in todo.tolist()]
+            )
         order = rows[np.lexsort((docids[rows], -raw[rows], *[c[rows] for c in reversed(columns)]))][:want]
         return list(zip(docids[order].tolist(), key[order].tolist(), raw[order].tolist(), strict=True))
 
@@ -705,7 +797,9 @@ class NativeBuckets:
                 elif rule in tops:  # proximity, attributeRank, wordPosition: a cost
                     scores.add(rule, cost_score(next(values), tops[rule]))
                 elif rule == "attribute":
-                    scores.add(rule, attribute_rank.attribute_details(next(values), fid_top, next(values), pos_top))
+                    scores.add(
+                        rule, attribute_rank.attribute_details(next(values), fid_top, next(values), pos_top)
+                    )
                 elif rule == "exactness":
                     scores.add(rule, exactness.details(-next(values), -next(values), covered))
                 elif rule == "bm25":

@@ -37,8 +37,9 @@ class HashedKey:
         return self._hash
 
     def __eq__(self, other: object) -> bool:
-        return self is other or (isinstance(other, HashedKey) and self._hash == other._hash
-                                 and self.value == other.value)
+        return self is other or (
+            isinstance(other, HashedKey) and self._hash == other._hash and self.value == other.value
+        )
 
 
 class PlanCache:

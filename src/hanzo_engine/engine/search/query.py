@@ -77,12 +77,19 @@ class _Phrase:
         if all(w is None for w in self.words):
             return None
         words = [w for w in self.words if w is not None]
-        return QueryTerm(index=index, word=" ".join(words), qstart=self.start, qend=self.end,
-                         phrase=list(self.words))
+        return QueryTerm(
+            index=index, word=" ".join(words), qstart=self.start, qend=self.end, phrase=list(self.words)
+        )
 
 
-def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = True,
-                max_terms: int = MAX_TERMS, distinct: bool = False) -> ParsedQuery:
+def parse_query(
+    q: str | None,
+    tokenizer: Tokenizer,
+    *,
+    prefix_search: bool = True,
+    max_terms: int = MAX_TERMS,
+    distinct: bool = False,
+) -> ParsedQuery:
     """The query's terms. With `distinct`, a term equal to an earlier one is merged into it (its
     `count` goes up) and `max_terms` bounds the distinct terms (see the module docstring)."""
     parsed = ParsedQuery()
@@ -128,8 +135,11 @@ def parse_query(q: str | None, tokenizer: Tokenizer, *, prefix_search: bool = Tr
                 if not tok.is_stop_word and word:
                     terms.append(QueryTerm(index=len(terms), word=word, qstart=position, qend=position))
             elif word:
-                terms.append(QueryTerm(index=len(terms), word=word, qstart=position, qend=position,
-                                       is_prefix=prefix_search))
+                terms.append(
+                    QueryTerm(
+                        index=len(terms), word=word, qstart=position, qend=position, is_prefix=prefix_search
+                    )
+                )
         else:
             if tok.hard:
                 position += 7

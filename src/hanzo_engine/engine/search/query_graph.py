@@ -94,8 +94,9 @@ class QueryGraph:
             self.starts[node.first].append(i)
             if node.length == 1:
                 self.single[node.first] = i
-        self.phrase_words = sum(len([w for w in a.words if w is not None])
-                                for n in nodes if n.kind == "phrase" for a in n.alts[0])
+        self.phrase_words = sum(
+            len([w for w in a.words if w is not None]) for n in nodes if n.kind == "phrase" for a in n.alts[0]
+        )
         self._path_docids: dict[Path, BitMap] = {}
 
     def groups(self, strategy: str) -> list[set[int]]:
@@ -153,7 +154,9 @@ class QueryGraph:
                 if acc:
                     out.append(acc)
                 continue
-            children = [(self.nodes[i].last + 1, (*acc, i)) for i in self.starts.get(t, ()) if i not in removed]
+            children = [
+                (self.nodes[i].last + 1, (*acc, i)) for i in self.starts.get(t, ()) if i not in removed
+            ]
             if self.single.get(t) in removed:
                 children.append((t + 1, acc))
             stack.extend(reversed(children))

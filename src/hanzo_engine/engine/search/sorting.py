@@ -122,8 +122,14 @@ def _field_key(cls: Any, rank: Any, ascending: bool) -> Any:
 class Ordering:
     """Sort rules and distinct of one search (see the module docstring)."""
 
-    def __init__(self, reader: IndexReader, settings: dict[str, Any], sort: list[Any] | None = None,
-                 distinct: str | None = None, store: FacetStore | None = None) -> None:
+    def __init__(
+        self,
+        reader: IndexReader,
+        settings: dict[str, Any],
+        sort: list[Any] | None = None,
+        distinct: str | None = None,
+        store: FacetStore | None = None,
+    ) -> None:
         self.reader = reader
         self.store = store if store is not None else FacetStore(reader)
         self.sort_names, self.points = sort_rule_names(sort or [])
@@ -172,10 +178,14 @@ class Ordering:
         # ranks in key order stand for the values: the columns are sorted as the sort compares
         rank = int((values.number_min if rule.ascending else values.number_max)[docid])
         if rank >= 0:
-            return (_field_key(0, rank, rule.ascending),), self._field_detail(rule, order, values.numbers.value(rank))
+            return (_field_key(0, rank, rule.ascending),), self._field_detail(
+                rule, order, values.numbers.value(rank)
+            )
         rank = int((values.string_min if rule.ascending else values.string_max)[docid])
         if rank >= 0:
-            return (_field_key(1, rank, rule.ascending),), self._field_detail(rule, order, values.strings.value(rank))
+            return (_field_key(1, rank, rule.ascending),), self._field_detail(
+                rule, order, values.strings.value(rank)
+            )
         return (_MISSING,), self._field_detail(rule, order, None)
 
     def rank_column(self, name: str, docids: np.ndarray) -> np.ndarray | None:
@@ -194,8 +204,10 @@ class Ordering:
         inside = docids < values.size
         ids = np.where(inside, docids, 0)
         out = missing
-        for cls, ranks in ((1, values.string_min if rule.ascending else values.string_max),
-                           (0, values.number_min if rule.ascending else values.number_max)):
+        for cls, ranks in (
+            (1, values.string_min if rule.ascending else values.string_max),
+            (0, values.number_min if rule.ascending else values.number_max),
+        ):
             rank = np.asarray(ranks)[ids].astype(np.int64)
             out = np.where(inside & (rank >= 0), _field_key(cls, rank, rule.ascending), out)
         return out
@@ -219,8 +231,13 @@ class Ordering:
         assert rule.point is not None
         if point is None:
             return {rule.name: {"order": order, "value": None, "distance": None}}
-        return {rule.name: {"order": order, "value": {"lat": point[0], "lng": point[1]},
-                            "distance": haversine(rule.point[0], rule.point[1], point[0], point[1])}}
+        return {
+            rule.name: {
+                "order": order,
+                "value": {"lat": point[0], "lng": point[1]},
+                "distance": haversine(rule.point[0], rule.point[1], point[0], point[1]),
+            }
+        }
 
     # -- placeholder search -------------------------------------------------------------------------
 
@@ -238,11 +255,19 @@ class Ordering:
             picked.append((docid, values))
         candidates = universe
         if distinct is not None:
-            candidates = distinct.remaining(universe) if request.exhaustive_count else universe - distinct.excluded
-        page = picked[request.offset:want]
+            candidates = (
+                distinct.remaining(universe) if request.exhaustive_count else universe - distinct.excluded
+            )
+        page = picked[request.offset : want]
         details = [self._details(names, values) for _, values in page]
-        return SearchResult(docids=[d for d, _ in page], scores=[1.0] * len(page), details=details,
-                            candidates=len(candidates), matching=MatchingWords(), all_candidates=candidates)
+        return SearchResult(
+            docids=[d for d, _ in page],
+            scores=[1.0] * len(page),
+            details=details,
+            candidates=len(candidates),
+            matching=MatchingWords(),
+            all_candidates=candidates,
+        )
 
     def _details(self, names: list[str], values: list[Any]) -> dict[str, Any]:
         detail: dict[str, Any] = {}
@@ -254,8 +279,9 @@ class Ordering:
                 detail.update(self._geo_detail(rule, order, value))
         return detail
 
-    def _ordered(self, universe: BitMap, rules: list[SortRule], depth: int = 0,
-                 values: list[Any] | None = None) -> Iterator[tuple[int, list[Any]]]:
+    def _ordered(
+        self, universe: BitMap, rules: list[SortRule], depth: int = 0, values: list[Any] | None = None
+    ) -> Iterator[tuple[int, list[Any]]]:
         """(docid, value of each rule) in rank order, depth first. Buckets are split lazily, rule by
         rule and value by value: a page of 20 stops the walk of a field after its first values, never
         intersecting every value of the field with the bucket."""
@@ -309,7 +335,9 @@ class Ordering:
         located = bucket & points.docids
         if located:
             ids = np.frombuffer(located.to_array(), dtype=np.uint32)
-            meters = haversine_many(rule.point[0], rule.point[1], points.lat[ids], points.lng[ids]).astype(np.int64)
+            meters = haversine_many(rule.point[0], rule.point[1], points.lat[ids], points.lng[ids]).astype(
+                np.int64
+            )
             order = np.lexsort((ids, meters))  # by whole meters, then docid
             if not rule.ascending:
                 order = order[::-1]

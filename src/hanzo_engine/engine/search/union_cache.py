@@ -34,8 +34,12 @@ class UnionCache:
 
 def _bytes(bitmap: FrozenBitMap) -> int:
     stats = bitmap.get_statistics()
-    return (stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
-            + stats["n_bytes_bitset_containers"] + 64)
+    return (
+        stats["n_bytes_array_containers"]
+        + stats["n_bytes_run_containers"]
+        + stats["n_bytes_bitset_containers"]
+        + 64
+    )
 
 
 def cached_union(reader: IndexReader, key: Hashable, parts: int, compute: Callable[[], BitMap]) -> BitMap:

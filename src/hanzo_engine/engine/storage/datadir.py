@@ -114,7 +114,9 @@ def check_version(db_path: Path, *, upgrade: bool = False) -> int:
     version = read_version(db_path)
     if version is None:
         if (db_path / "tasks" / "data.mdb").exists():
-            log.info("the database at %s has no VERSION file: adopting it as format %d", db_path, FORMAT_VERSION)
+            log.info(
+                "the database at %s has no VERSION file: adopting it as format %d", db_path, FORMAT_VERSION
+            )
         write_version(db_path)
         return FORMAT_VERSION
     if version > FORMAT_VERSION:
@@ -126,9 +128,12 @@ def check_version(db_path: Path, *, upgrade: bool = False) -> int:
     if version < FORMAT_VERSION:
         missing = [v for v in range(version, FORMAT_VERSION) if v not in UPGRADES]
         if not upgrade or missing:
-            how = ("Start with `--upgrade-db` to upgrade it in place (make a snapshot first)." if not missing else
-                   "No in-place upgrade exists from this format: create a dump with the hanzo-engine that wrote "
-                   "the database and import it here with `--import-dump`.")
+            how = (
+                "Start with `--upgrade-db` to upgrade it in place (make a snapshot first)."
+                if not missing
+                else "No in-place upgrade exists from this format: create a dump with the hanzo-engine that wrote "
+                "the database and import it here with `--import-dump`."
+            )
             raise DataDirError(
                 f"Your database format version ({version}) is incompatible with this hanzo-engine "
                 f"(format {FORMAT_VERSION}). {how}"

@@ -64,11 +64,17 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=128)
-def _compile(separator_tokens: tuple[str, ...], non_separator_tokens: tuple[str, ...],
-             dictionary: tuple[str, ...], stop_words: tuple[str, ...]) -> TokenizerConfig:
+def _compile(
+    separator_tokens: tuple[str, ...],
+    non_separator_tokens: tuple[str, ...],
+    dictionary: tuple[str, ...],
+    stop_words: tuple[str, ...],
+) -> TokenizerConfig:
     if separator_tokens or non_separator_tokens:
         removed = set(non_separator_tokens)
-        separators: list[str] | None = [s for s in (*DEFAULT_SEPARATORS, *separator_tokens) if s not in removed]
+        separators: list[str] | None = [
+            s for s in (*DEFAULT_SEPARATORS, *separator_tokens) if s not in removed
+        ]
     else:
         separators = None
     return TokenizerConfig(separators, dictionary, stop_words)
@@ -79,22 +85,31 @@ class Tokenizer:
 
     __slots__ = ("_config", "dictionary", "non_separator_tokens", "separator_tokens", "stop_words_setting")
 
-    def __init__(self, *, separator_tokens: Iterable[str] = (), non_separator_tokens: Iterable[str] = (),
-                 dictionary: Iterable[str] = (), stop_words: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        separator_tokens: Iterable[str] = (),
+        non_separator_tokens: Iterable[str] = (),
+        dictionary: Iterable[str] = (),
+        stop_words: Iterable[str] = (),
+    ) -> None:
         self.separator_tokens = _strings(separator_tokens)
         self.non_separator_tokens = _strings(non_separator_tokens)
         self.dictionary = _strings(dictionary)
         self.stop_words_setting = _strings(stop_words)
-        self._config = _compile(self.separator_tokens, self.non_separator_tokens, self.dictionary,
-                                self.stop_words_setting)
+        self._config = _compile(
+            self.separator_tokens, self.non_separator_tokens, self.dictionary, self.stop_words_setting
+        )
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> Tokenizer:
         """The tokenizer of stored index settings (camelCase keys; missing keys mean defaults)."""
-        return _from_settings(_strings(settings.get("separatorTokens")),
-                              _strings(settings.get("nonSeparatorTokens")),
-                              _strings(settings.get("dictionary")),
-                              _strings(settings.get("stopWords")))
+        return _from_settings(
+            _strings(settings.get("separatorTokens")),
+            _strings(settings.get("nonSeparatorTokens")),
+            _strings(settings.get("dictionary")),
+            _strings(settings.get("stopWords")),
+        )
 
     @property
     def separators(self) -> tuple[str, ...]:
@@ -148,13 +163,23 @@ class Tokenizer:
         return (self.separator_tokens, self.non_separator_tokens, self.dictionary, self.stop_words_setting)
 
     def __repr__(self) -> str:
-        return (f"Tokenizer(separator_tokens={list(self.separator_tokens)}, "
-                f"non_separator_tokens={list(self.non_separator_tokens)}, dictionary={list(self.dictionary)}, "
-                f"stop_words={list(self.stop_words_setting)})")
+        return (
+            f"Tokenizer(separator_tokens={list(self.separator_tokens)}, "
+            f"non_separator_tokens={list(self.non_separator_tokens)}, dictionary={list(self.dictionary)}, "
+            f"stop_words={list(self.stop_words_setting)})"
+        )
 
 
 @functools.lru_cache(maxsize=128)
-def _from_settings(separator_tokens: tuple[str, ...], non_separator_tokens: tuple[str, ...],
-                   dictionary: tuple[str, ...], stop_words: tuple[str, ...]) -> Tokenizer:
-    return Tokenizer(separator_tokens=separator_tokens, non_separator_tokens=non_separator_tokens,
-                     dictionary=dictionary, stop_words=stop_words)
+def _from_settings(
+    separator_tokens: tuple[str, ...],
+    non_separator_tokens: tuple[str, ...],
+    dictionary: tuple[str, ...],
+    stop_words: tuple[str, ...],
+) -> Tokenizer:
+    return Tokenizer(
+        separator_tokens=separator_tokens,
+        non_separator_tokens=non_separator_tokens,
+        dictionary=dictionary,
+        stop_words=stop_words,
+    )

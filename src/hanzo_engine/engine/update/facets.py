@@ -152,16 +152,25 @@ def filter_rules(settings: dict[str, Any]) -> list[FilterRule]:
             continue
         features = rule.get("features") or {}
         flt = features.get("filter") or {}
-        rules.append(FilterRule(tuple(rule.get("attributePatterns") or ()), False,
-                                bool(features.get("facetSearch", False)), bool(flt.get("equality", True)),
-                                bool(flt.get("comparison", False))))
+        rules.append(
+            FilterRule(
+                tuple(rule.get("attributePatterns") or ()),
+                False,
+                bool(features.get("facetSearch", False)),
+                bool(flt.get("equality", True)),
+                bool(flt.get("comparison", False)),
+            )
+        )
     return rules
 
 
 def custom_rule_fields(settings: dict[str, Any]) -> set[str]:
     """Fields of the custom `field:asc` / `field:desc` ranking rules."""
-    return {rule.rpartition(":")[0] for rule in settings.get("rankingRules") or []
-            if isinstance(rule, str) and rule.endswith((":asc", ":desc"))}
+    return {
+        rule.rpartition(":")[0]
+        for rule in settings.get("rankingRules") or []
+        if isinstance(rule, str) and rule.endswith((":asc", ":desc"))
+    }
 
 
 class FacetRules:
@@ -182,8 +191,14 @@ class FacetRules:
 
     def signature(self) -> tuple[Any, ...]:
         """Equal for two settings exactly when they facet the same fields."""
-        return (tuple(self.filters), tuple(sorted(self.sortable)), tuple(sorted(self.asc_desc)), self.distinct,
-                self.geo, self.geojson)
+        return (
+            tuple(self.filters),
+            tuple(sorted(self.sortable)),
+            tuple(sorted(self.asc_desc)),
+            self.distinct,
+            self.geo,
+            self.geojson,
+        )
 
     def matching(self, name: str) -> tuple[int, FilterRule] | None:
         """The first filterable rule matching `name` (milli's `matching_features`)."""
@@ -256,8 +271,11 @@ class FieldValues:
 
     def to_entry(self) -> list[Any]:
         numbers = self.numbers
-        entry = [self.flags, sorted(numbers) if len(numbers) > 1 else list(numbers),
-                 [[k, v] for k, v in self.strings.items()]]
+        entry = [
+            self.flags,
+            sorted(numbers) if len(numbers) > 1 else list(numbers),
+            [[k, v] for k, v in self.strings.items()],
+        ]
         if self.shape is not None:
             entry.append(self.shape.to_json())
         return entry
@@ -350,7 +368,9 @@ class _Walk:
                 self.add(key, ON_BASE, value)
 
 
-def extract_facets(document: dict[str, Any], rules: FacetRules, external_id: str = "") -> dict[str, FieldValues]:
+def extract_facets(
+    document: dict[str, Any], rules: FacetRules, external_id: str = ""
+) -> dict[str, FieldValues]:
     """The faceted values of `document` by flattened field name (`_geo` coordinates and the
     `_geojson` shape included)."""
     walk = _Walk(rules)
@@ -408,34 +428,49 @@ def geo_coordinates(external_id: str, value: Any) -> tuple[float, float] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise geo_error(f"The `_geo` field in the document with the id: `{doc}` is not an object. Was expecting "
-                        f"an object with the `_geo.lat` and `_geo.lng` fields but instead got `{_json_text(value)}`.")
+        raise geo_error(
+            f"The `_geo` field in the document with the id: `{doc}` is not an object. Was expecting "
+            f"an object with the `_geo.lat` and `_geo.lng` fields but instead got `{_json_text(value)}`."
+        )
     rest = dict(value)
     has_lat, has_lng = "lat" in rest, "lng" in rest
     lat, lng = rest.pop("lat", None), rest.pop("lng", None)
     if has_lat and has_lng:
         if rest:
-            raise geo_error(f"The `_geo` field in the document with the id: `{doc}` contains the following "
-                            f"unexpected fields: `{_json_text(rest)}`.")
+            raise geo_error(
+                f"The `_geo` field in the document with the id: `{doc}` contains the following "
+                f"unexpected fields: `{_json_text(rest)}`."
+            )
     elif has_lat:
-        raise geo_error(f"Could not find longitude in the document with the id: `{doc}`. "
-                        "Was expecting a `_geo.lng` field.")
+        raise geo_error(
+            f"Could not find longitude in the document with the id: `{doc}`. "
+            "Was expecting a `_geo.lng` field."
+        )
     elif has_lng:
-        raise geo_error(f"Could not find latitude in the document with the id: `{doc}`. "
-                        "Was expecting a `_geo.lat` field.")
+        raise geo_error(
+            f"Could not find latitude in the document with the id: `{doc}`. Was expecting a `_geo.lat` field."
+        )
     else:
-        raise geo_error(f"Could not find latitude nor longitude in the document with the id: `{doc}`. "
-                        "Was expecting `_geo.lat` and `_geo.lng` fields.")
+        raise geo_error(
+            f"Could not find latitude nor longitude in the document with the id: `{doc}`. "
+            "Was expecting `_geo.lat` and `_geo.lng` fields."
+        )
     flat, flng = _finite(lat), _finite(lng)
     if flat is None and flng is None:
-        raise geo_error(f"Could not parse latitude nor longitude in the document with the id: `{doc}`. Was "
-                        f"expecting finite numbers but instead got `{_json_text(lat)}` and `{_json_text(lng)}`.")
+        raise geo_error(
+            f"Could not parse latitude nor longitude in the document with the id: `{doc}`. Was "
+            f"expecting finite numbers but instead got `{_json_text(lat)}` and `{_json_text(lng)}`."
+        )
     if flat is None:
-        raise geo_error(f"Could not parse latitude in the document with the id: `{doc}`. Was expecting a finite "
-                        f"number but instead got `{_json_text(lat)}`.")
+        raise geo_error(
+            f"Could not parse latitude in the document with the id: `{doc}`. Was expecting a finite "
+            f"number but instead got `{_json_text(lat)}`."
+        )
     if flng is None:
-        raise geo_error(f"Could not parse longitude in the document with the id: `{doc}`. Was expecting a finite "
-                        f"number but instead got `{_json_text(lng)}`.")
+        raise geo_error(
+            f"Could not parse longitude in the document with the id: `{doc}`. Was expecting a finite "
+            f"number but instead got `{_json_text(lng)}`."
+        )
     return flat, flng
 
 
@@ -498,7 +533,9 @@ class FacetIndexer:
         fid = self.fid_of.get(name)
         if fid is None:
             if len(self.fields) >= 0xFFFF:
-                raise MeiliError("max_fields_limit_exceeded", "A document cannot contain more than 65,535 fields.")
+                raise MeiliError(
+                    "max_fields_limit_exceeded", "A document cannot contain more than 65,535 fields."
+                )
             fid = self.fid_of[name] = len(self.fields)
             self.fields.append(name)
             self.fields_dirty = True
@@ -511,7 +548,9 @@ class FacetIndexer:
         for fid, entry in forward.items():
             flags, numbers, strings = entry[0], entry[1], entry[2]
             prefix = FID.pack(fid)
-            keys: list[tuple[bytes, bytes]] = [(DB_FACET_FLAGS, kind + prefix) for bit, kind in FLAG_KINDS if flags & bit]
+            keys: list[tuple[bytes, bytes]] = [
+                (DB_FACET_FLAGS, kind + prefix) for bit, kind in FLAG_KINDS if flags & bit
+            ]
             keys.extend((DB_FACET_NUMBERS, prefix + encode_f64(n)) for n in numbers)
             keys.extend((DB_FACET_STRINGS, prefix + norm.encode()) for norm, _ in strings)
             for key in keys:
@@ -613,4 +652,3 @@ class FacetIndexer:
 
 def facets_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return FacetRules(old).signature() != FacetRules(new).signature()
-

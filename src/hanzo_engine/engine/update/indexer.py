@@ -80,6 +80,7 @@ _unpack = msgspec.msgpack.Decoder().decode
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.Encoder().encode
 
+
 def tokenizer_for(settings: dict[str, Any]) -> TokenizerConfig:
     return tokenizer_config(
         separators=settings.get("separatorTokens") or (),
@@ -106,7 +107,9 @@ def forward_entries(reader: IndexReader, docids: Iterable[int]) -> list[bytes | 
     and `_native.bm25`."""
     # map with positional arguments: cheaper per document than a comprehension passing `db=`
     db = reader.index.db(DB_DOCID_WORDS)
-    return cast(list[bytes | None], list(map(reader.txn.get, map(U32.pack, docids), repeat(None), repeat(db))))
+    return cast(
+        list[bytes | None], list(map(reader.txn.get, map(U32.pack, docids), repeat(None), repeat(db)))
+    )
 
 
 def read_forward(reader: IndexReader, docid: int) -> Forward | None:
@@ -129,8 +132,9 @@ def dictionary_delta(reader: IndexReader, version: int) -> tuple[list[bytes], li
     return added, removed
 
 
-def record_dictionary_change(txn: Any, db_main: Any, created: list[bytes] | None,
-                             deleted: list[bytes] | None) -> None:
+def record_dictionary_change(
+    txn: Any, db_main: Any, created: list[bytes] | None, deleted: list[bytes] | None
+) -> None:
     """Bumps the dictionary version; keeps the change as a delta (searches then patch their cached
     dictionary instead of reading every word again) unless it is None (everything dropped) or too
     large to be worth it. Only the last DICTIONARY_DELTAS deltas are kept."""
@@ -192,12 +196,15 @@ class SearchIndexer:
         db_main = writer.index.db_main
         stored = self.txn.get(KEY_FIRST_WORDS, db=db_main)
         # an empty index gets complete keys from its first document on; else the stored level holds
-        self.first_words = (FIRST_WORDS_LEVEL if self.txn.stat(self.db_forward)["entries"] == 0
-                            else _level(stored))
+        self.first_words = (
+            FIRST_WORDS_LEVEL if self.txn.stat(self.db_forward)["entries"] == 0 else _level(stored)
+        )
 
     def analyze(self, document: dict[str, Any]) -> Forward:
         """(field lengths, word -> packed positions) of `document`, as its forward entry stores them."""
-        lengths, postings, _ = analyze(self.tokenizer, document_fields(flatten(document), self.fid_of, self.fields))
+        lengths, postings, _ = analyze(
+            self.tokenizer, document_fields(flatten(document), self.fid_of, self.fields)
+        )
         return lengths, postings
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
@@ -236,9 +243,14 @@ class SearchIndexer:
         changes = self.changes
         txn = self.txn
         created, deleted = changes.apply_word_docids(
-            partial(txn.get, db=self.db_word), partial(txn.put, db=self.db_word), partial(txn.delete, db=self.db_word))
+            partial(txn.get, db=self.db_word),
+            partial(txn.put, db=self.db_word),
+            partial(txn.delete, db=self.db_word),
+        )
         db = self.db_word_fid
-        changes.apply_word_fid_docids(partial(txn.get, db=db), partial(txn.put, db=db), partial(txn.delete, db=db))
+        changes.apply_word_fid_docids(
+            partial(txn.get, db=db), partial(txn.put, db=db), partial(txn.delete, db=db)
+        )
         if created or deleted:
             record_dictionary_change(txn, self.writer.index.db_main, created, deleted)
         for fid, docs, words in changes.field_stats_changes():

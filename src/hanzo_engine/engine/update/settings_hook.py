@@ -30,7 +30,9 @@ def needs_reindex(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return any(old.get(key) != new.get(key) for key in TOKENIZATION_SETTINGS)
 
 
-def reindex_for_settings(writer: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> None:
+def reindex_for_settings(
+    writer: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = ""
+) -> None:
     """Rebuild the search structures when the tokenization settings differ between `old` and `new`,
     and the facet structures of the fields whose faceted status changed."""
     rebuild_facets = facets.facets_changed(old, new)

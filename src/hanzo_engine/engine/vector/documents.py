@@ -69,8 +69,10 @@ def user_provided(settings: dict[str, Any]) -> dict[str, EmbedderConfig]:
     out: dict[str, EmbedderConfig] = {}
     for name, conf in (settings.get("embedders") or {}).items():
         if isinstance(conf, dict) and conf.get("source") == "userProvided" and conf.get("dimensions"):
-            out[name] = EmbedderConfig(dimensions=int(conf["dimensions"]),
-                                       binary_quantized=bool(conf.get("binaryQuantized") or False))
+            out[name] = EmbedderConfig(
+                dimensions=int(conf["dimensions"]),
+                binary_quantized=bool(conf.get("binaryQuantized") or False),
+            )
     return out
 
 
@@ -101,17 +103,25 @@ def _embeddings(value: list[Any], path: str) -> list[list[float]]:
     if _is_number(first):
         for i, item in enumerate(value):
             if not _is_number(item):
-                raise ValueError(f"Invalid value type at `{path}[{i}]`: expected a number, but found {_describe(item)}")
+                raise ValueError(
+                    f"Invalid value type at `{path}[{i}]`: expected a number, but found {_describe(item)}"
+                )
         return [[float(x) for x in value]]
     if not isinstance(first, list):
-        raise ValueError(f"Invalid value type at `{path}[0]`: expected a number or an array, but found {_describe(first)}")
+        raise ValueError(
+            f"Invalid value type at `{path}[0]`: expected a number or an array, but found {_describe(first)}"
+        )
     out = []
     for i, item in enumerate(value):
         if not isinstance(item, list):
-            raise ValueError(f"Invalid value type at `{path}[{i}]`: expected an array, but found {_describe(item)}")
+            raise ValueError(
+                f"Invalid value type at `{path}[{i}]`: expected an array, but found {_describe(item)}"
+            )
         for j, x in enumerate(item):
             if not _is_number(x):
-                raise ValueError(f"Invalid value type at `{path}[{i}][{j}]`: expected a number, but found {_describe(x)}")
+                raise ValueError(
+                    f"Invalid value type at `{path}[{i}][{j}]`: expected a number, but found {_describe(x)}"
+                )
         out.append([float(x) for x in item])
     return out
 
@@ -126,20 +136,28 @@ def parse_entry(name: str, value: Any) -> tuple[list[list[float]] | None, bool]:
         return _embeddings(value, path), False
     if isinstance(value, dict):
         if "regenerate" not in value:
-            raise ValueError(f"Missing field `{path}.regenerate`\n  - note: `{path}` must be an array of floats, "
-                             "an array of arrays of floats, or an object with field `regenerate`")
+            raise ValueError(
+                f"Missing field `{path}.regenerate`\n  - note: `{path}` must be an array of floats, "
+                "an array of arrays of floats, or an object with field `regenerate`"
+            )
         regenerate = value["regenerate"]
         if not isinstance(regenerate, bool):
-            raise ValueError(f"Could not parse `{path}.regenerate`: invalid type: {_describe(regenerate)}, "
-                             "expected a boolean")
+            raise ValueError(
+                f"Could not parse `{path}.regenerate`: invalid type: {_describe(regenerate)}, "
+                "expected a boolean"
+            )
         embeddings = value.get("embeddings")
         if embeddings is None:
             return None, regenerate
         if not isinstance(embeddings, list):
-            raise ValueError(f"Invalid value type at `{path}.embeddings`: expected null or an array, but found "
-                             f"{_describe(embeddings)}")
+            raise ValueError(
+                f"Invalid value type at `{path}.embeddings`: expected null or an array, but found "
+                f"{_describe(embeddings)}"
+            )
         return _embeddings(embeddings, f"{path}.embeddings"), regenerate
-    raise ValueError(f"Invalid value type at `{path}`: expected null, an array or an object, but found {_describe(value)}")
+    raise ValueError(
+        f"Invalid value type at `{path}`: expected null, an array or an object, but found {_describe(value)}"
+    )
 
 
 @dataclass
@@ -162,16 +180,25 @@ def _sent_action(embeddings: list[list[float]] | None, regenerate: bool) -> Stat
     return GENERATED if regenerate else FREEZE
 
 
-def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items: Iterable[tuple[str, dict[str, Any]]],
-                      *, merge: bool) -> list[Prepared]:
+def prepare_documents(
+    w: IndexWriter,
+    uid: str,
+    settings: dict[str, Any],
+    items: Iterable[tuple[str, dict[str, Any]]],
+    *,
+    merge: bool,
+) -> list[Prepared]:
     """Validates and normalizes every document's `_vectors` (MeiliError as Meilisearch's, prefixed with
     the index), and computes the embeddings of generating embedders (`generate.decide`), before
     anything is written. With `merge`, entries the update does not name are kept."""
     settings = complete(settings)
     _ = document_writer(w).embedding_status  # loaded (or rebuilt, for an older index) before the first write
     embedders = user_provided(settings)
-    gens = generators(w, settings, uid) if any(embedder_rules.is_generating(c)
-                                               for c in settings["embedders"].values()) else {}
+    gens = (
+        generators(w, settings, uid)
+        if any(embedder_rules.is_generating(c) for c in settings["embedders"].values())
+        else {}
+    )
     out: list[Prepared] = []
     missing: dict[str, list[str]] = {}
     typos: dict[str, dict[str, int]] = {}
@@ -180,9 +207,12 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
     for ext_id, doc in items:
         raw = doc.get(VECTORS)
         if raw is not None and not isinstance(raw, dict):
-            raise MeiliError("invalid_vectors_type", f"Index `{uid}`: The `_vectors` field in the document with id: "
-                             f"`{ext_id}` is not an object. Was expecting an object with a key for each embedder "
-                             f"with manually provided vectors, but instead got `{json.dumps(raw, separators=(',', ':'))}`")
+            raise MeiliError(
+                "invalid_vectors_type",
+                f"Index `{uid}`: The `_vectors` field in the document with id: "
+                f"`{ext_id}` is not an object. Was expecting an object with a key for each embedder "
+                f"with manually provided vectors, but instead got `{json.dumps(raw, separators=(',', ':'))}`",
+            )
         if not embedders and not gens:
             out.append((ext_id, doc, DocumentVectors()))
             continue
@@ -213,8 +243,10 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
             try:
                 embeddings, regenerate = parse_entry(name, sent[name])
             except ValueError as err:
-                raise MeiliError("invalid_vectors_type", f"Index `{uid}`: Bad embedder configuration in the document "
-                                 f"with id: `{ext_id}`. {err}") from None
+                raise MeiliError(
+                    "invalid_vectors_type",
+                    f"Index `{uid}`: Bad embedder configuration in the document with id: `{ext_id}`. {err}",
+                ) from None
             actions[name] = _sent_action(embeddings, regenerate)
             if embeddings is None:  # `{regenerate}` alone: the old vectors stay
                 prev = entry_of(parse_entry, name, old.get(name, MISSING))
@@ -230,11 +262,20 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
             new_doc = {**old_plain, **plain} if merge and old_plain is not None else plain
             for name, gen in gens.items():
                 try:
-                    kind, value = decide(gen, parse_entry, sent.get(name, MISSING),
-                                         entry_of(parse_entry, name, old.get(name, MISSING)), new_doc, old_plain)
+                    kind, value = decide(
+                        gen,
+                        parse_entry,
+                        sent.get(name, MISSING),
+                        entry_of(parse_entry, name, old.get(name, MISSING)),
+                        new_doc,
+                        old_plain,
+                    )
                 except ValueError as err:
-                    raise MeiliError("invalid_vectors_type", f"Index `{uid}`: Bad embedder configuration in the "
-                                     f"document with id: `{ext_id}`. {err}") from None
+                    raise MeiliError(
+                        "invalid_vectors_type",
+                        f"Index `{uid}`: Bad embedder configuration in the "
+                        f"document with id: `{ext_id}`. {err}",
+                    ) from None
                 except RenderError as err:
                     raise render_error(uid, ext_id, err) from None
                 if kind == "set":
@@ -260,10 +301,13 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
             target = "_vectors" if typo == "_vector" else f"_vectors.{name}"
             hint = f"- Hint: try replacing `{typo}` by `{target}` in {count} document(s)."
             break
-        raise MeiliError("vector_embedding_error", f"Index `{uid}`: While embedding documents for embedder `{name}`: "
-                         f"no vectors provided for document `{ids[0]}`{more}\n- Note: `{name}` has `source: "
-                         f"userProvided`, so documents must provide embeddings as an array in `_vectors.{name}`."
-                         f"\n{hint}")
+        raise MeiliError(
+            "vector_embedding_error",
+            f"Index `{uid}`: While embedding documents for embedder `{name}`: "
+            f"no vectors provided for document `{ids[0]}`{more}\n- Note: `{name}` has `source: "
+            f"userProvided`, so documents must provide embeddings as an array in `_vectors.{name}`."
+            f"\n{hint}",
+        )
     pending.run(gens, uid, lambda name: hints(name, sent_docs, settings["embedders"]))
     store = VectorStore.of(w.index)
     unconfigured = {n: g.store_config for n, g in gens.items() if store.config(w, n) is None}
@@ -274,8 +318,11 @@ def prepare_documents(w: IndexWriter, uid: str, settings: dict[str, Any], items:
 
 def _check_vectors(uid: str, ext_id: str, name: str, embeddings: list[list[float]], dimensions: int) -> None:
     if len(embeddings) > MAX_VECTORS:
-        raise MeiliError("too_many_vectors", f"Index `{uid}`: Too many vectors for document with id "
-                         f"{ext_id}: found {len(embeddings)}, but limited to {MAX_VECTORS}.")
+        raise MeiliError(
+            "too_many_vectors",
+            f"Index `{uid}`: Too many vectors for document with id "
+            f"{ext_id}: found {len(embeddings)}, but limited to {MAX_VECTORS}.",
+        )
     check_dimensions(uid, ext_id, name, embeddings, dimensions)
 
 
@@ -337,7 +384,8 @@ def embedders_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     if old.get("embedders") != new.get("embedders"):
         return True
     return old.get("searchableAttributes") != new.get("searchableAttributes") and any(
-        embedder_rules.is_generating(conf) for conf in (new.get("embedders") or {}).values())
+        embedder_rules.is_generating(conf) for conf in (new.get("embedders") or {}).values()
+    )
 
 
 def plan_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid: str = "") -> SettingsPlan:
@@ -347,8 +395,9 @@ def plan_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any], uid
     return plan_for_settings(w, uid, complete(old), complete(new), parse_entry)
 
 
-def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any],
-                        plan: SettingsPlan | None = None) -> None:
+def configure_embedders(
+    w: IndexWriter, old: dict[str, Any], new: dict[str, Any], plan: SettingsPlan | None = None
+) -> None:
     """Brings the vector store in line with the `embedders` setting: the generating embedders' `plan`
     is applied first (a source switching to `userProvided` was dropped there); then removed
     `userProvided` embedders are dropped, new ones (or ones whose dimensions changed) are created
@@ -378,10 +427,13 @@ def configure_embedders(w: IndexWriter, old: dict[str, Any], new: dict[str, Any]
             try:
                 store.configure(w, name, config)
             except ValueError:
-                raise MeiliError("invalid_settings_embedders", f"`.embedders.{name}.binaryQuantized`: Cannot disable "
-                                 "the binary quantization.\n - Note: Binary quantization is a lossy operation that "
-                                 "cannot be reverted.\n - Hint: Add a new embedder that is non-quantized and "
-                                 "regenerate the vectors.") from None
+                raise MeiliError(
+                    "invalid_settings_embedders",
+                    f"`.embedders.{name}.binaryQuantized`: Cannot disable "
+                    "the binary quantization.\n - Note: Binary quantization is a lossy operation that "
+                    "cannot be reverted.\n - Hint: Add a new embedder that is non-quantized and "
+                    "regenerate the vectors.",
+                ) from None
     if not fill:
         return
     filled = {name: EmbedderStatus() for name in fill}

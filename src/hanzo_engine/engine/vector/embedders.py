@@ -52,23 +52,74 @@ from hanzo_engine.engine.vector.rest import (
 
 SOURCES: Final = ("openAi", "huggingFace", "ollama", "userProvided", "rest", "composite")
 GENERATING: Final = ("openAi", "ollama", "rest", "composite")
-FIELDS: Final = ("source", "model", "revision", "pooling", "apiKey", "dimensions", "documentTemplate",
-                 "documentTemplateMaxBytes", "url", "indexingFragments", "searchFragments", "request", "response",
-                 "headers", "searchEmbedder", "indexingEmbedder", "distribution", "binaryQuantized")
-_CHECK_ORDER: Final = ("model", "revision", "pooling", "dimensions", "apiKey", "url", "indexingFragments",
-                       "searchFragments", "request", "response", "documentTemplate", "documentTemplateMaxBytes",
-                       "headers", "searchEmbedder", "indexingEmbedder", "binaryQuantized", "distribution")
+FIELDS: Final = (
+    "source",
+    "model",
+    "revision",
+    "pooling",
+    "apiKey",
+    "dimensions",
+    "documentTemplate",
+    "documentTemplateMaxBytes",
+    "url",
+    "indexingFragments",
+    "searchFragments",
+    "request",
+    "response",
+    "headers",
+    "searchEmbedder",
+    "indexingEmbedder",
+    "distribution",
+    "binaryQuantized",
+)
+_CHECK_ORDER: Final = (
+    "model",
+    "revision",
+    "pooling",
+    "dimensions",
+    "apiKey",
+    "url",
+    "indexingFragments",
+    "searchFragments",
+    "request",
+    "response",
+    "documentTemplate",
+    "documentTemplateMaxBytes",
+    "headers",
+    "searchEmbedder",
+    "indexingEmbedder",
+    "binaryQuantized",
+    "distribution",
+)
 _ALLOWED: Final[dict[str, tuple[str, ...]]] = {
-    "openAi": ("source", "model", "apiKey", "documentTemplate", "documentTemplateMaxBytes", "dimensions", "url"),
+    "openAi": (
+        "source",
+        "model",
+        "apiKey",
+        "documentTemplate",
+        "documentTemplateMaxBytes",
+        "dimensions",
+        "url",
+    ),
     "huggingFace": ("source", "model", "revision", "pooling", "documentTemplate", "documentTemplateMaxBytes"),
     "ollama": ("source", "documentTemplate", "documentTemplateMaxBytes", "url", "apiKey", "dimensions"),
     "userProvided": ("source",),
-    "rest": ("source", "apiKey", "dimensions", "documentTemplate", "documentTemplateMaxBytes", "headers",
-             "indexingFragments", "searchFragments"),
+    "rest": (
+        "source",
+        "apiKey",
+        "dimensions",
+        "documentTemplate",
+        "documentTemplateMaxBytes",
+        "headers",
+        "indexingFragments",
+        "searchFragments",
+    ),
     "composite": ("source",),
 }
 _MANDATORY: Final[dict[str, tuple[str, ...]]] = {
-    "ollama": ("model",), "userProvided": ("dimensions",), "rest": ("url", "request", "response"),
+    "ollama": ("model",),
+    "userProvided": ("dimensions",),
+    "rest": ("url", "request", "response"),
     "composite": ("searchEmbedder", "indexingEmbedder"),
 }
 
@@ -96,7 +147,11 @@ def is_generating(conf: Any) -> bool:
 NOT_NESTED: Final = ""
 SEARCH: Final = "search"
 INDEXING: Final = "indexing"
-_IN_CONTEXT: Final = {NOT_NESTED: "", SEARCH: " for the search embedder", INDEXING: " for the indexing embedder"}
+_IN_CONTEXT: Final = {
+    NOT_NESTED: "",
+    SEARCH: " for the search embedder",
+    INDEXING: " for the indexing embedder",
+}
 _NESTED_KEY: Final = {SEARCH: "searchEmbedder", INDEXING: "indexingEmbedder"}
 MAX_COMPOSITE_DISTANCE: Final = 0.01
 _COMPOSITE_TEXTS: Final = ("test", "a brave dog", "This is a sample text. It is meant to compare similarity.")
@@ -167,8 +222,11 @@ class Runtime:
     def _translate(self, err: EmbedderError) -> EmbedderError:
         if self.source == SOURCE_OLLAMA and err.status == 404:
             body = "" if err.body is None else f"\n  - server replied with `{err.body}`"
-            return EmbedderError("user", "model not found. Meilisearch will not automatically download models from "
-                                 f"the Ollama library, please pull the model manually{body}")
+            return EmbedderError(
+                "user",
+                "model not found. Meilisearch will not automatically download models from "
+                f"the Ollama library, please pull the model manually{body}",
+            )
         return err
 
     def embed_many(self, texts: list[str], dimensions: int) -> list[list[float]]:
@@ -190,8 +248,11 @@ class Runtime:
         try:
             return len(self.client.embed(["test"], None)[0])
         except EmbedderError as err:
-            raise EmbedderError("runtime", "could not determine model dimensions:\n  - test embedding failed with "
-                                f"{self._translate(err)}") from None
+            raise EmbedderError(
+                "runtime",
+                "could not determine model dimensions:\n  - test embedding failed with "
+                f"{self._translate(err)}",
+            ) from None
 
 
 def make_prompt(conf: dict[str, Any]) -> Prompt:
@@ -201,8 +262,10 @@ def make_prompt(conf: dict[str, Any]) -> Prompt:
         conf = conf["indexingEmbedder"]
     template = conf.get("documentTemplate")
     max_bytes = conf.get("documentTemplateMaxBytes")
-    return Prompt(DEFAULT_TEMPLATE if template is None else str(template),
-                  DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes))
+    return Prompt(
+        DEFAULT_TEMPLATE if template is None else str(template),
+        DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes),
+    )
 
 
 def build(name: str, conf: dict[str, Any]) -> Runtime:
@@ -211,7 +274,9 @@ def build(name: str, conf: dict[str, Any]) -> Runtime:
     if source == "composite":
         search, indexing = conf.get("searchEmbedder"), conf.get("indexingEmbedder")
         if not isinstance(search, dict) or not isinstance(indexing, dict):
-            raise EmbedderError("user", "a composite embedder needs a `searchEmbedder` and an `indexingEmbedder`")
+            raise EmbedderError(
+                "user", "a composite embedder needs a `searchEmbedder` and an `indexingEmbedder`"
+            )
         index_runtime = build(name, indexing)
         return replace(index_runtime, search=build(name, search))
     if source not in GENERATING:
@@ -224,12 +289,19 @@ def build(name: str, conf: dict[str, Any]) -> Runtime:
         request: dict[str, Any] = {"model": model, "input": ["{{text}}", "{{..}}"]}
         if shortens and dims is not None:
             request["dimensions"] = int(dims)
-        key = api_key if api_key is not None else (os.environ.get("MEILI_OPENAI_API_KEY")
-                                                   or os.environ.get("OPENAI_API_KEY") or "")
-        options = RestOptions(url=str(conf.get("url") or OPENAI_URL), request=request,
-                              response={"data": [{"embedding": "{{embedding}}"}, "{{..}}"]},
-                              api_key=key or None, dimensions=int(dims) if shortens and dims else default_dims,
-                              source=SOURCE_OPENAI)
+        key = (
+            api_key
+            if api_key is not None
+            else (os.environ.get("MEILI_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY") or "")
+        )
+        options = RestOptions(
+            url=str(conf.get("url") or OPENAI_URL),
+            request=request,
+            response={"data": [{"embedding": "{{embedding}}"}, "{{..}}"]},
+            api_key=key or None,
+            dimensions=int(dims) if shortens and dims else default_dims,
+            source=SOURCE_OPENAI,
+        )
     elif source == "ollama":
         url = str(conf.get("url") or os.environ.get("MEILI_OLLAMA_URL") or OLLAMA_URL)
         model = str(conf.get("model") or "nomic-embed-text")
@@ -240,14 +312,29 @@ def build(name: str, conf: dict[str, Any]) -> Runtime:
             req = {"model": model, "input": ["{{text}}", "{{..}}"]}
             resp = {"embeddings": ["{{embedding}}", "{{..}}"]}
         else:
-            raise EmbedderError("user", "unsupported Ollama URL.\n  - For `ollama` sources, the URL must end with "
-                                f"`/api/embed` or `/api/embeddings`\n  - Got `{url}`")
-        options = RestOptions(url=url, request=req, response=resp, api_key=api_key,
-                              dimensions=int(dims) if dims else None, source=SOURCE_OLLAMA)
+            raise EmbedderError(
+                "user",
+                "unsupported Ollama URL.\n  - For `ollama` sources, the URL must end with "
+                f"`/api/embed` or `/api/embeddings`\n  - Got `{url}`",
+            )
+        options = RestOptions(
+            url=url,
+            request=req,
+            response=resp,
+            api_key=api_key,
+            dimensions=int(dims) if dims else None,
+            source=SOURCE_OLLAMA,
+        )
     else:
-        options = RestOptions(url=str(conf.get("url") or ""), request=conf.get("request"),
-                              response=conf.get("response"), headers=dict(conf.get("headers") or {}),
-                              api_key=api_key, dimensions=int(dims) if dims else None, source=SOURCE_USER)
+        options = RestOptions(
+            url=str(conf.get("url") or ""),
+            request=conf.get("request"),
+            response=conf.get("response"),
+            headers=dict(conf.get("headers") or {}),
+            api_key=api_key,
+            dimensions=int(dims) if dims else None,
+            source=SOURCE_USER,
+        )
     try:
         prompt = make_prompt(conf)
     except TemplateSyntaxError as err:
@@ -283,10 +370,13 @@ def check_composite(runtime: Runtime, conf: dict[str, Any]) -> int:
     search_dims = search.dimensions or search.infer_dimensions()
     index_dims = runtime.dimensions or runtime.infer_dimensions()
     if search_dims != index_dims:
-        raise EmbedderError("user", "error while generating test embeddings.\n  - the dimensions of embeddings produced "
-                            "at search time and at indexing time don't match.\n  - Search time dimensions: "
-                            f"{search_dims}\n  - Indexing time dimensions: {index_dims}\n  - Note: Dimensions of "
-                            "embeddings produced by both embedders are required to match.")
+        raise EmbedderError(
+            "user",
+            "error while generating test embeddings.\n  - the dimensions of embeddings produced "
+            "at search time and at indexing time don't match.\n  - Search time dimensions: "
+            f"{search_dims}\n  - Indexing time dimensions: {index_dims}\n  - Note: Dimensions of "
+            "embeddings produced by both embedders are required to match.",
+        )
     texts = list(_COMPOSITE_TEXTS)
     try:
         search_embeddings = search.client.embed_many(texts, None)
@@ -297,25 +387,34 @@ def check_composite(runtime: Runtime, conf: dict[str, Any]) -> int:
     except EmbedderError as err:
         raise _test_failure(runtime._translate(err), "indexing") from None
     if len(search_embeddings) != len(index_embeddings):
-        raise EmbedderError("runtime", "error while generating test embeddings.\n  - the number of generated embeddings "
-                            f"differs.\n  - {len(search_embeddings)} embeddings for the search time embedder.\n  - "
-                            f"{len(index_embeddings)} embeddings for the indexing time embedder.")
+        raise EmbedderError(
+            "runtime",
+            "error while generating test embeddings.\n  - the number of generated embeddings "
+            f"differs.\n  - {len(search_embeddings)} embeddings for the search time embedder.\n  - "
+            f"{len(index_embeddings)} embeddings for the indexing time embedder.",
+        )
     for left, right in zip(search_embeddings, index_embeddings, strict=True):
         distance = _cosine_distance(left, right)
         if distance > MAX_COMPOSITE_DISTANCE:
-            raise EmbedderError("user", "error while generating test embeddings.\n  - the embeddings produced at search "
-                                "time and indexing time are not similar enough.\n  - angular distance "
-                                f"{distance:.2f}\n  - Meilisearch requires a maximum distance of "
-                                f"{MAX_COMPOSITE_DISTANCE}.\n  - Note: check that both embedders produce similar "
-                                "embeddings.")
+            raise EmbedderError(
+                "user",
+                "error while generating test embeddings.\n  - the embeddings produced at search "
+                "time and indexing time are not similar enough.\n  - angular distance "
+                f"{distance:.2f}\n  - Meilisearch requires a maximum distance of "
+                f"{MAX_COMPOSITE_DISTANCE}.\n  - Note: check that both embedders produce similar "
+                "embeddings.",
+            )
     with _composite_lock:
         _composite_checked[key] = index_dims
     return index_dims
 
 
 def _test_failure(err: EmbedderError, failing: str) -> EmbedderError:
-    return EmbedderError("runtime", "error while generating test embeddings.\n  - could not generate test embedding "
-                         f"with embedder at {failing} time.\n  - Embedding failed with {err}")
+    return EmbedderError(
+        "runtime",
+        "error while generating test embeddings.\n  - could not generate test embedding "
+        f"with embedder at {failing} time.\n  - Embedding failed with {err}",
+    )
 
 
 # -- settings rules -----------------------------------------------------------------------------------
@@ -330,13 +429,18 @@ def _check(name: str, conf: dict[str, Any], source: str | None) -> None:
     template = conf.get("documentTemplate")
     if template is not None:
         if conf.get("documentTemplateMaxBytes") == 0:
-            raise MeiliError(code, f"`.embedders.{name}.documentTemplateMaxBytes`: `documentTemplateMaxBytes` "
-                             "cannot be zero")
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.documentTemplateMaxBytes`: `documentTemplateMaxBytes` cannot be zero",
+            )
         try:
             Prompt(str(template), None)
         except TemplateSyntaxError as err:
-            raise MeiliError(code, f"`.embedders.{name}.documentTemplate`: Invalid template: user error: cannot parse "
-                             f"template: {err}.") from None
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.documentTemplate`: Invalid template: user error: cannot parse "
+                f"template: {err}.",
+            ) from None
     if conf.get("dimensions") == 0:
         raise MeiliError(code, f"`.embedders.{name}.dimensions`: `dimensions` cannot be zero")
     url = conf.get("url")
@@ -358,16 +462,25 @@ def _check(name: str, conf: dict[str, Any], source: str | None) -> None:
         model = str(conf["model"])
         if model not in OPENAI_MODELS:
             supported = ", ".join(f'"{m}"' for m in OPENAI_MODELS)
-            raise MeiliError(code, f"`.embedders.{name}.model`: Invalid model `{model}` for OpenAI. Supported "
-                             f"models: [{supported}]")
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.model`: Invalid model `{model}` for OpenAI. Supported "
+                f"models: [{supported}]",
+            )
         dims = conf.get("dimensions")
         default_dims, shortens, _ = OPENAI_MODELS[model]
         if dims is not None and not shortens and dims != default_dims:
-            raise MeiliError(code, f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
-                             f"native dimensions of {default_dims}. Found {dims}")
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
+                f"native dimensions of {default_dims}. Found {dims}",
+            )
         if dims is not None and dims > default_dims:
-            raise MeiliError(code, f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
-                             f"dimensions to a value higher than {default_dims}. Found {dims}")
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.dimensions`: Model `{model}` does not support overriding its "
+                f"dimensions to a value higher than {default_dims}. Found {dims}",
+            )
     if source == "composite":
         for context in (SEARCH, INDEXING):
             _check_nested(name, conf.get(_NESTED_KEY[context]), context)
@@ -389,16 +502,29 @@ def _check_fields(name: str, conf: dict[str, Any], source: str, context: str) ->
         if status == "disallowed" and field in conf:
             sources = [s for s in SOURCES if _status(s, field, context) != "disallowed"]
             allowed = [f for f in FIELDS if _status(source, f, context) != "disallowed"]
-            note = (f"\n  - note: `{field}` is available for sources: " + ", ".join(f"`{s}`" for s in sources)
-                    if sources else "")
-            elsewhere = (f"\n  - note: `{field}` is available when source `{source}` is not{in_context}"
-                         if context != NOT_NESTED and _status(source, field) != "disallowed" else "")
-            raise MeiliError(code, f"`.embedders.{where}`: Field `{field}` unavailable for source `{source}`"
-                             f"{in_context}.{note}\n  - note: available fields for source `{source}`{in_context}: "
-                             + ", ".join(f"`{f}`" for f in allowed) + elsewhere)
+            note = (
+                f"\n  - note: `{field}` is available for sources: " + ", ".join(f"`{s}`" for s in sources)
+                if sources
+                else ""
+            )
+            elsewhere = (
+                f"\n  - note: `{field}` is available when source `{source}` is not{in_context}"
+                if context != NOT_NESTED and _status(source, field) != "disallowed"
+                else ""
+            )
+            raise MeiliError(
+                code,
+                f"`.embedders.{where}`: Field `{field}` unavailable for source `{source}`"
+                f"{in_context}.{note}\n  - note: available fields for source `{source}`{in_context}: "
+                + ", ".join(f"`{f}`" for f in allowed)
+                + elsewhere,
+            )
         if status == "mandatory" and conf.get(field) is None:
-            raise MeiliError(code, f"`.embedders.{name}`: Missing field `{field}` (note: this field is mandatory for "
-                             f"source `{source}`)")
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}`: Missing field `{field}` (note: this field is mandatory for "
+                f"source `{source}`)",
+            )
 
 
 def _check_nested(name: str, conf: Any, context: str) -> None:
@@ -411,19 +537,29 @@ def _check_nested(name: str, conf: Any, context: str) -> None:
     where = f"{name}.{_NESTED_KEY[context]}"
     if context == INDEXING and conf.get("documentTemplate") is not None:
         if conf.get("documentTemplateMaxBytes") == 0:
-            raise MeiliError(code, f"`.embedders.{name}.documentTemplateMaxBytes`: `documentTemplateMaxBytes` "
-                             "cannot be zero")
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.documentTemplateMaxBytes`: `documentTemplateMaxBytes` cannot be zero",
+            )
         try:
             Prompt(str(conf["documentTemplate"]), None)
         except TemplateSyntaxError as err:
-            raise MeiliError(code, f"`.embedders.{name}.documentTemplate`: Invalid template: user error: cannot parse "
-                             f"template: {err}.") from None
+            raise MeiliError(
+                code,
+                f"`.embedders.{name}.documentTemplate`: Invalid template: user error: cannot parse "
+                f"template: {err}.",
+            ) from None
     source = conf.get("source")
     if source is None:
-        raise MeiliError(code, f"`.embedders.{where}`: Missing field `source`.\n  - note: this field is mandatory for "
-                         "nested embedders")
+        raise MeiliError(
+            code,
+            f"`.embedders.{where}`: Missing field `source`.\n  - note: this field is mandatory for "
+            "nested embedders",
+        )
     if source in ("composite", "userProvided"):
-        raise MeiliError(code, f"`.embedders.{where}.source`: Source `{source}` is not available in a nested embedder")
+        raise MeiliError(
+            code, f"`.embedders.{where}.source`: Source `{source}` is not available in a nested embedder"
+        )
     _check_fields(name, conf, str(source), context)
 
 
@@ -431,28 +567,38 @@ def _refuse_unsupported(where: str, conf: dict[str, Any], source: str) -> None:
     """What this build cannot run, refused when the settings are sent rather than accepted and ignored."""
     code = "invalid_settings_embedders"
     if source == "huggingFace":
-        raise MeiliError(code, f"`.embedders.{where}.source`: Source `huggingFace` is not available in this build: "
-                         "it cannot download models from the Hugging Face hub nor run them locally.\n  - Hint: serve "
-                         "the model behind a `rest` or `ollama` embedder, or compute the vectors elsewhere and use "
-                         "a `userProvided` embedder.")
+        raise MeiliError(
+            code,
+            f"`.embedders.{where}.source`: Source `huggingFace` is not available in this build: "
+            "it cannot download models from the Hugging Face hub nor run them locally.\n  - Hint: serve "
+            "the model behind a `rest` or `ollama` embedder, or compute the vectors elsewhere and use "
+            "a `userProvided` embedder.",
+        )
     for field in ("indexingFragments", "searchFragments"):
         if conf.get(field) is not None:
-            raise MeiliError(code, f"`.embedders.{where}.{field}`: fragments are not available in this build: "
-                             "multimodal embedding through fragments is not implemented.\n  - Hint: use a "
-                             "`documentTemplate` to embed the documents' text, or a `userProvided` embedder.")
+            raise MeiliError(
+                code,
+                f"`.embedders.{where}.{field}`: fragments are not available in this build: "
+                "multimodal embedding through fragments is not implemented.\n  - Hint: use a "
+                "`documentTemplate` to embed the documents' text, or a `userProvided` embedder.",
+            )
 
 
 def check_embedder_features(embedders: dict[str, Any] | None, enabled: Callable[[str], bool]) -> None:
     """Meilisearch's `validate_settings`: the embedder fields that need an experimental feature
     (`compositeEmbedders`, `multimodal`), 400 `feature_not_enabled` when it is off. A reset (`null`)
     needs none."""
-    gates = (("source", "compositeEmbedders", "using `\"composite\"` as source"),
-             ("searchEmbedder", "compositeEmbedders", "setting `searchEmbedder`"),
-             ("indexingEmbedder", "compositeEmbedders", "setting `indexingEmbedder`"),
-             ("indexingFragments", "multimodal", "setting `indexingFragments`"),
-             ("searchFragments", "multimodal", "setting `searchFragments`"))
-    labels = {"compositeEmbedders": ("composite embedders", "https://github.com/orgs/meilisearch/discussions/816"),
-              "multimodal": ("multimodal", "https://github.com/orgs/meilisearch/discussions/846")}
+    gates = (
+        ("source", "compositeEmbedders", 'using `"composite"` as source'),
+        ("searchEmbedder", "compositeEmbedders", "setting `searchEmbedder`"),
+        ("indexingEmbedder", "compositeEmbedders", "setting `indexingEmbedder`"),
+        ("indexingFragments", "multimodal", "setting `indexingFragments`"),
+        ("searchFragments", "multimodal", "setting `searchFragments`"),
+    )
+    labels = {
+        "compositeEmbedders": ("composite embedders", "https://github.com/orgs/meilisearch/discussions/816"),
+        "multimodal": ("multimodal", "https://github.com/orgs/meilisearch/discussions/846"),
+    }
     for conf in (embedders or {}).values():
         if not isinstance(conf, dict):
             continue
@@ -461,8 +607,10 @@ def check_embedder_features(embedders: dict[str, Any] | None, enabled: Callable[
             if value is None or (field == "source" and value != "composite") or enabled(feature):
                 continue
             label, link = labels[feature]
-            raise MeiliError("feature_not_enabled",
-                             f"{action} requires enabling the `{label}` experimental feature. See {link}")
+            raise MeiliError(
+                "feature_not_enabled",
+                f"{action} requires enabling the `{label}` experimental feature. See {link}",
+            )
 
 
 def check_embedder(name: str, conf: dict[str, Any]) -> None:

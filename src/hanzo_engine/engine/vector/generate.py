@@ -69,7 +69,9 @@ class Generator:
 
     @property
     def store_config(self) -> EmbedderConfig:
-        return EmbedderConfig(dimensions=self.dimensions, binary_quantized=bool(self.conf.get("binaryQuantized")))
+        return EmbedderConfig(
+            dimensions=self.dimensions, binary_quantized=bool(self.conf.get("binaryQuantized"))
+        )
 
     def render(self, document: dict[str, Any]) -> str:
         return self.runtime.prompt.render(document, self.searchable, self.field_order)
@@ -80,12 +82,14 @@ def _embedding_error(uid: str, err: EmbedderError) -> MeiliError:
 
 
 def render_error(uid: str, ext_id: str, err: RenderError) -> MeiliError:
-    return MeiliError("invalid_document_fields", f"Index `{uid}`: user error: missing field in document `{ext_id}`: "
-                      f"{err}")
+    return MeiliError(
+        "invalid_document_fields", f"Index `{uid}`: user error: missing field in document `{ext_id}`: {err}"
+    )
 
 
-def generators(reader: IndexReader, settings: dict[str, Any], uid: str, *,
-               known_dimensions: dict[str, int] | None = None) -> dict[str, Generator]:
+def generators(
+    reader: IndexReader, settings: dict[str, Any], uid: str, *, known_dimensions: dict[str, int] | None = None
+) -> dict[str, Generator]:
     """The generating embedders of complete settings. Dimensions: configured, else the vector store's
     (`known_dimensions` overrides it), else learned from a test embedding."""
     out: dict[str, Generator] = {}
@@ -105,7 +109,9 @@ def generators(reader: IndexReader, settings: dict[str, Any], uid: str, *,
                 dims = stored.dimensions if stored is not None else runtime.infer_dimensions()
         except EmbedderError as err:
             raise _embedding_error(uid, err) from None
-        out[name] = Generator(name, conf, runtime, dims, None if searchable is None else list(searchable), order)
+        out[name] = Generator(
+            name, conf, runtime, dims, None if searchable is None else list(searchable), order
+        )
     return out
 
 
@@ -120,8 +126,14 @@ def entry_of(parse_entry: ParseEntry, name: str, value: Any) -> dict[str, Any] |
     return {"embeddings": embeddings, "regenerate": regenerate}
 
 
-def decide(gen: Generator, parse_entry: ParseEntry, sent: Any, old_entry: dict[str, Any] | None,
-           new_doc: dict[str, Any], old_doc: dict[str, Any] | None) -> tuple[str, Any]:
+def decide(
+    gen: Generator,
+    parse_entry: ParseEntry,
+    sent: Any,
+    old_entry: dict[str, Any] | None,
+    new_doc: dict[str, Any],
+    old_doc: dict[str, Any] | None,
+) -> tuple[str, Any]:
     """What becomes of one document's vectors (module docstring): `("set", (embeddings, regenerate))`,
     `("keep", entry)` or `("embed", text)`. ValueError for a malformed sent entry, RenderError for a
     template the new document cannot fill."""
@@ -163,9 +175,14 @@ def hints(name: str, documents: Iterable[dict[str, Any]], configured: Iterable[s
             for key in vectors:
                 if key not in names and 0 < osa_distance(key, name) <= 2:
                     keys[key] += 1
-    out = [f"\n- Hint: try replacing `{f}` by `_vectors` in {n} document(s)." for f, n in sorted(fields.items())[:2]]
-    out += [f"\n- Hint: try replacing `_vectors.{k}` by `_vectors.{name}` in {n} document(s)."
-            for k, n in sorted(keys.items())[:2]]
+    out = [
+        f"\n- Hint: try replacing `{f}` by `_vectors` in {n} document(s)."
+        for f, n in sorted(fields.items())[:2]
+    ]
+    out += [
+        f"\n- Hint: try replacing `_vectors.{k}` by `_vectors.{name}` in {n} document(s)."
+        for k, n in sorted(keys.items())[:2]
+    ]
     return "".join(out)
 
 
@@ -174,13 +191,17 @@ class Pending:
     """Texts waiting to be embedded, and where each embedding goes."""
 
     texts: dict[str, list[str]] = field(default_factory=dict)
-    targets: dict[str, list[tuple[dict[str, Any], dict[str, list[list[float]]] | None]]] = field(default_factory=dict)
+    targets: dict[str, list[tuple[dict[str, Any], dict[str, list[list[float]]] | None]]] = field(
+        default_factory=dict
+    )
 
     @property
     def size(self) -> int:
         return sum(len(texts) for texts in self.texts.values())
 
-    def add(self, name: str, text: str, entries: dict[str, Any], changes: dict[str, list[list[float]]] | None) -> None:
+    def add(
+        self, name: str, text: str, entries: dict[str, Any], changes: dict[str, list[list[float]]] | None
+    ) -> None:
         """Queues `text`; its embedding will become `entries[name]` (and `changes[name]`)."""
         self.texts.setdefault(name, []).append(text)
         self.targets.setdefault(name, []).append((entries, changes))
@@ -194,8 +215,10 @@ class Pending:
             except EmbedderError as err:
                 if err.fault == "bug":
                     raise
-                raise MeiliError("vector_embedding_error", f"Index `{uid}`: While embedding documents for embedder "
-                                 f"`{name}`: {err}{hint(name)}") from None
+                raise MeiliError(
+                    "vector_embedding_error",
+                    f"Index `{uid}`: While embedding documents for embedder `{name}`: {err}{hint(name)}",
+                ) from None
             for (entries, changes), embedding in zip(self.targets[name], embeddings, strict=True):
                 entries[name] = {"embeddings": [embedding], "regenerate": True}
                 if changes is not None:
@@ -205,9 +228,12 @@ class Pending:
 def check_dimensions(uid: str, ext_id: str, name: str, embeddings: list[list[float]], dims: int) -> None:
     for i, emb in enumerate(embeddings):
         if len(emb) != dims:
-            raise MeiliError("invalid_vector_dimensions", f"Index `{uid}`: Invalid vector dimensions in document with "
-                             f"id `{ext_id}` in `._vectors.{name}`.\n  - note: embedding #{i} has dimensions "
-                             f"{len(emb)}\n  - note: embedder `{name}` requires {dims}")
+            raise MeiliError(
+                "invalid_vector_dimensions",
+                f"Index `{uid}`: Invalid vector dimensions in document with "
+                f"id `{ext_id}` in `._vectors.{name}`.\n  - note: embedding #{i} has dimensions "
+                f"{len(emb)}\n  - note: embedder `{name}` requires {dims}",
+            )
 
 
 # -- settings changes ---------------------------------------------------------------------------------
@@ -245,7 +271,9 @@ class SettingsPlan:
             else:
                 try:
                     store.configure(w, name, config)
-                except ValueError:  # quantized vectors cannot be un-quantized; refused before (settings check)
+                except (
+                    ValueError
+                ):  # quantized vectors cannot be un-quantized; refused before (settings check)
                     pass
         for name in self.removed:
             store.drop(w, name)
@@ -262,8 +290,9 @@ class SettingsPlan:
                 status.apply(name, docid, action)
 
 
-def plan_for_settings(w: IndexWriter, uid: str, old: dict[str, Any], new: dict[str, Any],
-                      parse_entry: ParseEntry) -> SettingsPlan:
+def plan_for_settings(
+    w: IndexWriter, uid: str, old: dict[str, Any], new: dict[str, Any], parse_entry: ParseEntry
+) -> SettingsPlan:
     """What changed settings do to the generating embedders' vectors (module docstring): removed ones
     lose their generated entries, others are reconfigured and re-embedded as `reindex_action` says."""
     store = VectorStore.of(w.index)
@@ -277,11 +306,18 @@ def plan_for_settings(w: IndexWriter, uid: str, old: dict[str, Any], new: dict[s
         if not is_generating(conf):
             continue
         prev = old_all.get(name)
-        if isinstance(prev, dict) and prev.get("binaryQuantized") is True and conf.get("binaryQuantized") is False:
-            raise MeiliError("invalid_settings_embedders", f"Index `{uid}`: `.embedders.{name}.binaryQuantized`: Cannot "
-                             "disable the binary quantization.\n - Note: Binary quantization is a lossy operation that "
-                             "cannot be reverted.\n - Hint: Add a new embedder that is non-quantized and regenerate "
-                             "the vectors.")
+        if (
+            isinstance(prev, dict)
+            and prev.get("binaryQuantized") is True
+            and conf.get("binaryQuantized") is False
+        ):
+            raise MeiliError(
+                "invalid_settings_embedders",
+                f"Index `{uid}`: `.embedders.{name}.binaryQuantized`: Cannot "
+                "disable the binary quantization.\n - Note: Binary quantization is a lossy operation that "
+                "cannot be reverted.\n - Hint: Add a new embedder that is non-quantized and regenerate "
+                "the vectors.",
+            )
         action = reindex_action(prev if isinstance(prev, dict) else None, conf, searchable_changed)
         if action is not None or prev != conf or store.config(w, name) is None:
             actions[name] = action
@@ -290,7 +326,11 @@ def plan_for_settings(w: IndexWriter, uid: str, old: dict[str, Any], new: dict[s
     known: dict[str, int] = {}
     for name, action in actions.items():
         stored = store.config(w, name)
-        if stored is not None and action != "full" and new_all[name].get("dimensions") in (None, stored.dimensions):
+        if (
+            stored is not None
+            and action != "full"
+            and new_all[name].get("dimensions") in (None, stored.dimensions)
+        ):
             known[name] = stored.dimensions  # no reindex: no test embedding either
     gens = {n: g for n, g in generators(w, new, uid, known_dimensions=known).items() if n in actions}
     for name, gen in gens.items():
@@ -307,8 +347,16 @@ def plan_for_settings(w: IndexWriter, uid: str, old: dict[str, Any], new: dict[s
     return plan
 
 
-def _plan_documents(w: IndexWriter, uid: str, plan: SettingsPlan, old_all: dict[str, Any], actions: dict[str, str],
-                    gens: dict[str, Generator], olds: dict[str, Generator], parse_entry: ParseEntry) -> None:
+def _plan_documents(
+    w: IndexWriter,
+    uid: str,
+    plan: SettingsPlan,
+    old_all: dict[str, Any],
+    actions: dict[str, str],
+    gens: dict[str, Generator],
+    olds: dict[str, Generator],
+    parse_entry: ParseEntry,
+) -> None:
     externals = _external_ids(w)
     pending = Pending()
     plan.vectors = {name: [] for name in actions}
@@ -333,8 +381,10 @@ def _plan_documents(w: IndexWriter, uid: str, plan: SettingsPlan, old_all: dict[
             try:
                 parsed = None if value is MISSING else parse_entry(name, value)
             except ValueError as err:
-                raise MeiliError("invalid_vectors_type", f"Index `{uid}`: Bad embedder configuration in the document "
-                                 f"with id: `{ext_id}`. {err}") from None
+                raise MeiliError(
+                    "invalid_vectors_type",
+                    f"Index `{uid}`: Bad embedder configuration in the document with id: `{ext_id}`. {err}",
+                ) from None
             embeddings, regenerate = (None, True) if parsed is None else parsed
             try:
                 if embeddings is not None and action == "full" and name not in old_all:

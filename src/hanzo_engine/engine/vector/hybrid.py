@@ -90,8 +90,18 @@ def to_score(similarity: float, distance: str, distribution: dict[str, Any] | No
     return min(max(score, 0.0), 1.0)
 
 
-def semantic(reader: IndexReader, settings: dict[str, Any], embedder: str, vector: Sequence[float], offset: int,
-             limit: int, universe: BitMap | None, threshold: float | None, *, with_rest: bool = True) -> SearchResult:
+def semantic(
+    reader: IndexReader,
+    settings: dict[str, Any],
+    embedder: str,
+    vector: Sequence[float],
+    offset: int,
+    limit: int,
+    universe: BitMap | None,
+    threshold: float | None,
+    *,
+    with_rest: bool = True,
+) -> SearchResult:
     """The semantic-only page: nearest documents first (filtered during the graph walk), then, as
     Meilisearch's vector sort, the matching documents without vectors (no similarity; not with
     `with_rest=False`, as `/similar`)."""
@@ -125,12 +135,25 @@ def semantic(reader: IndexReader, settings: dict[str, Any], embedder: str, vecto
             details.append({"vectorSort": {"order": 0, "similarity": None}})
     elif threshold is not None:
         candidates = len(docids)
-    return SearchResult(docids[offset:], scores[offset:], details[offset:], candidates, MatchingWords(),
-                        all_candidates=all_docs)
+    return SearchResult(
+        docids[offset:],
+        scores[offset:],
+        details[offset:],
+        candidates,
+        MatchingWords(),
+        all_candidates=all_docs,
+    )
 
 
-def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q: str | None,
-                 vector: Sequence[float] | None, deadline: float | None = None, media: Any = None) -> list[float]:
+def check_vector(
+    reader: IndexReader,
+    settings: dict[str, Any],
+    embedder: str,
+    q: str | None,
+    vector: Sequence[float] | None,
+    deadline: float | None = None,
+    media: Any = None,
+) -> list[float]:
     """The query vector: `vector` checked against the embedder, or `q` embedded by it before
     `deadline` (a `time.monotonic()` value). Meilisearch's 400 errors. `media` needs an embedder with
     `searchFragments`, which this build does not run (they are refused in the settings)."""
@@ -139,18 +162,29 @@ def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q
         raise MeiliError("invalid_search_embedder", f"Cannot find embedder with name `{embedder}`.")
     config = VectorStore.of(reader.index).config(reader, embedder)
     if vector is None and media is not None:
-        problem = ("`media` requested, and the configuration has source `rest`, but the configuration doesn't have "
-                   "`searchFragments`." if conf.get("source") == "rest"
-                   else "`media` requested but the configuration doesn't have source `rest`")
-        raise MeiliError("vector_embedding_error", f"Error while generating embeddings: user error: {problem}")
+        problem = (
+            "`media` requested, and the configuration has source `rest`, but the configuration doesn't have "
+            "`searchFragments`."
+            if conf.get("source") == "rest"
+            else "`media` requested but the configuration doesn't have source `rest`"
+        )
+        raise MeiliError(
+            "vector_embedding_error", f"Error while generating embeddings: user error: {problem}"
+        )
     if vector is None:
         if conf.get("source") == "userProvided":
-            raise MeiliError("vector_embedding_error", "Error while generating embeddings: user error: attempt to "
-                             "embed the following text in a configuration where embeddings must be user provided:"
-                             f"\n  - `{q or ''}`")
+            raise MeiliError(
+                "vector_embedding_error",
+                "Error while generating embeddings: user error: attempt to "
+                "embed the following text in a configuration where embeddings must be user provided:"
+                f"\n  - `{q or ''}`",
+            )
         if not is_generating(conf):
-            raise MeiliError("vector_embedding_error", f"Error while generating embeddings: embedder `{embedder}` of "
-                             f"source `{conf.get('source')}` is not available in this build.")
+            raise MeiliError(
+                "vector_embedding_error",
+                f"Error while generating embeddings: embedder `{embedder}` of "
+                f"source `{conf.get('source')}` is not available in this build.",
+            )
         try:
             runtime = build(embedder, conf)
             dims = config.dimensions if config is not None else runtime.dimensions
@@ -161,20 +195,34 @@ def check_vector(reader: IndexReader, settings: dict[str, Any], embedder: str, q
             raise MeiliError("vector_embedding_error", f"Error while generating embeddings: {err}") from None
     expected = config.dimensions if config is not None else conf.get("dimensions")
     if expected is not None and len(vector) != expected:
-        raise MeiliError("invalid_vector_dimensions",
-                         f"Invalid vector dimensions: expected: `{expected}`, found: `{len(vector)}`.")
+        raise MeiliError(
+            "invalid_vector_dimensions",
+            f"Invalid vector dimensions: expected: `{expected}`, found: `{len(vector)}`.",
+        )
     return [float(x) for x in vector]
 
 
-def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any], embedder: str | None,
-              ratio: float | None, vector: Sequence[float] | None, fusion: str | None = None, *,
-              media: Any = None, multimodal: bool = False) -> AiOutcome | None:
+def ai_search(
+    reader: IndexReader,
+    request: SearchRequest,
+    settings: dict[str, Any],
+    embedder: str | None,
+    ratio: float | None,
+    vector: Sequence[float] | None,
+    fusion: str | None = None,
+    *,
+    media: Any = None,
+    multimodal: bool = False,
+) -> AiOutcome | None:
     """A semantic or hybrid search; None when the query is a keyword search. `fusion` (None, `convex`
     or `rrf`) chooses how a hybrid search combines its two lists (see the module docstring). `media`
     (a search parameter of the `multimodal` feature) is embedded instead of `q`."""
     if media is not None and not multimodal:
-        raise MeiliError("feature_not_enabled", "passing `media` in a search query requires enabling the `multimodal` "
-                         "experimental feature. See https://github.com/orgs/meilisearch/discussions/846")
+        raise MeiliError(
+            "feature_not_enabled",
+            "passing `media` in a search query requires enabling the `multimodal` "
+            "experimental feature. See https://github.com/orgs/meilisearch/discussions/846",
+        )
     if embedder is None:
         return None
     kind = search_kind(request.q, vector, ratio, media)
@@ -185,8 +233,9 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
 
     if kind == "hybrid":
         try:
-            query_vector = check_vector(reader, settings, embedder, request.q, vector,
-                                        time.monotonic() + HYBRID_EMBED_SECONDS, media)
+            query_vector = check_vector(
+                reader, settings, embedder, request.q, vector, time.monotonic() + HYBRID_EMBED_SECONDS, media
+            )
         except MeiliError as err:
             if err.code != "vector_embedding_error":
                 raise
@@ -194,16 +243,23 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
             return AiOutcome(search(reader, request, settings), 0, None)
     else:
         cutoff = settings.get("searchCutoffMs") or DEFAULT_SEARCH_CUTOFF_MS
-        query_vector = check_vector(reader, settings, embedder, request.q, vector, time.monotonic() + cutoff / 1000,
-                                    media)
+        query_vector = check_vector(
+            reader, settings, embedder, request.q, vector, time.monotonic() + cutoff / 1000, media
+        )
     threshold = request.ranking_score_threshold
     want = request.offset + request.limit
     if kind == "hybrid" and fusion is not None:
         return _fused_search(reader, request, settings, embedder, ratio, query_vector, fusion)
     sem = semantic(reader, settings, embedder, query_vector, 0, want, request.filter_universe, threshold)
     if kind == "semantic":
-        page = SearchResult(sem.docids[request.offset:], sem.scores[request.offset:], sem.details[request.offset:],
-                            sem.candidates, sem.matching, all_candidates=sem.all_candidates)
+        page = SearchResult(
+            sem.docids[request.offset :],
+            sem.scores[request.offset :],
+            sem.details[request.offset :],
+            sem.candidates,
+            sem.matching,
+            all_candidates=sem.all_candidates,
+        )
         return AiOutcome(page, len(page.docids), query_vector)
     kw = search(reader, replace(request, offset=0, limit=want), settings)
     merged, from_semantic = merge(kw, sem, ratio, request.offset, request.limit)
@@ -211,7 +267,9 @@ def ai_search(reader: IndexReader, request: SearchRequest, settings: dict[str, A
     return AiOutcome(merged, from_semantic, query_vector)
 
 
-def merge(keyword: SearchResult, sem: SearchResult, ratio: float, offset: int, limit: int) -> tuple[SearchResult, int]:
+def merge(
+    keyword: SearchResult, sem: SearchResult, ratio: float, offset: int, limit: int
+) -> tuple[SearchResult, int]:
     """Meilisearch's weighted merge of a keyword and a semantic list (see the module docstring)."""
     entries = [(s * (1.0 - ratio), 0, i, False) for i, s in enumerate(keyword.scores)]
     entries += [(s * ratio, 1, i, True) for i, s in enumerate(sem.scores)]
@@ -232,8 +290,14 @@ def merge(keyword: SearchResult, sem: SearchResult, ratio: float, offset: int, l
         details.append(src.details[i])
         semantic_flags.append(is_sem)
     end = offset + limit
-    page = SearchResult(docids[offset:end], scores[offset:end], details[offset:end], 0, keyword.matching,
-                        all_candidates=_union(keyword.all_candidates, sem.all_candidates))
+    page = SearchResult(
+        docids[offset:end],
+        scores[offset:end],
+        details[offset:end],
+        0,
+        keyword.matching,
+        all_candidates=_union(keyword.all_candidates, sem.all_candidates),
+    )
     return page, sum(semantic_flags[offset:end])
 
 
@@ -248,16 +312,25 @@ def _union(a: Any, b: Any) -> Any:
 # -- opt-in fusion (`hybrid.fusion`) ------------------------------------------------------------------
 
 
-def _fused_search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any], embedder: str,
-                  ratio: float, query_vector: list[float], fusion: str) -> AiOutcome:
+def _fused_search(
+    reader: IndexReader,
+    request: SearchRequest,
+    settings: dict[str, Any],
+    embedder: str,
+    ratio: float,
+    query_vector: list[float],
+    fusion: str,
+) -> AiOutcome:
     from hanzo_engine.engine.search.engine import search
 
     window = max(request.offset + request.limit, FUSION_WINDOW)
     kw = search(reader, replace(request, offset=0, limit=window, ranking_score_threshold=None), settings)
-    sem = semantic(reader, settings, embedder, query_vector, 0, window, request.filter_universe, None,
-                   with_rest=False)
-    page, from_semantic = fuse(kw, sem, ratio, fusion, request.offset, request.limit,
-                               request.ranking_score_threshold)
+    sem = semantic(
+        reader, settings, embedder, query_vector, 0, window, request.filter_universe, None, with_rest=False
+    )
+    page, from_semantic = fuse(
+        kw, sem, ratio, fusion, request.offset, request.limit, request.ranking_score_threshold
+    )
     return AiOutcome(page, from_semantic, query_vector)
 
 
@@ -277,8 +350,15 @@ def _min_max(values: list[float]) -> list[float]:
     return [(v - lo) / (hi - lo) for v in values]
 
 
-def fuse(keyword: SearchResult, sem: SearchResult, ratio: float, fusion: str, offset: int, limit: int,
-         threshold: float | None = None) -> tuple[SearchResult, int]:
+def fuse(
+    keyword: SearchResult,
+    sem: SearchResult,
+    ratio: float,
+    fusion: str,
+    offset: int,
+    limit: int,
+    threshold: float | None = None,
+) -> tuple[SearchResult, int]:
     """Convex or reciprocal-rank fusion of a keyword and a semantic list (module docstring): the page
     `[offset, offset + limit)` of the fused list and how many of its hits the semantic side won."""
     if fusion not in FUSIONS:
@@ -314,6 +394,12 @@ def fuse(keyword: SearchResult, sem: SearchResult, ratio: float, fusion: str, of
         docids.append(docid)
         scores.append(min(k_term + s_term, 1.0))  # float sums may pass 1 by an ulp
         details.append(sem.details[int(s_rank)] if semantic_won else keyword.details[int(k_rank)])
-    page = SearchResult(docids, scores, details, candidates, keyword.matching,
-                        all_candidates=_union(keyword.all_candidates, sem.all_candidates))
+    page = SearchResult(
+        docids,
+        scores,
+        details,
+        candidates,
+        keyword.matching,
+        all_candidates=_union(keyword.all_candidates, sem.all_candidates),
+    )
     return page, from_semantic

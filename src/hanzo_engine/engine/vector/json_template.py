@@ -120,8 +120,17 @@ def _last_named_object(root: str, path: Path) -> str:
 class ExtractionError(Exception):
     """A server answer that does not fit the response template."""
 
-    def __init__(self, kind: str, path: Path, index: int, context: int | str, *, wrong: str = "",
-                 suggestion: str | None = None, error: str = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        path: Path,
+        index: int,
+        context: int | str,
+        *,
+        wrong: str = "",
+        suggestion: str | None = None,
+        error: str = "",
+    ) -> None:
         super().__init__(kind)
         self.kind, self.path, self.index, self.context = kind, path, index, context
         self.wrong, self.suggestion, self.error = wrong, suggestion, error
@@ -140,18 +149,27 @@ class ExtractionError(Exception):
             what = f"item #{item}" if isinstance(item, int) else f'key "{item}"'
             hint = ""
             if self.suggestion is not None:
-                hint = (f"\n  - Hint: {_last_named_object(root, head)} has key `{self.suggestion}`, did you mean "
-                        f"{path_with_root(root, (*head, self.suggestion))} in embedder configuration?")
+                hint = (
+                    f"\n  - Hint: {_last_named_object(root, head)} has key `{self.suggestion}`, did you mean "
+                    f"{path_with_root(root, (*head, self.suggestion))} in embedder configuration?"
+                )
             return f"in {where}, while {context}, configuration expects {what}, which is missing in response{hint}"
         if self.kind == "wrong":
             item = self.path[self.index]
-            expected = (f"an array with at least {item + 1} item(s)" if isinstance(item, int)
-                        else f"an object with key `{item}`")
-            return (f"in {where}, while {context}, configuration expects {_last_named_object(root, head)} to be "
-                    f"{expected} but server sent {self.wrong}")
-        return (f"in {path_with_root(root, self.path)}, while {context}, expected "
-                f"{_last_named_object(root, self.path)} to be {expected_type}, but failed to parse server "
-                f"response:\n  - {self.error}")
+            expected = (
+                f"an array with at least {item + 1} item(s)"
+                if isinstance(item, int)
+                else f"an object with key `{item}`"
+            )
+            return (
+                f"in {where}, while {context}, configuration expects {_last_named_object(root, head)} to be "
+                f"{expected} but server sent {self.wrong}"
+            )
+        return (
+            f"in {path_with_root(root, self.path)}, while {context}, expected "
+            f"{_last_named_object(root, self.path)} to be {expected_type}, but failed to parse server "
+            f"response:\n  - {self.error}"
+        )
 
 
 def _walk(path: Path, value: Any, context: int | str) -> Any:
@@ -272,8 +290,10 @@ class InjectableValue:
         if not isinstance(found, list):
             path = (*self.array.to_array, 0)
             raise ExtractionError("wrong", path, len(self.array.to_array), "array", wrong=format_value(found))
-        return [self._embedding(_walk(self.array.in_array, item, i), self.array.in_array, i)
-                for i, item in enumerate(found)]
+        return [
+            self._embedding(_walk(self.array.in_array, item, i), self.array.in_array, i)
+            for i, item in enumerate(found)
+        ]
 
     @staticmethod
     def _embedding(value: Any, path: Path, context: int | str) -> list[float]:

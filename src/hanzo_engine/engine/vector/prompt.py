@@ -31,8 +31,10 @@ from typing import Any, Final
 
 from hanzo_engine.rustcompat.floats import f64_display as format_float
 
-DEFAULT_TEMPLATE: Final = ("{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
-                           "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}")
+DEFAULT_TEMPLATE: Final = (
+    "{% for field in fields %}{% if field.is_searchable and field.value != nil %}"
+    "{{ field.name }}: {{ field.value }}\n{% endif %}{% endfor %}"
+)
 DEFAULT_MAX_BYTES: Final = 400
 VECTORS_FIELD: Final = "_vectors"
 
@@ -137,10 +139,19 @@ def _truthy(value: Any) -> bool:
 
 # -- expressions --------------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"""\s*(?:(?P<str>'[^']*'|"[^"]*")|(?P<num>-?\d+\.\d+|-?\d+)|(?P<range>\.\.)
-    |(?P<cmp>==|!=|<>|<=|>=|<|>)|(?P<id>[A-Za-z_][\w-]*\??)|(?P<punct>[.\[\]()|:,=]))""", re.X)
-_LITERALS: Final[dict[str, Any]] = {"true": True, "false": False, "nil": None, "null": None,
-                                    "empty": EMPTY, "blank": BLANK}
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<str>'[^']*'|"[^"]*")|(?P<num>-?\d+\.\d+|-?\d+)|(?P<range>\.\.)
+    |(?P<cmp>==|!=|<>|<=|>=|<|>)|(?P<id>[A-Za-z_][\w-]*\??)|(?P<punct>[.\[\]()|:,=]))""",
+    re.X,
+)
+_LITERALS: Final[dict[str, Any]] = {
+    "true": True,
+    "false": False,
+    "nil": None,
+    "null": None,
+    "empty": EMPTY,
+    "blank": BLANK,
+}
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -187,8 +198,10 @@ class _Parser:
     def take(self, value: str | None = None) -> tuple[str, str]:
         tok = self.peek()
         if tok is None or (value is not None and tok[1] != value):
-            raise TemplateSyntaxError(f"Expected `{value}`" if value else "Unexpected end of expression",
-                                      [("expression", self.text.strip())])
+            raise TemplateSyntaxError(
+                f"Expected `{value}`" if value else "Unexpected end of expression",
+                [("expression", self.text.strip())],
+            )
         self.pos += 1
         return tok
 
@@ -197,8 +210,9 @@ class _Parser:
 
     def end(self) -> None:
         if not self.done():
-            raise TemplateSyntaxError("Unexpected token", [("token", self.toks[self.pos][1]),
-                                                           ("expression", self.text.strip())])
+            raise TemplateSyntaxError(
+                "Unexpected token", [("token", self.toks[self.pos][1]), ("expression", self.text.strip())]
+            )
 
     def expr(self) -> _Expr:
         kind, value = self.take()
@@ -213,7 +227,9 @@ class _Parser:
             self.take(")")
             return _Expr("range", start, stop)
         if kind != "id":
-            raise TemplateSyntaxError("Expected a value", [("token", value), ("expression", self.text.strip())])
+            raise TemplateSyntaxError(
+                "Expected a value", [("token", value), ("expression", self.text.strip())]
+            )
         if value in _LITERALS and not self.peek(".") and not self.peek("["):
             return _Expr("lit", _LITERALS[value])
         indexes: list[_Expr] = []
@@ -241,8 +257,12 @@ class _Parser:
                 self.take()
                 while True:
                     tok = self.peek()
-                    if tok is not None and tok[0] == "id" and self.pos + 1 < len(self.toks) \
-                            and self.toks[self.pos + 1][1] == ":":
+                    if (
+                        tok is not None
+                        and tok[0] == "id"
+                        and self.pos + 1 < len(self.toks)
+                        and self.toks[self.pos + 1][1] == ":"
+                    ):
                         self.pos += 2
                         kwargs[tok[1]] = self.expr()
                     else:
@@ -270,6 +290,7 @@ class _Parser:
 
 # -- rendering ----------------------------------------------------------------------------------------
 
+
 class _Break(Exception):
     pass
 
@@ -293,7 +314,9 @@ class _Context:
                 return True, scope[name]
         if strict:
             names = ", ".join([*self.roots, *self.assigned])
-            raise RenderError("Unknown variable", [("requested variable", name), ("available variables", names)])
+            raise RenderError(
+                "Unknown variable", [("requested variable", name), ("available variables", names)]
+            )
         return False, None
 
     def evaluate(self, expr: _Expr, strict: bool = True) -> Any:
@@ -321,8 +344,14 @@ class _Context:
                     available = ", ".join(str(k) for k in value)
                 else:
                     available = "[]"
-                raise RenderError("Unknown index", [("variable", ".".join(path)), ("requested index", to_text(key)),
-                                                    ("available indexes", available)])
+                raise RenderError(
+                    "Unknown index",
+                    [
+                        ("variable", ".".join(path)),
+                        ("requested index", to_text(key)),
+                        ("available indexes", available),
+                    ],
+                )
             path.append(to_text(key))
             value = child
         return value
@@ -372,12 +401,14 @@ Node = Callable[[_Context, list[str]], None]
 def _text_node(text: str) -> Node:
     def render(ctx: _Context, out: list[str]) -> None:
         out.append(text)
+
     return render
 
 
 def _output_node(expr: _Expr, filters: list[tuple[str, list[_Expr], dict[str, _Expr]]]) -> Node:
     def render(ctx: _Context, out: list[str]) -> None:
         out.append(to_text(ctx.filtered(expr, filters)))
+
     return render
 
 
@@ -402,11 +433,11 @@ def _lex(text: str) -> list[tuple[str, str]]:
         opener = min((i for i in (text.find("{{", pos), text.find("{%", pos)) if i >= 0), default=-1)
         if m is None or (opener >= 0 and opener < m.start()):
             if opener >= 0:
-                raise TemplateSyntaxError("Unclosed tag", [("text", text[opener:opener + 40])])
+                raise TemplateSyntaxError("Unclosed tag", [("text", text[opener : opener + 40])])
             items.append(["text", text[pos:], False, False])
             break
         if m.start() > pos:
-            items.append(["text", text[pos:m.start()], False, False])
+            items.append(["text", text[pos : m.start()], False, False])
         if m.group(2) is not None:
             items.append(["out", m.group(2), bool(m.group(1)), bool(m.group(3))])
             pos = m.end()
@@ -420,7 +451,7 @@ def _lex(text: str) -> list[tuple[str, str]]:
             if end is None:
                 raise TemplateSyntaxError(f"Unclosed block `{name}`")
             if name == "raw":
-                items.append(["text", text[pos:end.start()], False, False])
+                items.append(["text", text[pos : end.start()], False, False])
             items.append(["tag", "end" + name, False, False])
             pos = end.end()
     for i, item in enumerate(items):
@@ -483,6 +514,7 @@ class _TemplateParser:
                     if c is None or (ctx.test(c) != (negate and i == 0)):
                         _render_all(body, ctx, out)
                         return
+
             return render_if
         if name == "for":
             return self._for(args)
@@ -505,15 +537,19 @@ class _TemplateParser:
                 inner: list[str] = []
                 _render_all(body, ctx, inner)
                 ctx.assigned[var] = "".join(inner)
+
             return render_capture
         if name in ("comment", "raw"):
             body, _, _ = self.block(("end" + name,))
-            return (lambda ctx, out: _render_all(body, ctx, out)) if name == "raw" else (lambda ctx, out: None)
+            return (
+                (lambda ctx, out: _render_all(body, ctx, out)) if name == "raw" else (lambda ctx, out: None)
+            )
         if name in ("break", "continue"):
             signal = _Break if name == "break" else _Continue
 
             def render_jump(ctx: _Context, out: list[str]) -> None:
                 raise signal
+
             return render_jump
         raise TemplateSyntaxError("Unknown tag", [("requested tag", name)])
 
@@ -562,9 +598,20 @@ class _TemplateParser:
                 return
             n = len(items)
             for i, item in enumerate(items):
-                ctx.loops.append({var: item, "forloop": {"index": i + 1, "index0": i, "rindex": n - i,
-                                                         "rindex0": n - i - 1, "first": i == 0,
-                                                         "last": i == n - 1, "length": n}})
+                ctx.loops.append(
+                    {
+                        var: item,
+                        "forloop": {
+                            "index": i + 1,
+                            "index0": i,
+                            "rindex": n - i,
+                            "rindex0": n - i - 1,
+                            "first": i == 0,
+                            "last": i == n - 1,
+                            "length": n,
+                        },
+                    }
+                )
                 try:
                     _render_all(body, ctx, out)
                 except _Continue:
@@ -573,6 +620,7 @@ class _TemplateParser:
                     break
                 finally:
                     ctx.loops.pop()
+
         return render_for
 
     def _case(self, args: str) -> Node:
@@ -605,6 +653,7 @@ class _TemplateParser:
                 if any(_equals(value, ctx.evaluate(v, strict=False)) for v in values):
                     matched = True
                     _render_all(body, ctx, out)
+
         return render_case
 
 
@@ -619,6 +668,7 @@ def _iterable(value: Any) -> list[Any]:
 
 
 # -- filters ------------------------------------------------------------------------------------------
+
 
 def _num(v: Any) -> int | float:
     if _is_number(v):
@@ -646,7 +696,7 @@ def _slice(v: Any, start: Any, length: Any = 1) -> Any:
     seq = v if isinstance(v, list) else to_text(v)
     s, n = int(_num(start)), int(_num(length))
     s = s + len(seq) if s < 0 else s
-    return seq[max(s, 0): max(s, 0) + n]
+    return seq[max(s, 0) : max(s, 0) + n]
 
 
 def _sequence(v: Any) -> list[Any]:
@@ -670,10 +720,12 @@ FILTERS: Final[dict[str, Callable[..., Any]]] = {
     "ceil": lambda v: math.ceil(_num(v)),
     "compact": lambda v: [x for x in _sequence(v) if x is not None],
     "concat": lambda v, other: _sequence(v) + _sequence(other),
-    "default": lambda v, d, allow_false=False: d if (v is None or (v is False and not allow_false)
-                                                    or v in ("", [], {})) else v,
-    "divided_by": lambda v, n: (_num(v) // _num(n) if isinstance(_num(v), int) and isinstance(_num(n), int)
-                                else _num(v) / _num(n)),
+    "default": lambda v, d, allow_false=False: (
+        d if (v is None or (v is False and not allow_false) or v in ("", [], {})) else v
+    ),
+    "divided_by": lambda v, n: (
+        _num(v) // _num(n) if isinstance(_num(v), int) and isinstance(_num(n), int) else _num(v) / _num(n)
+    ),
     "downcase": lambda v: to_text(v).lower(),
     "escape": lambda v: html.escape(to_text(v)),
     "escape_once": lambda v: html.escape(html.unescape(to_text(v))),
@@ -693,31 +745,41 @@ FILTERS: Final[dict[str, Callable[..., Any]]] = {
     "replace": lambda v, a, b="": to_text(v).replace(to_text(a), to_text(b)),
     "replace_first": lambda v, a, b="": to_text(v).replace(to_text(a), to_text(b), 1),
     "reverse": lambda v: _sequence(v)[::-1],
-    "round": lambda v, digits=0: (round(_num(v), int(_num(digits))) if int(_num(digits)) > 0
-                                  else int(Decimal(str(_num(v))).quantize(Decimal(1), "ROUND_HALF_UP"))),
+    "round": lambda v, digits=0: (
+        round(_num(v), int(_num(digits)))
+        if int(_num(digits)) > 0
+        else int(Decimal(str(_num(v))).quantize(Decimal(1), "ROUND_HALF_UP"))
+    ),
     "rstrip": lambda v: to_text(v).rstrip(),
     "size": lambda v: len(v) if isinstance(v, (list, dict)) else len(to_text(v)),
     "slice": _slice,
     "sort": lambda v, key=None: sorted(_sequence(v), key=lambda x: _sort_key(_prop(x, key) if key else x)),
-    "sort_natural": lambda v, key=None: sorted(_sequence(v),
-                                               key=lambda x: to_text(_prop(x, key) if key else x).lower()),
-    "split": lambda v, sep: [p for p in (to_text(v).split(to_text(sep)) if to_text(sep) else list(to_text(v)))],
+    "sort_natural": lambda v, key=None: sorted(
+        _sequence(v), key=lambda x: to_text(_prop(x, key) if key else x).lower()
+    ),
+    "split": lambda v, sep: [
+        p for p in (to_text(v).split(to_text(sep)) if to_text(sep) else list(to_text(v)))
+    ],
     "strip": lambda v: to_text(v).strip(),
     "strip_html": lambda v: re.sub(r"<[^>]*>", "", to_text(v)),
     "strip_newlines": lambda v: to_text(v).replace("\r", "").replace("\n", ""),
     "times": lambda v, n: _num(v) * _num(n),
     "truncate": _truncate,
     "truncatewords": _truncatewords,
-    "uniq": lambda v: [x for i, x in enumerate(_sequence(v)) if not any(_equals(x, y) for y in _sequence(v)[:i])],
+    "uniq": lambda v: [
+        x for i, x in enumerate(_sequence(v)) if not any(_equals(x, y) for y in _sequence(v)[:i])
+    ],
     "upcase": lambda v: to_text(v).upper(),
     "url_decode": lambda v: urllib.parse.unquote_plus(to_text(v)),
     "url_encode": lambda v: urllib.parse.quote_plus(to_text(v)),
-    "where": lambda v, key, value=True: [x for x in _sequence(v) if _equals(_prop(x, key), value)
-                                         or (value is True and _truthy(_prop(x, key)))],
+    "where": lambda v, key, value=True: [
+        x for x in _sequence(v) if _equals(_prop(x, key), value) or (value is True and _truthy(_prop(x, key)))
+    ],
 }
 
 
 # -- prompts ------------------------------------------------------------------------------------------
+
 
 def truncate_utf8(text: str, max_bytes: int) -> str:
     """`text` cut to at most `max_bytes` UTF-8 bytes, on a character boundary."""
@@ -751,13 +813,19 @@ class Prompt:
         self.max_bytes = max_bytes
         self._nodes = _TemplateParser(template).block(())[0]
 
-    def render(self, document: dict[str, Any], searchable: Sequence[str] | None = None,
-               field_order: Sequence[str] | None = None) -> str:
+    def render(
+        self,
+        document: dict[str, Any],
+        searchable: Sequence[str] | None = None,
+        field_order: Sequence[str] | None = None,
+    ) -> str:
         """The text of `document` (RenderError when the template asks for what it lacks)."""
         names = list(_ordered_fields(document, field_order))
         doc = {name: document[name] for name in names}
-        fields = [{"name": name, "value": doc[name], "is_searchable": is_searchable(name, searchable)}
-                  for name in names]
+        fields = [
+            {"name": name, "value": doc[name], "is_searchable": is_searchable(name, searchable)}
+            for name in names
+        ]
         ctx = _Context({"doc": doc, "fields": fields})
         out: list[str] = []
         try:

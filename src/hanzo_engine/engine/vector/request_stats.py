@@ -41,7 +41,9 @@ class RequestStats:
             return out
 
 
-_current: contextvars.ContextVar[RequestStats | None] = contextvars.ContextVar("embedder_requests", default=None)
+_current: contextvars.ContextVar[RequestStats | None] = contextvars.ContextVar(
+    "embedder_requests", default=None
+)
 
 
 @contextlib.contextmanager

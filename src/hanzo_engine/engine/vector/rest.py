@@ -46,7 +46,12 @@ from hanzo_engine.engine.vector.json_template import (
 BATCH_SIZE: Final = 10  # texts per request when the request template repeats its text
 REQUEST_PARALLELISM: Final = 40
 MAX_ATTEMPTS: Final = 10  # retries before the last attempt
-FAULTS: Final = {"user": "user error", "runtime": "runtime error", "bug": "coding error", "undecided": "error"}
+FAULTS: Final = {
+    "user": "user error",
+    "runtime": "runtime error",
+    "bug": "coding error",
+    "undecided": "error",
+}
 
 # who configured the REST path; changes the hints of authentication and bad-request errors
 SOURCE_USER: Final = "user"
@@ -57,7 +62,9 @@ SOURCE_OLLAMA: Final = "ollama"
 class EmbedderError(Exception):
     """An embedding failure: `fault` is Meilisearch's `FaultSource`, `str()` its display."""
 
-    def __init__(self, fault: str, message: str, *, status: int | None = None, body: str | None = None) -> None:
+    def __init__(
+        self, fault: str, message: str, *, status: int | None = None, body: str | None = None
+    ) -> None:
         super().__init__(message)
         self.fault = fault
         self.message = message
@@ -79,21 +86,36 @@ def status_error(status: int, body: str | None, source: str) -> tuple[EmbedderEr
         hint = "\n  - Hint: Check the `apiKey` parameter in the embedder configuration"
         if source == SOURCE_OPENAI:
             hint += ", and the `MEILI_OPENAI_API_KEY` and `OPENAI_API_KEY` environment variables"
-        return EmbedderError("user", f"could not authenticate against {who} server{_info(body)}{hint}",
-                             status=status, body=body), "give_up"
+        return EmbedderError(
+            "user",
+            f"could not authenticate against {who} server{_info(body)}{hint}",
+            status=status,
+            body=body,
+        ), "give_up"
     if status == 429:
-        return EmbedderError("runtime", f"sent too many requests to embedding server{_info(body)}", status=status,
-                             body=body), "rate_limited"
+        return EmbedderError(
+            "runtime", f"sent too many requests to embedding server{_info(body)}", status=status, body=body
+        ), "rate_limited"
     if status == 400:
-        hint = ("\n  - Hint: check that the `request` in the embedder configuration matches the remote server's API"
-                if source == SOURCE_USER else "")
-        return EmbedderError("user", f"sent a bad request to embedding server{hint}{_info(body)}", status=status,
-                             body=body), "give_up"
+        hint = (
+            "\n  - Hint: check that the `request` in the embedder configuration matches the remote server's API"
+            if source == SOURCE_USER
+            else ""
+        )
+        return EmbedderError(
+            "user", f"sent a bad request to embedding server{hint}{_info(body)}", status=status, body=body
+        ), "give_up"
     if 500 <= status <= 599:
-        return EmbedderError("runtime", f"received internal error HTTP {status} from embedding server{_info(body)}",
-                             status=status, body=body), "retry"
+        return EmbedderError(
+            "runtime",
+            f"received internal error HTTP {status} from embedding server{_info(body)}",
+            status=status,
+            body=body,
+        ), "retry"
     message = f"received unexpected HTTP {status} from embedding server{_info(body)}"
-    return EmbedderError("undecided", message, status=status, body=body), ("give_up" if 402 <= status <= 499 else "retry")
+    return EmbedderError("undecided", message, status=status, body=body), (
+        "give_up" if 402 <= status <= 499 else "retry"
+    )
 
 
 def _transport(err: OSError) -> str:
@@ -127,9 +149,12 @@ def parse_request(template: Any) -> InjectableValue:
     try:
         return InjectableValue(template, REQUEST_PLACEHOLDER, REPEAT_PLACEHOLDER)
     except TemplateError as err:
-        raise EmbedderError("user", err.message("request", REQUEST_PLACEHOLDER, REPEAT_PLACEHOLDER)
-                            + '\n  - Note: this template is using a document template, and so expects to contain '
-                            'the placeholder "{{text}}" rather than "{{fragment}}"') from None
+        raise EmbedderError(
+            "user",
+            err.message("request", REQUEST_PLACEHOLDER, REPEAT_PLACEHOLDER)
+            + "\n  - Note: this template is using a document template, and so expects to contain "
+            'the placeholder "{{text}}" rather than "{{fragment}}"',
+        ) from None
 
 
 def parse_response(template: Any, request: InjectableValue) -> InjectableValue:
@@ -137,13 +162,19 @@ def parse_response(template: Any, request: InjectableValue) -> InjectableValue:
     try:
         response = InjectableValue(template, RESPONSE_PLACEHOLDER, REPEAT_PLACEHOLDER)
     except TemplateError as err:
-        raise EmbedderError("user", err.message("response", RESPONSE_PLACEHOLDER, REPEAT_PLACEHOLDER)) from None
+        raise EmbedderError(
+            "user", err.message("response", RESPONSE_PLACEHOLDER, REPEAT_PLACEHOLDER)
+        ) from None
     if response.has_array_value and not request.has_array_value:
-        raise EmbedderError("user", "in `response`: `response` has multiple embeddings, but `request` has only one "
-                            "text to embed")
+        raise EmbedderError(
+            "user",
+            "in `response`: `response` has multiple embeddings, but `request` has only one text to embed",
+        )
     if request.has_array_value and not response.has_array_value:
-        raise EmbedderError("user", "in `response`: `response` has a single embedding, but `request` has multiple "
-                            "texts to embed")
+        raise EmbedderError(
+            "user",
+            "in `response`: `response` has a single embedding, but `request` has multiple texts to embed",
+        )
     return response
 
 
@@ -179,8 +210,9 @@ class RestEmbedder:
         url = urllib.parse.urlsplit(self.options.url)
         conn: http.client.HTTPConnection
         if url.scheme == "https":
-            conn = http.client.HTTPSConnection(url.hostname or "", url.port, timeout=timeout,
-                                               context=ssl.create_default_context())
+            conn = http.client.HTTPSConnection(
+                url.hostname or "", url.port, timeout=timeout, context=ssl.create_default_context()
+            )
         else:
             conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=timeout)
         net_guard.guard(conn)  # loopback/private destinations only with `--experimental-allowed-ip-networks`
@@ -198,41 +230,70 @@ class RestEmbedder:
         finally:
             conn.close()
 
-    def _attempt(self, body: bytes, count: int, dimensions: int | None,
-                 timeout: float) -> tuple[list[list[float]] | None, EmbedderError | None, str]:
+    def _attempt(
+        self, body: bytes, count: int, dimensions: int | None, timeout: float
+    ) -> tuple[list[list[float]] | None, EmbedderError | None, str]:
         """One try: (embeddings, None, "") or (None, error, retry strategy)."""
         try:
             status, raw = self._post(body, timeout)
         except OSError as err:
-            return None, EmbedderError("runtime", f"could not reach embedding server:\n  - {_transport(err)}"), "retry"
+            return (
+                None,
+                EmbedderError("runtime", f"could not reach embedding server:\n  - {_transport(err)}"),
+                "retry",
+            )
         if not 200 <= status <= 299:
             error, strategy = status_error(status, raw.decode(errors="replace"), self.options.source)
             return None, error, strategy
         try:
             value = json.loads(raw)
         except ValueError as err:
-            return None, EmbedderError("runtime", f"error deserializing the response body as JSON:\n  - {err}"), "retry"
+            return (
+                None,
+                EmbedderError("runtime", f"error deserializing the response body as JSON:\n  - {err}"),
+                "retry",
+            )
         try:
             embeddings = self.response.extract(value)
         except ExtractionError as err:
             message = err.message("response", RESPONSE_PLACEHOLDER, "an array of numbers")
-            return None, EmbedderError("runtime", f"error extracting embeddings from the response:\n  - {message}"), \
-                "give_up"
+            return (
+                None,
+                EmbedderError("runtime", f"error extracting embeddings from the response:\n  - {message}"),
+                "give_up",
+            )
         if len(embeddings) != count:
-            return None, EmbedderError("runtime", f"expected a response containing {count} embeddings, got only "
-                                       f"{len(embeddings)}"), "give_up"
+            return (
+                None,
+                EmbedderError(
+                    "runtime",
+                    f"expected a response containing {count} embeddings, got only {len(embeddings)}",
+                ),
+                "give_up",
+            )
         if dimensions is not None:
             for embedding in embeddings:
                 if len(embedding) != dimensions:
-                    return None, EmbedderError("runtime", f"was expecting embeddings of dimension `{dimensions}`, "
-                                               f"got embeddings of dimensions `{len(embedding)}`"), "give_up"
+                    return (
+                        None,
+                        EmbedderError(
+                            "runtime",
+                            f"was expecting embeddings of dimension `{dimensions}`, "
+                            f"got embeddings of dimensions `{len(embedding)}`",
+                        ),
+                        "give_up",
+                    )
         return embeddings, None, ""
 
-    def embed(self, texts: list[str], dimensions: int | None, deadline: float | None = None) -> list[list[float]]:
+    def embed(
+        self, texts: list[str], dimensions: int | None, deadline: float | None = None
+    ) -> list[list[float]]:
         """The embeddings of `texts` (one request, with retries); `deadline` is a `time.monotonic()` value."""
         if not texts:
             return []
-        body = json.dumps(self.request.inject(list(texts)), ensure_ascii=False, separators=(",", ":")).encode()
+        body = json.dumps(
+            self.request.inject(list(texts)), ensure_ascii=False, separators=(",", ":")
+        ).encode()
         attempt = 0
         while True:
             timeout = self.timeout
@@ -266,7 +327,9 @@ class RestEmbedder:
         out: list[list[float]] = []
         with ThreadPoolExecutor(max_workers=min(REQUEST_PARALLELISM, len(chunks))) as pool:
             # each request thread runs in a copy of this context: the batch's request counters follow
-            futures = [pool.submit(contextvars.copy_context().run, self.embed, chunk, dimensions) for chunk in chunks]
+            futures = [
+                pool.submit(contextvars.copy_context().run, self.embed, chunk, dimensions) for chunk in chunks
+            ]
             try:
                 for future in futures:
                     out.extend(future.result())
@@ -281,5 +344,6 @@ class RestEmbedder:
         try:
             return len(self.embed(["test"], None)[0])
         except EmbedderError as err:
-            raise EmbedderError("runtime", f"could not determine model dimensions:\n  - test embedding failed with "
-                                f"{err}") from None
+            raise EmbedderError(
+                "runtime", f"could not determine model dimensions:\n  - test embedding failed with {err}"
+            ) from None

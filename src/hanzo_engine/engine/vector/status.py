@@ -121,8 +121,11 @@ class EmbedderStatus:
         return cls(BitMap.deserialize(raw[4 : 4 + n]), BitMap.deserialize(raw[4 + n :]))
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, EmbedderStatus) and self.user_provided == other.user_provided
-                and self.skip_regenerate == other.skip_regenerate)
+        return (
+            isinstance(other, EmbedderStatus)
+            and self.user_provided == other.user_provided
+            and self.skip_regenerate == other.skip_regenerate
+        )
 
     def __repr__(self) -> str:
         return f"EmbedderStatus(user_provided={self.user_provided}, skip_regenerate={self.skip_regenerate})"
@@ -144,8 +147,9 @@ def tracked_embedders(settings: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def stored_entries(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
-                   parse_entry: ParseEntry) -> Iterator[tuple[str, int, list[list[float]] | None, bool]]:
+def stored_entries(
+    documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str], parse_entry: ParseEntry
+) -> Iterator[tuple[str, int, list[list[float]] | None, bool]]:
     """(embedder, docid, embeddings, regenerate) of every stored `_vectors.<name>` entry of `names`
     that parses."""
     names = list(names)
@@ -163,8 +167,9 @@ def stored_entries(documents: Iterable[tuple[int, dict[str, Any]]], names: Itera
             yield name, docid, embeddings, regenerate
 
 
-def derive_skip_regenerate(documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str],
-                           parse_entry: ParseEntry) -> dict[str, BitMap]:
+def derive_skip_regenerate(
+    documents: Iterable[tuple[int, dict[str, Any]]], names: Iterable[str], parse_entry: ParseEntry
+) -> dict[str, BitMap]:
     """Per embedder, the documents whose stored `_vectors.<name>` parses with `regenerate: false`."""
     out = {name: BitMap() for name in names}
     for name, docid, _, regenerate in stored_entries(documents, out, parse_entry):
@@ -173,8 +178,9 @@ def derive_skip_regenerate(documents: Iterable[tuple[int, dict[str, Any]]], name
     return out
 
 
-def derive_from_documents(documents: Iterable[tuple[int, dict[str, Any]]], sources: dict[str, str],
-                          parse_entry: ParseEntry) -> dict[str, EmbedderStatus]:
+def derive_from_documents(
+    documents: Iterable[tuple[int, dict[str, Any]]], sources: dict[str, str], parse_entry: ParseEntry
+) -> dict[str, EmbedderStatus]:
     """The statuses of an index that has none yet (module docstring): `skip_regenerate` exactly;
     user-provided = an entry of a `userProvided` embedder, or an entry with `regenerate: false`."""
     out = {name: EmbedderStatus() for name in sources}
@@ -276,7 +282,9 @@ def legacy_status(source: str, embedded: BitMap) -> EmbedderStatus:
     return EmbedderStatus()
 
 
-def read_status(reader: IndexReader, name: str, source: str, embedded: Callable[[], BitMap]) -> EmbedderStatus:
+def read_status(
+    reader: IndexReader, name: str, source: str, embedded: Callable[[], BitMap]
+) -> EmbedderStatus:
     """The status of an embedder as `reader` sees it (a write transaction sees its own changes)."""
     pending: StatusWriter | None = getattr(reader, "_embedding_status", None)
     if pending is not None:

@@ -143,12 +143,25 @@ def _prefix(emb_id: int, tag: bytes) -> bytes:
 
 
 def _new_graph(config: EmbedderConfig, seed: int) -> HnswGraph:
-    return HnswGraph(config.dimensions, config.distance, m=config.m, ef_construction=config.ef_construction,
-                     ef_search=config.ef_search, binary_quantized=config.binary_quantized, seed=seed)
+    return HnswGraph(
+        config.dimensions,
+        config.distance,
+        m=config.m,
+        ef_construction=config.ef_construction,
+        ef_search=config.ef_search,
+        binary_quantized=config.binary_quantized,
+        seed=seed,
+    )
 
 
 def _same_shape(graph: HnswGraph, config: EmbedderConfig) -> bool:
-    return (graph.dim, graph.metric, graph.binary_quantized, graph.m, graph.ef_construction) == config.graph_shape()
+    return (
+        graph.dim,
+        graph.metric,
+        graph.binary_quantized,
+        graph.m,
+        graph.ef_construction,
+    ) == config.graph_shape()
 
 
 def as_matrix(vectors: Vectors) -> np.ndarray[Any, Any]:
@@ -376,8 +389,10 @@ class VectorStore:
             return False
         if len(st.cache.graph):
             if old.dimensions != config.dimensions:
-                raise ValueError(f"cannot change dimensions from {old.dimensions} to {config.dimensions} "
-                                 "while documents have vectors")
+                raise ValueError(
+                    f"cannot change dimensions from {old.dimensions} to {config.dimensions} "
+                    "while documents have vectors"
+                )
             if old.binary_quantized and not config.binary_quantized:
                 raise ValueError("binary quantization cannot be disabled once vectors are quantized")
         self._rebuild(txn, st, config)
@@ -422,8 +437,11 @@ class VectorStore:
         graph = st.cache.graph
         graph.delete(docid, st.version)  # an update is a delete plus an insert
         nodes = graph.add_items(np.full(arr.shape[0], docid, dtype=np.uint32), arr, st.version)
-        txn.put(_EMB.pack(st.emb_id) + TAG_DOC + U32.pack(docid), _doc_record(nodes, graph.encode(arr)),
-                db=self.db)
+        txn.put(
+            _EMB.pack(st.emb_id) + TAG_DOC + U32.pack(docid),
+            _doc_record(nodes, graph.encode(arr)),
+            db=self.db,
+        )
 
     def _remove(self, txn: Any, st: _Write, docid: int) -> bool:
         if not st.cache.graph.delete(docid, st.version):
@@ -556,26 +574,55 @@ class VectorStore:
             return None
         return decode_stored(self._meta(reader.txn, emb_id).config, _parse_doc(bytes(raw))[1])
 
-    def search(self, reader: IndexReader, embedder: str, query_vector: Vectors, k: int,
-               filter_docids: BitMap | None = None, *, ef: int | None = None) -> list[tuple[int, float]]:
+    def search(
+        self,
+        reader: IndexReader,
+        embedder: str,
+        query_vector: Vectors,
+        k: int,
+        filter_docids: BitMap | None = None,
+        *,
+        ef: int | None = None,
+    ) -> list[tuple[int, float]]:
         """The k documents nearest to the query as `(docid, similarity)`, best first.
 
         KeyError for an unknown embedder, ValueError for a query of the wrong dimensions."""
         return self._search(reader, embedder, query_vector, k, filter_docids, ef, exact=False)
 
-    def exact_search(self, reader: IndexReader, embedder: str, query_vector: Vectors, k: int,
-                     filter_docids: BitMap | None = None) -> list[tuple[int, float]]:
+    def exact_search(
+        self,
+        reader: IndexReader,
+        embedder: str,
+        query_vector: Vectors,
+        k: int,
+        filter_docids: BitMap | None = None,
+    ) -> list[tuple[int, float]]:
         """`search` by exhaustive scan (the reference for recall measurements and tests)."""
         return self._search(reader, embedder, query_vector, k, filter_docids, None, exact=True)
 
-    def _search(self, reader: IndexReader, embedder: str, query_vector: Vectors, k: int,
-                filter_docids: BitMap | None, ef: int | None, *, exact: bool) -> list[tuple[int, float]]:
+    def _search(
+        self,
+        reader: IndexReader,
+        embedder: str,
+        query_vector: Vectors,
+        k: int,
+        filter_docids: BitMap | None,
+        ef: int | None,
+        *,
+        exact: bool,
+    ) -> list[tuple[int, float]]:
         graph, version, config = self._view(reader, embedder)
         query = as_matrix(query_vector)
         if query.shape != (1, config.dimensions):
             raise ValueError(f"expected a query vector of {config.dimensions} dimensions")
         if k <= 0 or (filter_docids is not None and not filter_docids):
             return []
-        hits = graph.search(query, k, ef=ef if ef is not None else config.ef_search, filter=filter_docids,
-                            as_of=version, exact=exact)
+        hits = graph.search(
+            query,
+            k,
+            ef=ef if ef is not None else config.ef_search,
+            filter=filter_docids,
+            as_of=version,
+            exact=exact,
+        )
         return [(label, graph.similarity(distance)) for label, distance in hits]

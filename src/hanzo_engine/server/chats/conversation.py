@@ -116,20 +116,31 @@ def _bad_json(message: str) -> MeiliError:
 def parse_request(body: Any, raw: bytes) -> dict[str, Any]:
     """The checks serde's `CreateChatCompletionRequest` makes that matter here (its two required fields)."""
     if not isinstance(body, dict):
-        raise _bad_json(f"invalid type: expected struct CreateChatCompletionRequest at {_serde_position(raw)}")
+        raise _bad_json(
+            f"invalid type: expected struct CreateChatCompletionRequest at {_serde_position(raw)}"
+        )
     for name in ("messages", "model"):
         if name not in body:
             raise _bad_json(f"missing field `{name}` at {_serde_position(raw)}")
-    if not isinstance(body["messages"], list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                                          for m in body["messages"]):
+    if not isinstance(body["messages"], list) or not all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in body["messages"]
+    ):
         raise _bad_json(f"invalid type: `messages` must be a sequence of messages at {_serde_position(raw)}")
     if not isinstance(body["model"], str):
         raise _bad_json(f"invalid type: `model` must be a string at {_serde_position(raw)}")
     tools = body.get("tools")
-    if tools is not None and not (isinstance(tools, list) and all(
-            isinstance(t, dict) and isinstance(t.get("function"), dict)
-            and isinstance(t["function"].get("name"), str) for t in tools)):
-        raise _bad_json(f"invalid type: `tools` must be a sequence of function tools at {_serde_position(raw)}")
+    if tools is not None and not (
+        isinstance(tools, list)
+        and all(
+            isinstance(t, dict)
+            and isinstance(t.get("function"), dict)
+            and isinstance(t["function"].get("name"), str)
+            for t in tools
+        )
+    ):
+        raise _bad_json(
+            f"invalid type: `tools` must be a sequence of function tools at {_serde_position(raw)}"
+        )
     return body
 
 
@@ -150,8 +161,10 @@ def take_marker_tools(completion: dict[str, Any]) -> Support:
         if name == SEARCH_IN_INDEX:
             raise MeiliError("bad_request", f"{SEARCH_IN_INDEX} function is already defined.")
         if name not in MARKER_TOOLS:
-            raise MeiliError("unimplemented_external_function_calling",
-                             f"{name}: External functions are not supported yet.")
+            raise MeiliError(
+                "unimplemented_external_function_calling",
+                f"{name}: External functions are not supported yet.",
+            )
     names = {tool["function"]["name"] for tool in tools}
     completion["tools"] = [t for t in tools if t["function"]["name"] not in MARKER_TOOLS]
     return Support(SEARCH_PROGRESS in names, SEARCH_SOURCES in names, APPEND_MESSAGE in names)
@@ -200,7 +213,10 @@ def search_tool(request: Request, prompts: dict[str, str], caller: AuthFilter) -
         rule_filter = None if rules is None else rules.filter
         try:
             index_description, facets = read_index(
-                state(request).scheduler, uid, functools.partial(_describe_index, uid=uid, rule_filter=rule_filter))
+                state(request).scheduler,
+                uid,
+                functools.partial(_describe_index, uid=uid, rule_filter=rule_filter),
+            )
         except MeiliError:
             continue  # deleted meanwhile
         description += f"\n\n - {uid}: {index_description}\n\n"
@@ -214,7 +230,11 @@ def search_tool(request: Request, prompts: dict[str, str], caller: AuthFilter) -
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "index_uid": {"type": "string", "enum": uids, "description": prompts["searchIndexUidParam"]},
+                    "index_uid": {
+                        "type": "string",
+                        "enum": uids,
+                        "description": prompts["searchIndexUidParam"],
+                    },
                     "q": {"type": "string", "description": prompts["searchQParam"]},
                     "filter": {"type": "string", "description": filter_description},
                 },
@@ -226,15 +246,20 @@ def search_tool(request: Request, prompts: dict[str, str], caller: AuthFilter) -
     }
 
 
-def render_hit(prompt: Prompt, document: dict[str, Any], searchable: list[str] | None, order: list[str]) -> str:
+def render_hit(
+    prompt: Prompt, document: dict[str, Any], searchable: list[str] | None, order: list[str]
+) -> str:
     """`prompt.render(...)`, with the default template rendered directly: it is what most indexes use,
     and the general Liquid interpreter costs most of a chat search's time."""
     if prompt.template != DEFAULT_TEMPLATE:
         return prompt.render(document, searchable, order)
     rank = {name: i for i, name in enumerate(order)}
     names = sorted((k for k in document if k != VECTORS_FIELD), key=lambda n: rank.get(n, len(rank)))
-    text = "".join(f"{name}: {to_text(document[name])}\n" for name in names
-                   if document[name] is not None and is_searchable(name, searchable))
+    text = "".join(
+        f"{name}: {to_text(document[name])}\n"
+        for name in names
+        if document[name] is not None and is_searchable(name, searchable)
+    )
     return text if prompt.max_bytes is None else truncate_utf8(text, prompt.max_bytes)
 
 
@@ -257,7 +282,7 @@ class SearchOutcome:
 
 def _strip_index_prefix(message: str, uid: str) -> str:
     prefix = f"Index `{uid}`: "
-    return message[len(prefix):] if message.startswith(prefix) else message
+    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 def run_chat_search(reader: IndexReader, uid: str, query: SearchQuery, features: Any) -> SearchOutcome:
@@ -270,8 +295,15 @@ def run_chat_search(reader: IndexReader, uid: str, query: SearchQuery, features:
         limit = min(query.limit, max(max_total_hits - offset, 0))
         request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=False)
         hybrid = query.hybrid
-        ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
-                       hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None)
+        ai = ai_search(
+            reader,
+            request,
+            settings,
+            hybrid.embedder if hybrid else None,
+            hybrid.semantic_ratio if hybrid else None,
+            query.vector,
+            hybrid.fusion if hybrid else None,
+        )
         result = ai.result if ai is not None else run_engine_search(reader, request, settings)
     except MeiliError as err:
         if err.code == "invalid_search_embedder" or err.code.startswith("feature_"):
@@ -321,10 +353,20 @@ def _tool_chunk(template: dict[str, Any], name: str, arguments: str) -> bytes:
     chunk = copy.deepcopy(template)
     choice = {
         "index": 0,
-        "delta": {"content": None, "function_call": None,
-                  "tool_calls": [{"index": 0, "id": str(uuid.uuid4()), "type": "function",
-                                  "function": {"name": name, "arguments": arguments}}],
-                  "role": "assistant", "refusal": None},
+        "delta": {
+            "content": None,
+            "function_call": None,
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": str(uuid.uuid4()),
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+            ],
+            "role": "assistant",
+            "refusal": None,
+        },
         "finish_reason": None,
         "logprobs": None,
     }
@@ -402,21 +444,46 @@ class Conversation:
         pending = [self.calls[i] for i in sorted(self.calls)]
         self.calls = {}
         meili_calls = [c for c in pending if c["name"] == SEARCH_IN_INDEX]
-        self.completion["messages"].append({
-            "role": "assistant",
-            "tool_calls": [{"id": c["id"], "type": "function",
-                            "function": {"name": c["name"], "arguments": c["arguments"]}} for c in meili_calls],
-        })
+        self.completion["messages"].append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"]},
+                    }
+                    for c in meili_calls
+                ],
+            }
+        )
         for call in meili_calls:
             call_id, arguments = call["id"], call["arguments"]
             if self.support.progress:
-                yield _tool_chunk(template, SEARCH_PROGRESS, _compact(
-                    {"call_id": call_id, "function_name": call["name"], "function_arguments": arguments}))
+                yield _tool_chunk(
+                    template,
+                    SEARCH_PROGRESS,
+                    _compact(
+                        {"call_id": call_id, "function_name": call["name"], "function_arguments": arguments}
+                    ),
+                )
             if self.support.append:
-                yield _tool_chunk(template, APPEND_MESSAGE, _compact({
-                    "role": "assistant",
-                    "tool_calls": [{"id": call_id, "type": "function",
-                                    "function": {"name": call["name"], "arguments": arguments}}]}))
+                yield _tool_chunk(
+                    template,
+                    APPEND_MESSAGE,
+                    _compact(
+                        {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {"name": call["name"], "arguments": arguments},
+                                }
+                            ],
+                        }
+                    ),
+                )
             failure: MeiliError | None = None
             try:
                 outcome = await self.search(arguments)
@@ -425,9 +492,19 @@ class Conversation:
                 outcome = SearchOutcome(f"the search tool call failed with {exc.error.message}", ok=False)
             if outcome.ok and self.support.sources:
                 args = json.loads(arguments)
-                yield _tool_chunk(template, SEARCH_SOURCES, _compact({
-                    "call_id": call_id, "sources": outcome.documents, "index_uid": args["index_uid"],
-                    "primary_key": outcome.primary_key, "document_ids": outcome.document_ids}))
+                yield _tool_chunk(
+                    template,
+                    SEARCH_SOURCES,
+                    _compact(
+                        {
+                            "call_id": call_id,
+                            "sources": outcome.documents,
+                            "index_uid": args["index_uid"],
+                            "primary_key": outcome.primary_key,
+                            "document_ids": outcome.document_ids,
+                        }
+                    ),
+                )
             tool_message = {"role": "tool", "content": outcome.text, "tool_call_id": call_id}
             if self.support.append:
                 yield _tool_chunk(template, APPEND_MESSAGE, _compact(tool_message))
@@ -483,8 +560,11 @@ class Conversation:
                 arguments = ""
             call = self.calls.get(index)
             if call is None:
-                self.calls[index] = {"id": str(part.get("id") or ""), "name": str(function.get("name") or ""),
-                                     "arguments": arguments}
+                self.calls[index] = {
+                    "id": str(part.get("id") or ""),
+                    "name": str(function.get("name") or ""),
+                    "arguments": arguments,
+                }
             elif call["name"] == SEARCH_IN_INDEX:
                 call["arguments"] += arguments
 
@@ -516,27 +596,34 @@ class Conversation:
                     break
                 except Exception as exc:  # a fault of the engine: the client still gets an event and the end
                     log.exception("a chat completion round failed")
-                    yield _event(llm.error_event("internal", f"An internal error occurred: {type(exc).__name__}.",
-                                                 "internal"))
+                    yield _event(
+                        llm.error_event(
+                            "internal", f"An internal error occurred: {type(exc).__name__}.", "internal"
+                        )
+                    )
                     break
                 if finish != "tool_calls":
                     break
         yield DONE
 
 
-async def start_completion(request: Request, workspace: str, raw: bytes,
-                           not_found: Callable[[str], MeiliError]) -> Response:
+async def start_completion(
+    request: Request, workspace: str, raw: bytes, not_found: Callable[[str], MeiliError]
+) -> Response:
     """Check the request (plain HTTP errors), then answer with the conversation's event stream."""
     body = decode_json_body(raw, request.headers.get("content-type"))
     completion = parse_request(body, raw)
     check_chat(request, "using the /chats chat completions route")
     n = completion.get("n")
     if n is not None and n != 1:
-        raise MeiliError("unimplemented_multi_choice_chat_completions",
-                         f"You tried to specify n = {n} but only single choices are supported (n = 1).")
+        raise MeiliError(
+            "unimplemented_multi_choice_chat_completions",
+            f"You tried to specify n = {n} but only single choices are supported (n = 1).",
+        )
     if not completion.get("stream"):
-        raise MeiliError("unimplemented_non_streaming_chat_completions",
-                         "Non-streamed chat completions is not implemented")
+        raise MeiliError(
+            "unimplemented_non_streaming_chat_completions", "Non-streamed chat completions is not implemented"
+        )
     settings = await run_in_threadpool(chat_store.get_workspace, state(request).scheduler.store, workspace)
     if settings is None:
         raise not_found(workspace)

@@ -38,10 +38,15 @@ READ_TIMEOUT_ENV: Final = "HANZO_CHAT_LLM_READ_TIMEOUT"
 _OLD_OPENAI_MODELS: Final = ("gpt-3.5", "gpt-4", "gpt-4.1", "gpt-4.5", "gpt-4o", "chatgpt-4o")
 
 
-def error_event(type_: str, message: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+def error_event(
+    type_: str, message: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
     """Meilisearch's `StreamErrorEvent`."""
-    return {"event_id": str(uuid.uuid4()), "type": "error",
-            "error": {"type": type_, "code": code, "message": message, "param": param, "event_id": None}}
+    return {
+        "event_id": str(uuid.uuid4()),
+        "type": "error",
+        "error": {"type": type_, "code": code, "message": message, "param": param, "event_id": None},
+    }
 
 
 class LlmError(Exception):
@@ -68,8 +73,10 @@ def endpoint(settings: dict[str, Any]) -> tuple[str, dict[str, str]]:
     source = settings["source"]
     if source == "azureOpenAi":
         base = str(settings.get("baseUrl") or "")
-        url = (f"{base}/openai/deployments/{settings.get('deploymentId')}/chat/completions"
-               f"?api-version={settings.get('apiVersion')}")
+        url = (
+            f"{base}/openai/deployments/{settings.get('deploymentId')}/chat/completions"
+            f"?api-version={settings.get('apiVersion')}"
+        )
         return url, {"api-key": api_key}
     base = settings.get("baseUrl") or (MISTRAL_BASE if source == "mistral" else OPENAI_BASE)
     # no key at all (a local vLLM): no Authorization header, as a `Bearer ` value with nothing after it is
@@ -95,8 +102,12 @@ def _provider_error(status: int, body: bytes, source: str) -> dict[str, Any]:
         if source == "mistral" and not isinstance(type_, str):
             raise TypeError("type")
         code, param = inner.get("code"), inner.get("param")
-        return error_event(type_ if isinstance(type_, str) else "unknown", message,
-                           None if code is None else str(code), None if param is None else str(param))
+        return error_event(
+            type_ if isinstance(type_, str) else "unknown",
+            message,
+            None if code is None else str(code),
+            None if param is None else str(param),
+        )
     except (ValueError, KeyError, TypeError):
         return error_event("reqwest_error", f"error decoding response body: HTTP status {status}")
 
@@ -106,18 +117,29 @@ async def check_destination(url: str) -> None:
     try:
         await run_in_threadpool(net_guard.check_url, url)
     except net_guard.DeniedAddress:
-        raise LlmError(error_event("internal_reqwest_error", f"error sending request for url ({url}): "
-                                   "Rejected URI (the destination address is not allowed: see "
-                                   "`--experimental-allowed-ip-networks`)", "internal")) from None
+        raise LlmError(
+            error_event(
+                "internal_reqwest_error",
+                f"error sending request for url ({url}): "
+                "Rejected URI (the destination address is not allowed: see "
+                "`--experimental-allowed-ip-networks`)",
+                "internal",
+            )
+        ) from None
     except OSError as exc:
-        raise LlmError(error_event("transport_error", f"error sending request for url ({url}): {exc}")) from None
+        raise LlmError(
+            error_event("transport_error", f"error sending request for url ({url}): {exc}")
+        ) from None
 
 
-async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, str], body: dict[str, Any],
-                        source: str) -> AsyncGenerator[dict[str, Any], None]:
+async def stream_chunks(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], body: dict[str, Any], source: str
+) -> AsyncGenerator[dict[str, Any], None]:
     """POST `body` to `url` and yield each streamed chunk (see the module docstring for the failures)."""
     try:
-        async with client.stream("POST", url, json=body, headers={**headers, "Accept": "text/event-stream"}) as resp:
+        async with client.stream(
+            "POST", url, json=body, headers={**headers, "Accept": "text/event-stream"}
+        ) as resp:
             content_type = resp.headers.get("content-type", "")
             if resp.status_code != 200 or not content_type.startswith("text/event-stream"):
                 raise LlmError(_provider_error(resp.status_code, await resp.aread(), source))
@@ -136,22 +158,44 @@ async def stream_chunks(client: httpx.AsyncClient, url: str, headers: dict[str, 
                 try:
                     chunk = json.loads(message)
                 except ValueError as exc:
-                    raise LlmError(error_event("json_deserialize_error", f"failed to deserialize api response: "
-                                               f"{exc} content:{message}", "internal")) from None
+                    raise LlmError(
+                        error_event(
+                            "json_deserialize_error",
+                            f"failed to deserialize api response: {exc} content:{message}",
+                            "internal",
+                        )
+                    ) from None
                 if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
-                    raise LlmError(error_event("json_deserialize_error",
-                                               f"failed to deserialize api response: content:{message}", "internal"))
+                    raise LlmError(
+                        error_event(
+                            "json_deserialize_error",
+                            f"failed to deserialize api response: content:{message}",
+                            "internal",
+                        )
+                    )
                 yield chunk
             raise LlmError(error_event("stream_ended", "Stream ended"))
     except net_guard.DeniedAddress:
-        raise LlmError(error_event("internal_reqwest_error", f"error sending request for url ({url}): "
-                                   "Rejected URI (the destination address is not allowed: see "
-                                   "`--experimental-allowed-ip-networks`)", "internal")) from None
+        raise LlmError(
+            error_event(
+                "internal_reqwest_error",
+                f"error sending request for url ({url}): "
+                "Rejected URI (the destination address is not allowed: see "
+                "`--experimental-allowed-ip-networks`)",
+                "internal",
+            )
+        ) from None
     except httpx.TimeoutException as exc:
-        raise LlmError(error_event("transport_error", f"error sending request for url ({url}): operation timed "
-                                   f"out ({type(exc).__name__})")) from None
+        raise LlmError(
+            error_event(
+                "transport_error",
+                f"error sending request for url ({url}): operation timed out ({type(exc).__name__})",
+            )
+        ) from None
     except httpx.HTTPError as exc:
-        raise LlmError(error_event("transport_error", f"error sending request for url ({url}): {exc}")) from None
+        raise LlmError(
+            error_event("transport_error", f"error sending request for url ({url}): {exc}")
+        ) from None
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
@@ -161,9 +205,14 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         self._inner = httpcore.AnyIOBackend()
         self._policy = policy
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
         policy = self._policy if self._policy is not None else net_guard.current()
         try:
             infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -175,14 +224,16 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         error: Exception | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
-                                                     socket_options=socket_options)
+                return await self._inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
             except httpcore.ConnectError as exc:
                 error = exc
         raise error if error is not None else httpcore.ConnectError(f"no address found for {host}")
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.AsyncNetworkStream:
         return await self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
 
     async def sleep(self, seconds: float) -> None:
@@ -199,6 +250,11 @@ def new_client() -> httpx.AsyncClient:
     # httpx builds its connection pool without a way to pass a network backend: the pool is replaced by
     # an equal one whose connections go through the IP policy
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(), max_connections=10, network_backend=GuardedBackend())
-    return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(read, connect=CONNECT_TIMEOUT),
-                             trust_env=False, follow_redirects=False)
+        ssl_context=httpx.create_ssl_context(), max_connections=10, network_backend=GuardedBackend()
+    )
+    return httpx.AsyncClient(
+        transport=transport,
+        timeout=httpx.Timeout(read, connect=CONNECT_TIMEOUT),
+        trust_env=False,
+        follow_redirects=False,
+    )

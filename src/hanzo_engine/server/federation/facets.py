@@ -45,8 +45,9 @@ _ORDER_TEXT: Final = {"alpha": "alphabetically", "count": "by count"}
 __all__ = ["ComputedFacets", "FederatedFacets", "merge_facets"]
 
 
-def merge_facets(by_index: Mapping[str, ComputedFacets], orders: Mapping[str, str],
-                 max_values: int | None) -> ComputedFacets:
+def merge_facets(
+    by_index: Mapping[str, ComputedFacets], orders: Mapping[str, str], max_values: int | None
+) -> ComputedFacets:
     """One distribution and stats from the indexes' (see the module doc for the order rules)."""
     distribution: dict[str, dict[str, int]] = {}
     stats: dict[str, dict[str, float]] = {}
@@ -58,8 +59,11 @@ def merge_facets(by_index: Mapping[str, ComputedFacets], orders: Mapping[str, st
                 merged[value] = merged.get(value, 0) + count
         for facet, bounds in index_stats.items():
             known = stats.get(facet)
-            stats[facet] = dict(bounds) if known is None else {
-                "min": min(known["min"], bounds["min"]), "max": max(known["max"], bounds["max"])}
+            stats[facet] = (
+                dict(bounds)
+                if known is None
+                else {"min": min(known["min"], bounds["min"]), "max": max(known["max"], bounds["max"])}
+            )
     for facet, values in distribution.items():
         if orders.get(facet, "alpha") == "count":
             items = sorted(values.items(), key=lambda kv: -kv[1])  # stable: ties keep merged order
@@ -90,7 +94,8 @@ class FederatedFacets:
                     "invalid_multi_search_facet_order",
                     f"Inconsistent order for values in facet `{facet}`: index `{first_uid}` orders "
                     f"{_ORDER_TEXT[first_order]}, but index `{uid}` orders {_ORDER_TEXT[order]}.\n - Hint: Remove "
-                    "`federation.mergeFacets` or change `faceting.sortFacetValuesBy` to be consistent in settings.")
+                    "`federation.mergeFacets` or change `faceting.sortFacetValuesBy` to be consistent in settings.",
+                )
 
     def add(self, uid: str, facets: ComputedFacets) -> None:
         self.by_index[uid] = facets
@@ -104,8 +109,11 @@ class FederatedFacets:
         for remote_distribution, remote_stats in remote:
             for facet, bounds in remote_stats.items():
                 known = stats.get(facet)
-                stats[facet] = dict(bounds) if known is None else {
-                    "min": min(known["min"], bounds["min"]), "max": max(known["max"], bounds["max"])}
+                stats[facet] = (
+                    dict(bounds)
+                    if known is None
+                    else {"min": min(known["min"], bounds["min"]), "max": max(known["max"], bounds["max"])}
+                )
             for facet, values in remote_distribution.items():
                 merged = distribution.setdefault(facet, {})
                 for value, count in values.items():
@@ -136,8 +144,12 @@ class FederatedFacets:
         if not self.by_index:
             return {}
         if self.merge is None:
-            return {"facetsByIndex": {uid: {"distribution": self.by_index[uid][0], "stats": self.by_index[uid][1]}
-                                      for uid in sorted(self.by_index)}}
+            return {
+                "facetsByIndex": {
+                    uid: {"distribution": self.by_index[uid][0], "stats": self.by_index[uid][1]}
+                    for uid in sorted(self.by_index)
+                }
+            }
         orders = {facet: order for facet, (_, order) in self.orders.items()}
         distribution, stats = merge_facets(self.by_index, orders, self.merge.get("maxValuesPerFacet"))
         return {"facetDistribution": distribution, "facetStats": stats}

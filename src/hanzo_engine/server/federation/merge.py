@@ -28,10 +28,16 @@ from hanzo_engine.apitypes.search import SortCriterion
 # Ranking-rule canonicalization and compatibility (Meilisearch's `search/ranking_rules.rs`)
 # -------------------------------------------------------------------------------------------------
 
-RELEVANCY_RULES: Final = frozenset({"words", "typo", "proximity", "attribute", "attributeRank", "wordPosition",
-                                    "exactness", "bm25"})
-_KIND_TEXT: Final = {"relevancy": "relevancy", "asc": "ascending sort", "desc": "descending sort",
-                     "geoAsc": "ascending geo sort", "geoDesc": "descending geo sort"}
+RELEVANCY_RULES: Final = frozenset(
+    {"words", "typo", "proximity", "attribute", "attributeRank", "wordPosition", "exactness", "bm25"}
+)
+_KIND_TEXT: Final = {
+    "relevancy": "relevancy",
+    "asc": "ascending sort",
+    "desc": "descending sort",
+    "geoAsc": "ascending geo sort",
+    "geoDesc": "descending geo sort",
+}
 Source = tuple[Any, ...]  # ("criterion", i) | ("coalesced", begin, end) | ("sort", criterion, sort_index)
 
 
@@ -43,7 +49,9 @@ def _sort_name(criterion: SortCriterion) -> str:
 class RankingRules:
     """The ranking rules a query really applies, and the notes on what canonicalization removed."""
 
-    def __init__(self, criteria: list[str], sort: list[SortCriterion] | None, strategy: str, keyword: bool) -> None:
+    def __init__(
+        self, criteria: list[str], sort: list[SortCriterion] | None, strategy: str, keyword: bool
+    ) -> None:
         self.source_criteria, self.source_sort = criteria, sort
         self.criteria: list[str] = []
         self.sort: list[SortCriterion] | None = None
@@ -93,8 +101,12 @@ class RankingRules:
                     seen[field] = src
                     self.criteria.append(rule)
 
-    def _canonical_sort(self, sort: list[SortCriterion], criterion: int, seen: dict[str, Source],
-                        ) -> list[SortCriterion]:
+    def _canonical_sort(
+        self,
+        sort: list[SortCriterion],
+        criterion: int,
+        seen: dict[str, Source],
+    ) -> list[SortCriterion]:
         out = []
         for j, item in enumerate(sort):
             key = item.field if item.field is not None else "\0geo"
@@ -156,16 +168,22 @@ class RankingRules:
         for n, action in enumerate(self.actions, start=1):
             kind, pos = action[0], self._position(action[-1])
             if kind == "prepended":
-                lines.append(f"    {n}. Prepended rule `words` before first relevancy rule `{self._name(action[1])}` "
-                             f"at position {pos}\n")
+                lines.append(
+                    f"    {n}. Prepended rule `words` before first relevancy rule `{self._name(action[1])}` "
+                    f"at position {pos}\n"
+                )
             elif kind == "duplicate":
-                lines.append(f"    {n}. Removed duplicate rule `{self._name(action[1])}` at position {pos} as it "
-                             f"already appears at position {self._position(action[1])}\n")
+                lines.append(
+                    f"    {n}. Removed duplicate rule `{self._name(action[1])}` at position {pos} as it "
+                    f"already appears at position {self._position(action[1])}\n"
+                )
             elif kind == "words":
                 lines.append(f"    {n}. Removed rule `words` at position {pos} because {action[1]}\n")
             elif kind == "placeholder":
-                lines.append(f"    {n}. Removed relevancy rule `{self._name(action[1])}` at position {pos} because "
-                             'the query is a placeholder search (`q`: "")\n')
+                lines.append(
+                    f"    {n}. Removed relevancy rule `{self._name(action[1])}` at position {pos} because "
+                    'the query is a placeholder search (`q`: "")\n'
+                )
             else:  # Meilisearch indents this note with three spaces
                 lines.append(f"   {n}. Removed rule `sort` at position {pos} because `query.sort` is empty\n")
         return "".join(lines)
@@ -175,26 +193,40 @@ def _reason(previous: str, current: str) -> str:
     kinds = {previous, current}
     if "relevancy" in kinds:
         other = (kinds - {"relevancy"}).pop()
-        return "cannot compare a relevancy rule with a " + ("geosort rule" if other.startswith("geo") else "sort rule")
+        return "cannot compare a relevancy rule with a " + (
+            "geosort rule" if other.startswith("geo") else "sort rule"
+        )
     if kinds in ({"asc", "desc"}, {"geoAsc", "geoDesc"}):
         return f"cannot compare two {'geosort' if 'geoAsc' in kinds else 'sort'} rules in opposite directions"
     return "cannot compare a sort rule with a geosort rule"
 
 
-def incompatibility(current: RankingRules, query_index: int, uid: str, previous: RankingRules,
-                    previous_index: int, previous_uid: str) -> MeiliError | None:
+def incompatibility(
+    current: RankingRules,
+    query_index: int,
+    uid: str,
+    previous: RankingRules,
+    previous_index: int,
+    previous_uid: str,
+) -> MeiliError | None:
     for (kind, src), (prev_kind, prev_src) in zip(current.rules(), previous.rules(), strict=False):
         if kind == prev_kind:
             continue
-        message = (f"The results of queries #{previous_index} and #{query_index} are incompatible: \n"
-                   f"  1. {previous.describe(prev_kind, prev_src, previous_index, previous_uid)}\n"
-                   f"  2. {current.describe(kind, src, query_index, uid)}\n  - {_reason(prev_kind, kind)}\n")
+        message = (
+            f"The results of queries #{previous_index} and #{query_index} are incompatible: \n"
+            f"  1. {previous.describe(prev_kind, prev_src, previous_index, previous_uid)}\n"
+            f"  2. {current.describe(kind, src, query_index, uid)}\n  - {_reason(prev_kind, kind)}\n"
+        )
         if previous.actions:
-            message += (f"  - note: The ranking rules of query #{previous_index} were modified during "
-                        f"canonicalization:\n{previous.notes()}")
+            message += (
+                f"  - note: The ranking rules of query #{previous_index} were modified during "
+                f"canonicalization:\n{previous.notes()}"
+            )
         if current.actions:
-            message += (f"  - note: The ranking rules of query #{query_index} were modified during "
-                        f"canonicalization:\n{current.notes()}")
+            message += (
+                f"  - note: The ranking rules of query #{query_index} were modified during "
+                f"canonicalization:\n{current.notes()}"
+            )
         return MeiliError("invalid_multi_search_query_ranking_rules", message)
     return None
 
@@ -295,8 +327,14 @@ def _fold(details: dict[str, Any], rules: list[str]) -> float:
     return rank / maximum if maximum else 1.0
 
 
-def ranked(rules: RankingRules, document: dict[str, Any], score: float, details: dict[str, Any], weight: float,
-           query_index: int) -> Ranked:
+def ranked(
+    rules: RankingRules,
+    document: dict[str, Any],
+    score: float,
+    details: dict[str, Any],
+    weight: float,
+    query_index: int,
+) -> Ranked:
     groups = rules.rules()
     relevancy_groups = sum(1 for kind, _ in groups if kind == "relevancy")
     values: list[tuple[Any, ...]] = []
@@ -306,7 +344,9 @@ def ranked(rules: RankingRules, document: dict[str, Any], score: float, details:
             if relevancy_groups == 1:
                 value = score
             else:
-                value = _fold(details, rules.criteria[src[1] : (src[2] if src[0] == "coalesced" else src[1]) + 1])
+                value = _fold(
+                    details, rules.criteria[src[1] : (src[2] if src[0] == "coalesced" else src[1]) + 1]
+                )
             first_score = value if first_score is None else first_score
             values.append(("score", value * weight))
         elif src[0] == "sort":

@@ -125,8 +125,14 @@ def _with_federation(hit: dict[str, Any], federation: dict[str, Any]) -> dict[st
 class Federated:
     """One federated search (the steps of the module doc); not reusable."""
 
-    def __init__(self, indexes: IndexSource, federation: dict[str, Any], features: ExperimentalFeatures,
-                 network: Network | None = None, is_proxy: bool = False) -> None:
+    def __init__(
+        self,
+        indexes: IndexSource,
+        federation: dict[str, Any],
+        features: ExperimentalFeatures,
+        network: Network | None = None,
+        is_proxy: bool = False,
+    ) -> None:
         self.indexes = indexes
         self.features = features
         self.network = network if network is not None else default_network()
@@ -144,8 +150,12 @@ class Federated:
         # (position, query index, hit): placed at their absolute positions after the merge
         self.rules: list[dict[str, Any]] | None = None
         self.pinned: list[tuple[int, int, dict[str, Any]]] = []
-        page, per_page, limit, offset = (federation["page"], federation["hitsPerPage"], federation["limit"],
-                                         federation["offset"])
+        page, per_page, limit, offset = (
+            federation["page"],
+            federation["hitsPerPage"],
+            federation["limit"],
+            federation["offset"],
+        )
         self.paginated = page is not None or per_page is not None
         self.page = 1 if page is None else page
         self.per_page = DEFAULT_LIMIT if per_page is None else per_page
@@ -170,39 +180,50 @@ class Federated:
                     f"Inside `.queries[{i}]`: Using pagination options is not allowed in federated queries.\n"
                     f" - Hint: remove `{q.pagination}` from query #{i} or remove `federation` from the request\n"
                     " - Hint: pass `federation.limit` and `federation.offset` for pagination in federated search",
-                    400)
+                    400,
+                )
             if query.facets:
                 raise MultiSearchError(
                     "invalid_multi_search_query_facets",
                     f"Inside `.queries[{i}]`: Using facet options is not allowed in federated queries.\n"
                     f" - Hint: remove `facets` from query #{i} or remove `federation` from the request\n"
                     f" - Hint: pass `federation.facetsByIndex.{q.index_uid}: {debug_list(query.facets)}` for "
-                    "facets in federated search", 400)
+                    "facets in federated search",
+                    400,
+                )
             if query.personalize is not None:
                 raise MultiSearchError(
                     "invalid_multi_search_query_personalization",
                     f"Inside `.queries[{i}]`: Using `.personalize` is not allowed in federated queries.\n"
-                    f" - Hint: remove `personalize` from query #{i} or remove `federation` from the request", 400)
+                    f" - Hint: remove `personalize` from query #{i} or remove `federation` from the request",
+                    400,
+                )
             if options.remote is not None and query.use_network:
                 raise MultiSearchError(
                     "invalid_multi_search_federation_options",
                     f"Inside `.queries[{i}]`: Using `.useNetwork` is not allowed as the same time as "
                     "`.federationOptions.remote`.\n  - Hint: to perform an explicit query against a remote, remove "
                     "`.useNetwork`.\n  - Hint: to automatically perform queries against the entire network, remove "
-                    "`.federationOptions.remote`.", 400)
+                    "`.federationOptions.remote`.",
+                    400,
+                )
             if q.show_performance_details is not None:
                 raise MultiSearchError(
                     "invalid_multi_search_query_show_performance_details",
                     f"Inside `.queries[{i}]`: Using `showPerformanceDetails` is not allowed in federated queries.\n"
                     f" - Hint: remove `showPerformanceDetails` from query #{i} or remove `federation` from the "
                     "request\n - Hint: pass `federation.showPerformanceDetails` for performance details in "
-                    "federated search", 400)
+                    "federated search",
+                    400,
+                )
             if query.distinct is not None and self.distinct is not None:
                 raise MultiSearchError(
                     "invalid_multi_search_distinct",
                     f"Inside `.queries[{i}]`: Using `distinct` in a federated query is not allowed when "
                     f"`federation.distinct` is set.\n - Hint: remove `distinct` from query #{i} or remove "
-                    "`distinct` from `federation`", 400)
+                    "`distinct` from `federation`",
+                    400,
+                )
             try:
                 check_use_network(query, self.features)
             except MeiliError as err:
@@ -218,29 +239,45 @@ class Federated:
                 if target is not None:
                     self.has_remote = True
                     if not network:
-                        raise inside(feature_not_enabled("Performing a remote federated search", "network",
-                                                         NETWORK_DISCUSSION), query_where(i))
+                        raise inside(
+                            feature_not_enabled(
+                                "Performing a remote federated search", "network", NETWORK_DISCUSSION
+                            ),
+                            query_where(i),
+                        )
                     if target != self.network["self"]:
                         remote = self.network["remotes"].get(target)
                         if remote is None:
-                            raise inside(MeiliError("invalid_multi_search_remote",
-                                                    "Invalid `.federation_options.remote`: remote "
-                                                    f"`{target}` is not registered"), query_where(i))
+                            raise inside(
+                                MeiliError(
+                                    "invalid_multi_search_remote",
+                                    "Invalid `.federation_options.remote`: remote "
+                                    f"`{target}` is not registered",
+                                ),
+                                query_where(i),
+                            )
                         self.remote_queries.setdefault(target, (remote, []))[1].append(
-                            query_json(q.index_uid, query, options.weight, i))
+                            query_json(q.index_uid, query, options.weight, i)
+                        )
                         continue
                 position = i
                 if options.query_position is not None:
                     if not network:
-                        raise inside(feature_not_enabled("Using `federationOptions.queryPosition`", "network",
-                                                         NETWORK_DISCUSSION), query_where(i))
+                        raise inside(
+                            feature_not_enabled(
+                                "Using `federationOptions.queryPosition`", "network", NETWORK_DISCUSSION
+                            ),
+                            query_where(i),
+                        )
                     position = options.query_position
                 groups.setdefault(q.index_uid, []).append(IndexQuery(query, options.weight, position))
         return groups
 
     # -- 2. one index --------------------------------------------------------------------------------
 
-    def _check_facet_order(self, uid: str, facets: list[str] | None, settings: dict[str, Any], note: str) -> None:
+    def _check_facet_order(
+        self, uid: str, facets: list[str] | None, settings: dict[str, Any], note: str
+    ) -> None:
         if facets is None:
             return
         try:
@@ -249,8 +286,14 @@ class Federated:
             raise inside(err, f".federation.facetsByIndex.{uid}", note) from None
 
     @staticmethod
-    def _facets(reader: IndexReader, uid: str, facets: list[str] | None, settings: dict[str, Any],
-                candidates: BitMap, note: str) -> ComputedFacets | None:
+    def _facets(
+        reader: IndexReader,
+        uid: str,
+        facets: list[str] | None,
+        settings: dict[str, Any],
+        candidates: BitMap,
+        note: str,
+    ) -> ComputedFacets | None:
         """The index's facets over `candidates`; a facet that is not filterable answers
         `invalid_multi_search_facets` (Meilisearch's `Route::MultiSearch`)."""
         if facets is None:
@@ -261,8 +304,9 @@ class Federated:
             code = "invalid_multi_search_facets" if err.code == "invalid_search_facets" else None
             raise inside(err, f".federation.facetsByIndex.{uid}", note, code=code) from None
 
-    def _query_entries(self, reader: IndexReader, uid: str, item: IndexQuery, settings: dict[str, Any],
-                       limit: int) -> tuple[list[tuple[Ranked, Any]], BitMap]:
+    def _query_entries(
+        self, reader: IndexReader, uid: str, item: IndexQuery, settings: dict[str, Any], limit: int
+    ) -> tuple[list[tuple[Ranked, Any]], BitMap]:
         """Run one query for `limit` hits: its entries (ranking, hit material) in rank order and every
         document it matched (its filter, the tenant token's included, applied)."""
         query = item.query
@@ -270,8 +314,9 @@ class Federated:
             query = dataclasses.replace(query, distinct=self.distinct)
         check_search_kind(query, settings, uid)
         sort = None if query.sort is None else parse_sort(query.sort)
-        rules = RankingRules(list(settings.get("rankingRules") or []), sort, query.matching_strategy,
-                             keyword=bool(query.q))
+        rules = RankingRules(
+            list(settings.get("rankingRules") or []), sort, query.matching_strategy, keyword=bool(query.q)
+        )
         if self.previous is not None:
             previous, previous_index, previous_uid = self.previous
             error = incompatibility(rules, item.query_index, uid, previous, previous_index, previous_uid)
@@ -284,12 +329,22 @@ class Federated:
         filters = self.features.filter_features()
         foreign = ForeignIndexes(self.indexes) if filters.foreign_keys else None
         prepared = prepare_query(reader, uid, query, filters, foreign)
-        pins = plan_pins(reader, uid, self.rules, query.q, prepared.universe, query.filter) if self.rules else []
+        pins = (
+            plan_pins(reader, uid, self.rules, query.q, prepared.universe, query.filter) if self.rules else []
+        )
         request = self._request(query, limit + len(pins), prepared)
         hybrid = query.hybrid
-        ai = ai_search(reader, request, settings, hybrid.embedder if hybrid else None,
-                       hybrid.semantic_ratio if hybrid else None, query.vector, hybrid.fusion if hybrid else None,
-                       media=query.media, multimodal=filters.multimodal)
+        ai = ai_search(
+            reader,
+            request,
+            settings,
+            hybrid.embedder if hybrid else None,
+            hybrid.semantic_ratio if hybrid else None,
+            query.vector,
+            hybrid.fusion if hybrid else None,
+            media=query.media,
+            multimodal=filters.multimodal,
+        )
         result = ai.result if ai is not None else run_engine_search(reader, request, settings)
         if pins:
             result = apply_pins(result, pins, 0, limit)
@@ -298,8 +353,11 @@ class Federated:
         for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
             document = reader.document_by_internal_id(docid)
             if document is not None and "pin" in details:
-                federation = {"indexUid": uid, "queriesPosition": item.query_index,
-                              "weightedRankingScore": score * item.weight}
+                federation = {
+                    "indexUid": uid,
+                    "queriesPosition": item.query_index,
+                    "weightedRankingScore": score * item.weight,
+                }
                 hit = _with_federation(maker.make(document, score, details), federation)
                 self.pinned.append((details["pin"]["position"], item.query_index, hit))
             elif document is not None:
@@ -315,15 +373,21 @@ class Federated:
         search_on = query.attributes_to_search_on
         threshold = query.ranking_score_threshold
         return SearchRequest(
-            q=query.q, offset=0, limit=limit, matching_strategy=query.matching_strategy,
+            q=query.q,
+            offset=0,
+            limit=limit,
+            matching_strategy=query.matching_strategy,
             attributes_to_search_on=None if search_on is None or "*" in search_on else list(search_on),
             ranking_score_threshold=None if threshold is None or threshold != threshold else threshold,
-            exhaustive_count=self.paginated, locales=query.locales, filter_universe=prepared.universe,
+            exhaustive_count=self.paginated,
+            locales=query.locales,
+            filter_universe=prepared.universe,
             ordering=prepared.ordering,
         )
 
-    def search_index(self, uid: str, group: list[IndexQuery], facets: list[str] | None,
-                     reader: IndexReader) -> IndexResult:
+    def search_index(
+        self, uid: str, group: list[IndexQuery], facets: list[str] | None, reader: IndexReader
+    ) -> IndexResult:
         note = f"\n - Note: index `{uid}` used in `.queries[{group[0].query_index}]`"
         settings = complete_settings(reader.settings())
         self._check_facet_order(uid, facets, settings, note)
@@ -346,8 +410,11 @@ class Federated:
             if docid in seen:
                 continue
             seen.add(docid)
-            federation: dict[str, Any] = {"indexUid": uid, "queriesPosition": rank.query_index,
-                                          "weightedRankingScore": rank.weighted}
+            federation: dict[str, Any] = {
+                "indexUid": uid,
+                "queriesPosition": rank.query_index,
+                "weightedRankingScore": rank.weighted,
+            }
             if self.has_remote and not self.is_proxy:
                 federation["remote"] = self.network["self"]
             if self.is_proxy:
@@ -367,8 +434,9 @@ class Federated:
             facets = self.facets_by_index[uid]
             note = f"\n - Note: index `{uid}` is not used in queries"
 
-            def check(reader: IndexReader, uid: str = uid, facets: list[str] | None = facets,
-                      note: str = note) -> None:
+            def check(
+                reader: IndexReader, uid: str = uid, facets: list[str] | None = facets, note: str = note
+            ) -> None:
                 settings = complete_settings(reader.settings())
                 self._check_facet_order(uid, facets, settings, note)
                 self._facets(reader, uid, facets, settings, BitMap(), note)
@@ -389,7 +457,9 @@ class Federated:
             group = groups[uid]
             facets = self.facets_by_index.pop(uid, None)
             try:
-                results.append(read_index(self.indexes, uid, functools.partial(self.search_index, uid, group, facets)))
+                results.append(
+                    read_index(self.indexes, uid, functools.partial(self.search_index, uid, group, facets))
+                )
             except MultiSearchError:
                 raise
             except MeiliError as err:
@@ -423,8 +493,15 @@ class Federated:
         federation["showPerformanceDetails"] = f["showPerformanceDetails"]
         return {"queries": queries, "federation": federation}
 
-    def finish(self, results: list[IndexResult], remote: RemoteResults, queries: list[MultiQuery],
-               request_uid: str, with_metadata: bool, started: float) -> dict[str, Any]:
+    def finish(
+        self,
+        results: list[IndexResult],
+        remote: RemoteResults,
+        queries: list[MultiQuery],
+        request_uid: str,
+        with_metadata: bool,
+        started: float,
+    ) -> dict[str, Any]:
         """Step 3: merge the local and remote hits, totals, facets and metadata into the response."""
         total = sum(r.total for r in results) + remote.total
         for uid, facets in remote.facets_by_index.items():
@@ -448,10 +525,16 @@ class Federated:
             self._hydrate(page)
         body: dict[str, Any] = {"hits": page, "processingTimeMs": int((time.perf_counter() - started) * 1000)}
         if self.paginated:
-            body.update(hitsPerPage=self.per_page, page=self.page,
-                        totalPages=-(-total // self.per_page) if self.per_page else 0, totalHits=total)
+            body.update(
+                hitsPerPage=self.per_page,
+                page=self.page,
+                totalPages=-(-total // self.per_page) if self.per_page else 0,
+                totalHits=total,
+            )
         else:
-            body.update(limit=self.federation["limit"], offset=self.federation["offset"], estimatedTotalHits=total)
+            body.update(
+                limit=self.federation["limit"], offset=self.federation["offset"], estimatedTotalHits=total
+            )
         body.update(self.facets.fields())
         body["requestUid"] = request_uid
         if with_metadata:
@@ -472,7 +555,6 @@ class Federated:
             body["performanceDetails"] = {"federatedSearch": duration_text(time.perf_counter() - started)}
         return body
 
-
     def _hydrate(self, page: list[dict[str, Any]]) -> None:
         """Hydrate the page's local hits with the foreign keys of the index each comes from."""
         by_index: dict[str, list[dict[str, Any]]] = {}
@@ -491,24 +573,29 @@ def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
     return out
 
 
-async def run_federated(request: Request, searcher: Federated, queries: list[MultiQuery], request_uid: str,
-                        with_metadata: bool) -> dict[str, Any]:
+async def run_federated(
+    request: Request, searcher: Federated, queries: list[MultiQuery], request_uid: str, with_metadata: bool
+) -> dict[str, Any]:
     """A federated search whose remote queries (if any) run while the local ones do."""
     started = time.perf_counter()
     groups = searcher.partition(queries)
     if not searcher.remote_queries:
         results = await run_in_threadpool(searcher.run_local, groups)
-        return await run_in_threadpool(searcher.finish, results, RemoteResults(), queries, request_uid,
-                                       with_metadata, started)
-    remote_task = asyncio.ensure_future(search_remotes(searcher, with_metadata, remotes.deadline_from_env(),
-                                                     state(request).options.db_path))
+        return await run_in_threadpool(
+            searcher.finish, results, RemoteResults(), queries, request_uid, with_metadata, started
+        )
+    remote_task = asyncio.ensure_future(
+        search_remotes(searcher, with_metadata, remotes.deadline_from_env(), state(request).options.db_path)
+    )
     try:
         results = await run_in_threadpool(searcher.run_local, groups)
     except BaseException:
         remote_task.cancel()
         raise
     remote = await remote_task
-    return await run_in_threadpool(searcher.finish, results, remote, queries, request_uid, with_metadata, started)
+    return await run_in_threadpool(
+        searcher.finish, results, remote, queries, request_uid, with_metadata, started
+    )
 
 
 async def read_network_of(request: Request, features: ExperimentalFeatures) -> Network:
@@ -519,7 +606,9 @@ async def read_network_of(request: Request, features: ExperimentalFeatures) -> N
     return await run_in_threadpool(read_network, store)
 
 
-async def network_search(request: Request, uid: str, query: SearchQuery, request_uid: str) -> dict[str, Any] | None:
+async def network_search(
+    request: Request, uid: str, query: SearchQuery, request_uid: str
+) -> dict[str, Any] | None:
     """`POST/GET /indexes/{uid}/search` with `useNetwork` (Meilisearch's `search` with `must_use_network`):
     None when the search stays local, else the body of the search fanned out to every remote as one
     federated search (pagination, facets, `distinct` and performance details moved to the federation)
@@ -531,24 +620,48 @@ async def network_search(request: Request, uid: str, query: SearchQuery, request
     if not features.enabled("network") or not sharding.uses_network(query.use_network, network):
         return None
     async with search_queue(request).permit():
-        return await search_over_network(request, uid, fused_query(request, uid, query), request_uid, features)
+        return await search_over_network(
+            request, uid, fused_query(request, uid, query), request_uid, features
+        )
 
 
-async def search_over_network(request: Request, uid: str, query: SearchQuery, request_uid: str,
-                          features: ExperimentalFeatures) -> dict[str, Any]:
+async def search_over_network(
+    request: Request, uid: str, query: SearchQuery, request_uid: str, features: ExperimentalFeatures
+) -> dict[str, Any]:
     """The body of `network_search` for a query already holding the tenant token's filter."""
     network = await read_network_of(request, features)
     federation: dict[str, Any] = {
-        "limit": query.limit, "offset": query.offset, "page": query.page, "hitsPerPage": query.hits_per_page,
-        "facetsByIndex": {uid: list(query.facets)} if query.facets else {}, "mergeFacets": None,
-        "distinct": query.distinct, "showPerformanceDetails": query.show_performance_details, "personalize": None,
+        "limit": query.limit,
+        "offset": query.offset,
+        "page": query.page,
+        "hitsPerPage": query.hits_per_page,
+        "facetsByIndex": {uid: list(query.facets)} if query.facets else {},
+        "mergeFacets": None,
+        "distinct": query.distinct,
+        "showPerformanceDetails": query.show_performance_details,
+        "personalize": None,
     }
-    local = dataclasses.replace(query, offset=0, limit=DEFAULT_LIMIT, page=None, hits_per_page=None, facets=None,
-                                distinct=None, show_performance_details=False,
-                                use_network=sharding.proxied_use_network(network))
-    queries = [MultiQuery(uid, dataclasses.replace(local, filter=sharding.shard_filter(local.filter, shard)),
-                          FederationOptions(1.0, name, None), None, None)
-               for name, shard in sharding.network_targets(network, state(request).options.db_path)]
+    local = dataclasses.replace(
+        query,
+        offset=0,
+        limit=DEFAULT_LIMIT,
+        page=None,
+        hits_per_page=None,
+        facets=None,
+        distinct=None,
+        show_performance_details=False,
+        use_network=sharding.proxied_use_network(network),
+    )
+    queries = [
+        MultiQuery(
+            uid,
+            dataclasses.replace(local, filter=sharding.shard_filter(local.filter, shard)),
+            FederationOptions(1.0, name, None),
+            None,
+            None,
+        )
+        for name, shard in sharding.network_targets(network, state(request).options.db_path)
+    ]
     with_metadata = include_metadata(request)
     searcher = Federated(state(request).indexes, federation, features, network)
     try:
@@ -557,9 +670,21 @@ async def search_over_network(request: Request, uid: str, query: SearchQuery, re
         # Meilisearch's `search` drops the query position of the federated search it ran
         raise MultiSearchError(err.code, QUERY_PREFIX.sub("", err.message, count=1), err.status) from None
     body: dict[str, Any] = {"hits": result.pop("hits"), "query": query.q or ""}
-    body.update((key, result.pop(key)) for key in list(result)
-                if key in ("processingTimeMs", "limit", "offset", "estimatedTotalHits", "hitsPerPage", "page",
-                           "totalPages", "totalHits"))
+    body.update(
+        (key, result.pop(key))
+        for key in list(result)
+        if key
+        in (
+            "processingTimeMs",
+            "limit",
+            "offset",
+            "estimatedTotalHits",
+            "hitsPerPage",
+            "page",
+            "totalPages",
+            "totalHits",
+        )
+    )
     computed = (result.pop("facetsByIndex", None) or {}).get(uid)
     if computed is not None:
         body["facetDistribution"], body["facetStats"] = computed["distribution"], computed["stats"]

@@ -31,21 +31,39 @@ def query_json(uid: str, query: SearchQuery, weight: float, position: int) -> di
     if query.media is not None:
         out["media"] = query.media
     if query.hybrid is not None:
-        hybrid: dict[str, Any] = {"embedder": query.hybrid.embedder, "semanticRatio": query.hybrid.semantic_ratio}
+        hybrid: dict[str, Any] = {
+            "embedder": query.hybrid.embedder,
+            "semanticRatio": query.hybrid.semantic_ratio,
+        }
         if query.hybrid.fusion is not None:
             hybrid["fusion"] = query.hybrid.fusion
         out["hybrid"] = hybrid
-    optional = (("attributesToRetrieve", query.attributes_to_retrieve), ("attributesToCrop", query.attributes_to_crop),
-                ("attributesToHighlight", query.attributes_to_highlight), ("filter", query.filter),
-                ("sort", query.sort), ("distinct", query.distinct),
-                ("attributesToSearchOn", query.attributes_to_search_on),
-                ("rankingScoreThreshold", query.ranking_score_threshold), ("locales", query.locales))
+    optional = (
+        ("attributesToRetrieve", query.attributes_to_retrieve),
+        ("attributesToCrop", query.attributes_to_crop),
+        ("attributesToHighlight", query.attributes_to_highlight),
+        ("filter", query.filter),
+        ("sort", query.sort),
+        ("distinct", query.distinct),
+        ("attributesToSearchOn", query.attributes_to_search_on),
+        ("rankingScoreThreshold", query.ranking_score_threshold),
+        ("locales", query.locales),
+    )
     out.update((key, value) for key, value in optional if value is not None)
-    out.update(retrieveVectors=query.retrieve_vectors, cropLength=query.crop_length, cropMarker=query.crop_marker,
-               highlightPreTag=query.highlight_pre_tag, highlightPostTag=query.highlight_post_tag,
-               showMatchesPosition=query.show_matches_position, matchingStrategy=query.matching_strategy,
-               showRankingScore=query.show_ranking_score, showRankingScoreDetails=query.show_ranking_score_details)
-    if query.use_network is not None:  # explicitly false in a sharded network: the remote must not fan out again
+    out.update(
+        retrieveVectors=query.retrieve_vectors,
+        cropLength=query.crop_length,
+        cropMarker=query.crop_marker,
+        highlightPreTag=query.highlight_pre_tag,
+        highlightPostTag=query.highlight_post_tag,
+        showMatchesPosition=query.show_matches_position,
+        matchingStrategy=query.matching_strategy,
+        showRankingScore=query.show_ranking_score,
+        showRankingScoreDetails=query.show_ranking_score_details,
+    )
+    if (
+        query.use_network is not None
+    ):  # explicitly false in a sharded network: the remote must not fan out again
         out["useNetwork"] = query.use_network
     out["federationOptions"] = {"weight": weight, "queryPosition": position}
     return out
@@ -137,13 +155,23 @@ class RemoteResults:
                 self.primary_keys[(name, meta["indexUid"])] = meta.get("primaryKey")
 
 
-async def search_remotes(searcher: Federated, include_metadata: bool, deadline: float,
-                         db_path: Path) -> RemoteResults:
+async def search_remotes(
+    searcher: Federated, include_metadata: bool, deadline: float, db_path: Path
+) -> RemoteResults:
     """Every remote's queries, in parallel, merged into one `RemoteResults` (in remote name order)."""
     names = sorted(searcher.remote_queries)
-    answers = await asyncio.gather(*(
-        remotes.proxy_search(searcher.remote_queries[name][0], searcher.remote_body(searcher.remote_queries[name][1]),
-                             include_metadata, deadline) for name in names), return_exceptions=True)
+    answers = await asyncio.gather(
+        *(
+            remotes.proxy_search(
+                searcher.remote_queries[name][0],
+                searcher.remote_body(searcher.remote_queries[name][1]),
+                include_metadata,
+                deadline,
+            )
+            for name in names
+        ),
+        return_exceptions=True,
+    )
     out = RemoteResults()
     for name, answer in zip(names, answers, strict=True):
         if isinstance(answer, remotes.RemoteSearchError):

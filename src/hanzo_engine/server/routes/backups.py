@@ -20,8 +20,9 @@ async def create_dump(request: Request) -> Response:
     st = state(request)
     keys = key_lines(controller(request).list_keys())
     instance_uid = await run_in_threadpool(read_instance_uid, st.options.db_path)
-    return await st.enqueue("dumpCreation", None, details={"dumpUid": None},
-                            kind={"keys": keys, "instanceUid": instance_uid})
+    return await st.enqueue(
+        "dumpCreation", None, details={"dumpUid": None}, kind={"keys": keys, "instanceUid": instance_uid}
+    )
 
 
 async def create_snapshot(request: Request) -> Response:

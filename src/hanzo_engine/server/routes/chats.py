@@ -53,7 +53,7 @@ async def list_chats(request: Request) -> Response:
     check_chat(request, "listing the chats")
     uids = await run_in_threadpool(store.list_workspaces, state(request).scheduler.store)
     offset, limit = q["offset"], q["limit"]
-    page = [{"uid": uid} for uid in uids[offset:offset + limit]]
+    page = [{"uid": uid} for uid in uids[offset : offset + limit]]
     return JSONResponse({"results": page, "offset": offset, "limit": limit, "total": len(uids)})
 
 

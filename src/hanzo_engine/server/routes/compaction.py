@@ -24,8 +24,17 @@ from ..http import JSONResponse
 
 TASK_QUEUE_COMPACTION_DISCUSSION: Final = "https://github.com/orgs/meilisearch/discussions/883"
 # byte_unit's exact units, smallest first: a size shows in the largest one dividing it
-_EXACT_UNITS: Final = (("B", 1), ("KB", 10**3), ("KiB", 1 << 10), ("MB", 10**6), ("MiB", 1 << 20), ("GB", 10**9),
-                       ("GiB", 1 << 30), ("TB", 10**12), ("TiB", 1 << 40))
+_EXACT_UNITS: Final = (
+    ("B", 1),
+    ("KB", 10**3),
+    ("KiB", 1 << 10),
+    ("MB", 10**6),
+    ("MiB", 1 << 20),
+    ("GB", 10**9),
+    ("GiB", 1 << 30),
+    ("TB", 10**12),
+    ("TiB", 1 << 40),
+)
 
 
 async def compact_index(request: Request) -> Response:
@@ -38,7 +47,9 @@ async def compact_index(request: Request) -> Response:
 
 def exact_size(n: int) -> str:
     """A byte count in the largest unit that divides it exactly: `4 KiB`, `3 MB`, `1234 B`, `0 B`."""
-    name, size = next((name, size) for name, size in reversed(_EXACT_UNITS) if n % size == 0 and (n or size == 1))
+    name, size = next(
+        (name, size) for name, size in reversed(_EXACT_UNITS) if n % size == 0 and (n or size == 1)
+    )
     return f"{n // size} {name}"
 
 
@@ -66,8 +77,9 @@ def _compact(env: Any, outcome: Future[tuple[int, int]]) -> None:
 
 async def compact_task_queue(request: Request) -> Response:
     if not runtime_features(request).enabled("taskQueueCompactionRoute"):
-        raise feature_not_enabled("Using the /tasks/compact route", "task queue compaction route",
-                                  TASK_QUEUE_COMPACTION_DISCUSSION)
+        raise feature_not_enabled(
+            "Using the /tasks/compact route", "task queue compaction route", TASK_QUEUE_COMPACTION_DISCUSSION
+        )
     outcome: Future[tuple[int, int]] = Future()
     env = state(request).scheduler.store.env
     threading.Thread(target=_compact, args=(env, outcome), name="task-queue-compaction", daemon=True).start()
@@ -76,5 +88,11 @@ async def compact_task_queue(request: Request) -> Response:
     except Exception as err:
         return JSONResponse({"status": "failed", "errorMessage": str(err)}, status_code=500)
     request.app.state.must_restart = True
-    return JSONResponse({"preSize": exact_size(before), "postSize": exact_size(after), "status": "succeeded",
-                         "actionRequired": "you must restart your instance"})
+    return JSONResponse(
+        {
+            "preSize": exact_size(before),
+            "postSize": exact_size(after),
+            "status": "succeeded",
+            "actionRequired": "you must restart your instance",
+        }
+    )

@@ -71,7 +71,9 @@ def _skip_creation(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
-    raise MeiliError("invalid_skip_creation", f"skipCreation must be either `true` or `false`. Found: `{text}`")
+    raise MeiliError(
+        "invalid_skip_creation", f"skipCreation must be either `true` or `false`. Found: `{text}`"
+    )
 
 
 ADD_QUERY = (
@@ -132,8 +134,9 @@ def _present(document: dict[str, Any], fields: list[str] | None, retrieve_vector
             document = {k: document[k] for k in keys[:-1]}
         else:
             last = keys[-1]
-            document = {(last if k == VECTORS else k): document[last if k == VECTORS else k]
-                        for k in keys[:-1]}
+            document = {
+                (last if k == VECTORS else k): document[last if k == VECTORS else k] for k in keys[:-1]
+            }
     else:
         vectors = None
     if retrieve_vectors:
@@ -150,7 +153,9 @@ def _external_ids(values: list[Any]) -> list[str]:
     for i, value in enumerate(values):
         ext = normalize_document_id(value)
         if ext is None:
-            raise MeiliError("invalid_document_ids", f"In `.ids[{i}]`: {invalid_document_id_error(value).message}")
+            raise MeiliError(
+                "invalid_document_ids", f"In `.ids[{i}]`: {invalid_document_id_error(value).message}"
+            )
         ids.append(ext)
     return ids
 
@@ -177,17 +182,24 @@ async def _add_or_update(request: Request, method: str) -> Response:
 
     count = await run_in_threadpool(persist)
     kind = {
-        "method": method, "primaryKey": q["primaryKey"], "contentFile": file_uuid,
-        "contentSize": os.path.getsize(path), "documentsCount": count,
+        "method": method,
+        "primaryKey": q["primaryKey"],
+        "contentFile": file_uuid,
+        "contentSize": os.path.getsize(path),
+        "documentsCount": count,
         # a missing index is created only for callers that may create it (else the task fails)
-        "allowIndexCreation": auth_filter(request).allow_index_creation(uid), "skipCreation": q["skipCreation"],
+        "allowIndexCreation": auth_filter(request).allow_index_creation(uid),
+        "skipCreation": q["skipCreation"],
         # how GET /tasks/{uid}/documents serves the stored payload back (routes/tasks.py)
         "payloadFormat": fmt.value,
     }
     try:
         return await st.enqueue(
-            "documentAdditionOrUpdate", uid, details={"receivedDocuments": count, "indexedDocuments": None},
-            kind=kind, custom_metadata=q["customMetadata"],
+            "documentAdditionOrUpdate",
+            uid,
+            details={"receivedDocuments": count, "indexedDocuments": None},
+            kind=kind,
+            custom_metadata=q["customMetadata"],
         )
     except BaseException:
         path.unlink(missing_ok=True)
@@ -211,21 +223,28 @@ def _document_sort(sort: list[str], settings: dict[str, Any]) -> list[Any]:
     sortable = settings.get("sortableAttributes") or []
     for criterion in criteria:
         field = criterion.field if criterion.field is not None else "_geo"
-        ok = (any(is_faceted_by(field, s) for s in sortable) if criterion.field is not None
-              else "_geo" in sortable)
+        ok = (
+            any(is_faceted_by(field, s) for s in sortable)
+            if criterion.field is not None
+            else "_geo" in sortable
+        )
         if not ok:
             shown = settings.get("displayedAttributes") or ["*"]
             valid = sorted(set(sortable)) if shown == ["*"] else sorted(set(sortable) & set(shown))
             hidden = len(valid) < len(set(sortable))
-            listed = ("This index does not have configured sortable attributes." if not valid else
-                      f"Available sortable attributes are: `{', '.join(valid)}"
-                      f"{', <..hidden-attributes>' if hidden else ''}`.")
+            listed = (
+                "This index does not have configured sortable attributes."
+                if not valid
+                else f"Available sortable attributes are: `{', '.join(valid)}"
+                f"{', <..hidden-attributes>' if hidden else ''}`."
+            )
             raise MeiliError("invalid_document_sort", f"Attribute `{field}` is not sortable. {listed}")
     return criteria
 
 
-def _browse_candidates(r: IndexReader, params: dict[str, Any], ids: list[str] | None,
-                       features: FilterFeatures) -> tuple[BitMap | None, list[Any] | None, dict[str, Any]]:
+def _browse_candidates(
+    r: IndexReader, params: dict[str, Any], ids: list[str] | None, features: FilterFeatures
+) -> tuple[BitMap | None, list[Any] | None, dict[str, Any]]:
     """(documents the filter and `ids` allow, or None for all; the sort criteria; the settings)."""
     settings = complete_settings(r.settings())
     candidates: BitMap | None = None
@@ -252,7 +271,9 @@ def _browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = Fa
     def present(document: dict[str, Any]) -> dict[str, Any]:
         shown = _present(document, fields, vectors)
         if proxy:
-            shown["_federation"] = {"weightedScoreValues": weighted_score_values(document, params.get("sort"))}
+            shown["_federation"] = {
+                "weightedScoreValues": weighted_score_values(document, params.get("sort"))
+            }
         return shown
 
     def run(r: IndexReader) -> dict[str, Any]:
@@ -264,7 +285,8 @@ def _browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = Fa
             if criteria:
                 ordering = Ordering(r, settings, criteria)
                 page = ordering.placeholder(
-                    universe, SearchRequest(offset=offset, limit=limit), ["sort"]).docids
+                    universe, SearchRequest(offset=offset, limit=limit), ["sort"]
+                ).docids
             else:
                 page = list(universe[offset : offset + limit]) if limit else []
             for position in page:
@@ -292,7 +314,9 @@ def _browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = Fa
     return read_index(state(request).scheduler, uid, run)
 
 
-async def _queued_browse(request: Request, uid: str, params: dict[str, Any], proxy: bool = False) -> dict[str, Any]:
+async def _queued_browse(
+    request: Request, uid: str, params: dict[str, Any], proxy: bool = False
+) -> dict[str, Any]:
     """A documents fetch holds a search-queue permit, as in Meilisearch, unless the
     `disableDocumentsFetchQueue` experimental feature is on."""
     if runtime_features(request).enabled("disableDocumentsFetchQueue"):
@@ -336,7 +360,8 @@ async def _network_browse(request: Request, uid: str, params: dict[str, Any]) ->
         return None  # true by default with a leader
     network = await run_in_threadpool(read_network, state(request).scheduler.store)
     return await network_documents.browse(
-        network, uid, params, lambda local: run_in_threadpool(_browse, request, uid, local, True))
+        network, uid, params, lambda local: run_in_threadpool(_browse, request, uid, local, True)
+    )
 
 
 async def get_document(request: Request) -> Response:
@@ -346,12 +371,21 @@ async def get_document(request: Request) -> Response:
     params = parse_query(query_pairs(request), GET_ONE_QUERY)
     uid = validate_index_uid(request.path_params["index_uid"])
     ext = normalize_document_id(doc_id)
-    doc = read_index(state(request).scheduler, uid, lambda r: r.get_document(ext) if ext is not None else None)
+    doc = read_index(
+        state(request).scheduler, uid, lambda r: r.get_document(ext) if ext is not None else None
+    )
     if doc is None and ext is not None:
         # not here: looked for on the network when `useNetwork` asks for it
-        browse = {"offset": 0, "limit": 1, "fields": _star_or_list(params["fields"]),
-                  "retrieveVectors": params["retrieveVectors"], "ids": [ext], "filter": None, "sort": None,
-                  "useNetwork": params["useNetwork"]}
+        browse = {
+            "offset": 0,
+            "limit": 1,
+            "fields": _star_or_list(params["fields"]),
+            "retrieveVectors": params["retrieveVectors"],
+            "ids": [ext],
+            "filter": None,
+            "sort": None,
+            "useNetwork": params["useNetwork"],
+        }
         networked = await _network_browse(request, uid, browse)
         if networked is not None and networked["results"]:
             return JSONResponse(networked["results"][-1])
@@ -369,9 +403,11 @@ async def delete_document(request: Request) -> Response:
     q = parse_query(query_pairs(request), WRITE_QUERY)
     uid = validate_index_uid(request.path_params["index_uid"])
     return await state(request).enqueue(
-        "documentDeletion", uid,
+        "documentDeletion",
+        uid,
         details={"providedIds": 1, "deletedDocuments": None, "originalFilter": None},
-        kind={"op": "ids", "ids": [doc_id]}, custom_metadata=q["customMetadata"],
+        kind={"op": "ids", "ids": [doc_id]},
+        custom_metadata=q["customMetadata"],
     )
 
 
@@ -387,9 +423,11 @@ async def delete_documents_batch(request: Request) -> Response:
     # Non-string ids are stringified, as Meilisearch does; an id that can match nothing deletes nothing.
     ids = [v if isinstance(v, str) else msgspec.json.encode(v).decode() for v in body]
     return await state(request).enqueue(
-        "documentDeletion", uid,
+        "documentDeletion",
+        uid,
         details={"providedIds": len(ids), "deletedDocuments": None, "originalFilter": None},
-        kind={"op": "ids", "ids": ids}, custom_metadata=q["customMetadata"],
+        kind={"op": "ids", "ids": ids},
+        custom_metadata=q["customMetadata"],
     )
 
 
@@ -402,8 +440,9 @@ async def delete_documents_by_filter(request: Request) -> Response:
     """`documentDeletion` of the documents a filter selects; the filter is parsed before enqueueing
     (syntax, experimental operators, empty filter), its attributes are checked when the task runs."""
     q = parse_query(query_pairs(request), WRITE_QUERY)
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              DELETE_BY_FILTER_BODY)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), DELETE_BY_FILTER_BODY
+    )
     uid = validate_index_uid(request.path_params["index_uid"])
     value = body["filter"]
     try:
@@ -411,21 +450,34 @@ async def delete_documents_by_filter(request: Request) -> Response:
         check_features(node, filter_features(request))
         reject_foreign(node)
     except FilterError as err:
-        raise MeiliError("feature_not_enabled" if err.feature else "invalid_document_filter", err.message) from None
+        raise MeiliError(
+            "feature_not_enabled" if err.feature else "invalid_document_filter", err.message
+        ) from None
     if node is None:
         raise MeiliError("invalid_document_filter", "Sending an empty filter is forbidden.")
     return await state(request).enqueue(
-        "documentDeletion", uid,
-        details={"providedIds": 0, "deletedDocuments": None, "originalFilter": msgspec.json.encode(value).decode()},
-        kind={"op": "filter", "filter": value}, custom_metadata=q["customMetadata"],
+        "documentDeletion",
+        uid,
+        details={
+            "providedIds": 0,
+            "deletedDocuments": None,
+            "originalFilter": msgspec.json.encode(value).decode(),
+        },
+        kind={"op": "filter", "filter": value},
+        custom_metadata=q["customMetadata"],
     )
 
 
 EDIT_BODY = (
     Field("filter", "any", "invalid_document_filter", default=None),
     Field("context", "any", "invalid_document_edition_context", default=None),
-    Field("function", "string", "invalid_document_edition_function_filter", required=True,
-          missing_code="missing_document_edition_function"),
+    Field(
+        "function",
+        "string",
+        "invalid_document_edition_function_filter",
+        required=True,
+        missing_code="missing_document_edition_function",
+    ),
 )
 EDIT_LINK: Final = "https://github.com/orgs/meilisearch/discussions/762"
 
@@ -441,8 +493,9 @@ async def edit_documents_by_function(request: Request) -> Response:
     from ..features import feature_not_enabled, runtime_features
 
     q = parse_query(query_pairs(request), WRITE_QUERY)
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              EDIT_BODY)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), EDIT_BODY
+    )
     if not runtime_features(request).enabled("editDocumentsByFunction"):
         raise feature_not_enabled("Using the documents edit route", "edit documents by function", EDIT_LINK)
     uid = validate_index_uid(request.path_params["index_uid"])
@@ -458,19 +511,26 @@ async def edit_documents_by_function(request: Request) -> Response:
             check_features(node, filter_features(request))
             reject_foreign(node)
         except FilterError as err:
-            raise MeiliError("feature_not_enabled" if err.feature else "invalid_document_filter",
-                             err.message) from None
+            raise MeiliError(
+                "feature_not_enabled" if err.feature else "invalid_document_filter", err.message
+            ) from None
         if node is None:
             raise MeiliError("invalid_document_filter", "Sending an empty filter is forbidden.")
     context = body["context"]
     if context is not None and not isinstance(context, dict):
         raise MeiliError("invalid_document_edition_context", "The context must be an object")
     return await state(request).enqueue(
-        "documentEdition", uid,
-        details={"editedDocuments": None, "deletedDocuments": None,
-                 "originalFilter": None if value is None else msgspec.json.encode(value).decode(),
-                 "context": context, "function": function},
-        kind={"filter": value, "context": context, "function": function}, custom_metadata=q["customMetadata"],
+        "documentEdition",
+        uid,
+        details={
+            "editedDocuments": None,
+            "deletedDocuments": None,
+            "originalFilter": None if value is None else msgspec.json.encode(value).decode(),
+            "context": context,
+            "function": function,
+        },
+        kind={"filter": value, "context": context, "function": function},
+        custom_metadata=q["customMetadata"],
     )
 
 
@@ -478,7 +538,10 @@ async def clear_documents(request: Request) -> Response:
     q = parse_query(query_pairs(request), WRITE_QUERY)
     uid = validate_index_uid(request.path_params["index_uid"])
     return await state(request).enqueue(
-        "documentDeletion", uid, details={"deletedDocuments": None}, kind={"op": "clear"},
+        "documentDeletion",
+        uid,
+        details={"deletedDocuments": None},
+        kind={"op": "clear"},
         custom_metadata=q["customMetadata"],
     )
 

@@ -100,7 +100,14 @@ _SELECTOR_FIELDS: Final = (
     Field("id", "string", _ACTIONS_CODE, required=True, missing_code=_ACTIONS_CODE),
 )
 _RULE_ACTION_FIELDS: Final = (
-    Field("selector", "object", _ACTIONS_CODE, required=True, missing_code=_ACTIONS_CODE, fields=_SELECTOR_FIELDS),
+    Field(
+        "selector",
+        "object",
+        _ACTIONS_CODE,
+        required=True,
+        missing_code=_ACTIONS_CODE,
+        fields=_SELECTOR_FIELDS,
+    ),
     Field("action", "object", _ACTIONS_CODE, required=True, missing_code=_ACTIONS_CODE),
 )
 _PIN_FIELDS: Final = (
@@ -122,15 +129,21 @@ def _conditions(value: dict[str, Any]) -> dict[str, Any]:
     if query is not None:
         query = {k: v for k, v in query.items() if v is not None}
         if query.get("isEmpty") is True and "words" in query:
-            raise MeiliError("bad_request", "Invalid value at `.conditions.query`: either `isEmpty` or `words` "
-                                            "can be used, not both at once")
+            raise MeiliError(
+                "bad_request",
+                "Invalid value at `.conditions.query`: either `isEmpty` or `words` "
+                "can be used, not both at once",
+            )
     time = out.get("time")
     if time is not None:
         time = {k: v for k, v in time.items() if v is not None}
         start, end = time.get("start"), time.get("end")
         if start is not None and end is not None and start["ns"] > end["ns"]:
-            raise MeiliError("bad_request", f"Invalid value at `.conditions.time`: `end` (`{_time_display(end)}`) "
-                                            f"should be later than `start` (`{_time_display(start)}`)")
+            raise MeiliError(
+                "bad_request",
+                f"Invalid value at `.conditions.time`: `end` (`{_time_display(end)}`) "
+                f"should be later than `start` (`{_time_display(start)}`)",
+            )
     stored: dict[str, Any] = {}
     for key, item in (("time", time), ("query", query), ("filter", out.get("filter"))):
         if item is not None:
@@ -150,9 +163,11 @@ def _actions(value: list[Any]) -> list[dict[str, Any]]:
                 _ACTIONS_CODE,
                 f"Invalid value at `{path}.selector.indexUid`: `{index_uid}` is not a valid index uid. Index uid "
                 "can be an integer or a string containing only alphanumeric characters, hyphens (-) and "
-                "underscores (_), and can not be more than 512 bytes.")
-        action = deserialize_object(rule_action["action"], _PIN_FIELDS, unknown_code=_ACTIONS_CODE,
-                                    path=f"{path}.action")
+                "underscores (_), and can not be more than 512 bytes.",
+            )
+        action = deserialize_object(
+            rule_action["action"], _PIN_FIELDS, unknown_code=_ACTIONS_CODE, path=f"{path}.action"
+        )
         out.append({"selector": selector, "action": {"type": action["type"], "position": action["position"]}})
     return out
 
@@ -185,8 +200,14 @@ _LIST_FILTER_FIELDS: Final = (
 _LIST_FIELDS: Final = (
     Field("offset", "usize", "invalid_dynamic_search_rule_offset", default=0),
     Field("limit", "usize", "invalid_dynamic_search_rule_limit", default=20),
-    Field("filter", "object", "invalid_dynamic_search_rule_filter", nullable=True, fields=_LIST_FILTER_FIELDS,
-          unknown_code="invalid_dynamic_search_rule_filter"),
+    Field(
+        "filter",
+        "object",
+        "invalid_dynamic_search_rule_filter",
+        nullable=True,
+        fields=_LIST_FILTER_FIELDS,
+        unknown_code="invalid_dynamic_search_rule_filter",
+    ),
 )
 
 _WORD_RE: Final = re.compile(r"\w+")
@@ -202,8 +223,11 @@ def _matches_query(rule: dict[str, Any], query: str) -> bool:
     wanted = _words(query)
     if not wanted:
         return True
-    text = " ".join(filter(None, [rule.get("description"),
-                                  ((rule.get("conditions") or {}).get("query") or {}).get("words")]))
+    text = " ".join(
+        filter(
+            None, [rule.get("description"), ((rule.get("conditions") or {}).get("query") or {}).get("words")]
+        )
+    )
     have = set(_words(text))
     *full, last = wanted
     return all(w in have for w in full) and any(h.startswith(last) for h in have)
@@ -224,7 +248,7 @@ async def list_rules(request: Request) -> Response:
     if flt.get("query") is not None:
         rules = [r for r in rules if _matches_query(r, flt["query"])]
     offset, limit = params["offset"], params["limit"]
-    page = [dsr.rule_view(r) for r in rules[offset:offset + limit]]
+    page = [dsr.rule_view(r) for r in rules[offset : offset + limit]]
     return JSONResponse({"results": page, "offset": offset, "limit": limit, "total": len(rules)})
 
 
@@ -232,8 +256,13 @@ async def clear_rules(request: Request) -> Response:
     meta = custom_metadata(request)
     check_feature(request, WRITE_ACTION)
     task = await run_in_threadpool(
-        state(request).scheduler.register, "dsrClear", dsr.DSR_INDEX_UID,
-        details={"deletedDocuments": None}, kind={}, custom_metadata=meta)
+        state(request).scheduler.register,
+        "dsrClear",
+        dsr.DSR_INDEX_UID,
+        details={"deletedDocuments": None},
+        kind={},
+        custom_metadata=meta,
+    )
     return JSONResponse(task, status_code=202)
 
 
@@ -257,9 +286,13 @@ async def update_rule(request: Request) -> Response:
     update, submitted = parse_rule_update(body)
     check_feature(request, WRITE_ACTION)
     task = await run_in_threadpool(
-        state(request).scheduler.register, "dsrUpdate", dsr.DSR_INDEX_UID,
-        details={"rule": submitted, "updatedRules": 1}, kind={"op": "update", "uid": uid, "update": update},
-        custom_metadata=meta)
+        state(request).scheduler.register,
+        "dsrUpdate",
+        dsr.DSR_INDEX_UID,
+        details={"rule": submitted, "updatedRules": 1},
+        kind={"op": "update", "uid": uid, "update": update},
+        custom_metadata=meta,
+    )
     return JSONResponse(task, status_code=202)
 
 
@@ -272,6 +305,11 @@ async def delete_rule(request: Request) -> Response:
         return Response(status_code=404)
     check_feature(request, WRITE_ACTION)
     task = await run_in_threadpool(
-        state(request).scheduler.register, "dsrUpdate", dsr.DSR_INDEX_UID,
-        details={"updatedRules": 1}, kind={"op": "delete", "uid": uid}, custom_metadata=meta)
+        state(request).scheduler.register,
+        "dsrUpdate",
+        dsr.DSR_INDEX_UID,
+        details={"updatedRules": 1},
+        kind={"op": "delete", "uid": uid},
+        custom_metadata=meta,
+    )
     return JSONResponse(task, status_code=202)

@@ -76,8 +76,13 @@ _preload_search_engine()
 _SHARED: Final = {f.name: f for f in SEARCH_BODY}
 FACET_SEARCH_BODY: Final = (
     Field("facetQuery", "string", "invalid_facet_search_query", nullable=True, default=None),
-    Field("facetName", "string", "invalid_facet_search_facet_name", required=True,
-          missing_code="missing_facet_search_facet_name"),
+    Field(
+        "facetName",
+        "string",
+        "invalid_facet_search_facet_name",
+        required=True,
+        missing_code="missing_facet_search_facet_name",
+    ),
     _SHARED["q"],
     _SHARED["vector"],
     _SHARED["media"],
@@ -87,8 +92,13 @@ FACET_SEARCH_BODY: Final = (
     _SHARED["attributesToSearchOn"],
     _SHARED["rankingScoreThreshold"],
     _SHARED["locales"],
-    Field("exhaustiveFacetCount", "boolean", "invalid_facet_search_exhaustive_facet_count", nullable=True,
-          default=None),
+    Field(
+        "exhaustiveFacetCount",
+        "boolean",
+        "invalid_facet_search_exhaustive_facet_count",
+        nullable=True,
+        default=None,
+    ),
     _SHARED["useNetwork"],
 )
 _KNOWN: Final = frozenset(f.name for f in FACET_SEARCH_BODY)
@@ -102,21 +112,35 @@ def not_facet_searchable(name: str, settings: dict[str, Any], rules: FacetRules)
     valid, hidden = without_hidden(patterns, settings)
     if matched is not None:
         i = matched[0]
-        tail = (f"Note: this attribute matches rule #{i} in filterableAttributes, but this rule does not enable "
-                f"facetSearch.\nHint: enable facetSearch in rule #{i} by adding `\"facetSearch\": true` to the "
-                f"rule.\nHint: prepend another rule matching {name} with facetSearch: true before rule #{i}")
+        tail = (
+            f"Note: this attribute matches rule #{i} in filterableAttributes, but this rule does not enable "
+            f'facetSearch.\nHint: enable facetSearch in rule #{i} by adding `"facetSearch": true` to the '
+            f"rule.\nHint: prepend another rule matching {name} with facetSearch: true before rule #{i}"
+        )
     elif not valid:
-        tail = ("This index does not have configured facet-searchable attributes. To make it facet-searchable "
-                "add it to the `filterableAttributes` index settings.")
+        tail = (
+            "This index does not have configured facet-searchable attributes. To make it facet-searchable "
+            "add it to the `filterableAttributes` index settings."
+        )
     else:
-        tail = (f"Available facet-searchable attributes patterns are: `{', '.join(valid)}"
-                f"{', <..hidden-attributes>' if hidden else ''}`. To make it facet-searchable add it to the "
-                "`filterableAttributes` index settings.")
-    return MeiliError("invalid_facet_search_facet_name", f"Attribute `{name}` is not facet-searchable. {tail}")
+        tail = (
+            f"Available facet-searchable attributes patterns are: `{', '.join(valid)}"
+            f"{', <..hidden-attributes>' if hidden else ''}`. To make it facet-searchable add it to the "
+            "`filterableAttributes` index settings."
+        )
+    return MeiliError(
+        "invalid_facet_search_facet_name", f"Attribute `{name}` is not facet-searchable. {tail}"
+    )
 
 
-def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], query: SearchQuery,
-                         features: FilterFeatures, foreign: ForeignIndexes | None = None) -> dict[str, Any]:
+def perform_facet_search(
+    reader: IndexReader,
+    uid: str,
+    body: dict[str, Any],
+    query: SearchQuery,
+    features: FilterFeatures,
+    foreign: ForeignIndexes | None = None,
+) -> dict[str, Any]:
     started = time.perf_counter()
     settings = complete_settings(reader.settings())
     if not settings.get("facetSearch", True):
@@ -133,8 +157,11 @@ def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], qu
         # the search route names the index in engine errors; Meilisearch's facet search does not
         raise MeiliError(err.code, err.message.removeprefix(f"Index `{uid}`: ")) from None
     if query.media is not None and not features.multimodal:
-        raise MeiliError("feature_not_enabled", "passing `media` in a search query requires enabling the "
-                         "`multimodal` experimental feature. See https://github.com/orgs/meilisearch/discussions/846")
+        raise MeiliError(
+            "feature_not_enabled",
+            "passing `media` in a search query requires enabling the "
+            "`multimodal` experimental feature. See https://github.com/orgs/meilisearch/discussions/846",
+        )
     hybrid = query.hybrid
     kind = search_kind(query.q, query.vector, None if hybrid is None else hybrid.semantic_ratio, query.media)
     if kind != "keyword":
@@ -148,14 +175,18 @@ def perform_facet_search(reader: IndexReader, uid: str, body: dict[str, Any], qu
         candidates = prepared.universe if prepared.universe is not None else reader.documents_ids()
     else:
         exhaustive = bool(body["exhaustiveFacetCount"])
-        request = engine_request(prepared, query, offset=0, limit=0 if exhaustive else DEFAULT_LIMIT,
-                                 exhaustive=exhaustive)
+        request = engine_request(
+            prepared, query, offset=0, limit=0 if exhaustive else DEFAULT_LIMIT, exhaustive=exhaustive
+        )
         result = _run(reader, request, settings)
         candidates = result.all_candidates if result.all_candidates is not None else BitMap()
     facet_query: str | None = body["facetQuery"]
     hits = facet_search(reader, settings, name, facet_query, candidates)
-    return {"facetHits": hits, "facetQuery": facet_query,
-            "processingTimeMs": int((time.perf_counter() - started) * 1000)}
+    return {
+        "facetHits": hits,
+        "facetQuery": facet_query,
+        "processingTimeMs": int((time.perf_counter() - started) * 1000),
+    }
 
 
 async def search_facet_values(request: Request) -> Response:
@@ -165,29 +196,49 @@ async def search_facet_values(request: Request) -> Response:
     body = deserialize_object(raw, FACET_SEARCH_BODY)
     uid = validate_index_uid(request.path_params["index_uid"])
     if body["useNetwork"] is not None and not runtime_features(request).enabled("network"):
-        raise MeiliError("feature_not_enabled", "passing `useNetwork` in a search query requires enabling the "
-                         f"`network` experimental feature. See {NETWORK_DISCUSSION}")
+        raise MeiliError(
+            "feature_not_enabled",
+            "passing `useNetwork` in a search query requires enabling the "
+            f"`network` experimental feature. See {NETWORK_DISCUSSION}",
+        )
     hybrid = body["hybrid"]
     query = SearchQuery(
-        q=body["q"], filter=body["filter"], matching_strategy=body["matchingStrategy"],
-        attributes_to_search_on=body["attributesToSearchOn"], ranking_score_threshold=body["rankingScoreThreshold"],
-        locales=body["locales"], vector=body["vector"], media=body["media"],
+        q=body["q"],
+        filter=body["filter"],
+        matching_strategy=body["matchingStrategy"],
+        attributes_to_search_on=body["attributesToSearchOn"],
+        ranking_score_threshold=body["rankingScoreThreshold"],
+        locales=body["locales"],
+        vector=body["vector"],
+        media=body["media"],
         hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"]),
     )
     query = fused_query(request, uid, query)
     features = filter_features(request)
-    if await sharding.request_uses_network(runtime_features(request).enabled("network"), state(request).indexes.store,
-                                           body["useNetwork"]):  # true by default with a leader
+    if await sharding.request_uses_network(
+        runtime_features(request).enabled("network"), state(request).indexes.store, body["useNetwork"]
+    ):  # true by default with a leader
         return JSONResponse(await _network_facet_search(request, uid, raw, body, query, features))
     indexes = state(request).indexes
     foreign = ForeignIndexes(indexes) if features.foreign_keys else None  # `_foreign(..)` filters
-    result = await run_queued(request, read_index, indexes, uid,
-                              lambda reader: perform_facet_search(reader, uid, body, query, features, foreign))
+    result = await run_queued(
+        request,
+        read_index,
+        indexes,
+        uid,
+        lambda reader: perform_facet_search(reader, uid, body, query, features, foreign),
+    )
     return JSONResponse(result)
 
 
-async def _network_facet_search(request: Request, uid: str, raw: dict[str, Any], body: dict[str, Any],
-                                query: SearchQuery, features: FilterFeatures) -> dict[str, Any]:
+async def _network_facet_search(
+    request: Request,
+    uid: str,
+    raw: dict[str, Any],
+    body: dict[str, Any],
+    query: SearchQuery,
+    features: FilterFeatures,
+) -> dict[str, Any]:
     """`useNetwork: true`: the facet search on every remote (`network_documents.facet_search`), sent
     with the tenant token's filter and without `useNetwork`."""
     indexes = state(request).indexes
@@ -197,11 +248,22 @@ async def _network_facet_search(request: Request, uid: str, raw: dict[str, Any],
 
     def local() -> Any:
         foreign = ForeignIndexes(indexes) if features.foreign_keys else None
-        return run_queued(request, read_index, indexes, uid,
-                          lambda reader: perform_facet_search(reader, uid, body, query, features, foreign))
+        return run_queued(
+            request,
+            read_index,
+            indexes,
+            uid,
+            lambda reader: perform_facet_search(reader, uid, body, query, features, foreign),
+        )
 
     def by_count() -> Any:
-        return run_in_threadpool(read_index, indexes, uid, lambda reader: facet_sort_order(
-            body["facetName"], complete_settings(reader.settings())) == "count")
+        return run_in_threadpool(
+            read_index,
+            indexes,
+            uid,
+            lambda reader: (
+                facet_sort_order(body["facetName"], complete_settings(reader.settings())) == "count"
+            ),
+        )
 
     return await network_documents.facet_search(network, uid, forwarded, local, by_count)

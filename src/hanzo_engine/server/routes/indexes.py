@@ -43,17 +43,28 @@ def _body_index_uid(uid: str) -> str:
 
 
 CREATE_INDEX = (
-    Field("uid", "string", "invalid_index_uid", required=True, missing_code="missing_index_uid",
-          validate=_body_index_uid),
+    Field(
+        "uid",
+        "string",
+        "invalid_index_uid",
+        required=True,
+        missing_code="missing_index_uid",
+        validate=_body_index_uid,
+    ),
     Field("primaryKey", "string_or_null", "invalid_index_primary_key", default=None),
 )
 UPDATE_INDEX = (
     Field("primaryKey", "string_or_null", "invalid_index_primary_key"),
     Field("uid", "string", "invalid_index_uid", nullable=True),
 )
-IMMUTABLE_INDEX_FIELDS = {"createdAt": "immutable_index_created_at", "updatedAt": "immutable_index_updated_at"}
+IMMUTABLE_INDEX_FIELDS = {
+    "createdAt": "immutable_index_created_at",
+    "updatedAt": "immutable_index_updated_at",
+}
 SWAP = (
-    Field("indexes", "string_array", "invalid_swap_indexes", required=True, missing_code="missing_swap_indexes"),
+    Field(
+        "indexes", "string_array", "invalid_swap_indexes", required=True, missing_code="missing_swap_indexes"
+    ),
     Field("rename", "boolean", "invalid_swap_rename", default=False),
 )
 
@@ -82,14 +93,18 @@ def _index_page(scheduler: Scheduler, offset: int, limit: int, visible: AuthFilt
 
 async def list_indexes(request: Request) -> Response:
     q = parse_query(query_pairs(request), PAGINATION)
-    return JSONResponse(await run_in_threadpool(_index_page, state(request).scheduler, q["offset"], q["limit"],
-                                                auth_filter(request)))
+    return JSONResponse(
+        await run_in_threadpool(
+            _index_page, state(request).scheduler, q["offset"], q["limit"], auth_filter(request)
+        )
+    )
 
 
 async def create_index(request: Request) -> Response:
     meta = custom_metadata(request)
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              CREATE_INDEX)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), CREATE_INDEX
+    )
     uid = body["uid"]
     pk = body["primaryKey"]
     if not auth_filter(request).allow_index_creation(uid):
@@ -107,8 +122,11 @@ async def get_index(request: Request) -> Response:
 async def update_index(request: Request) -> Response:
     meta = custom_metadata(request)
     # actix runs the body extractor before the handler validates the path's uid
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              UPDATE_INDEX, immutable=IMMUTABLE_INDEX_FIELDS)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")),
+        UPDATE_INDEX,
+        immutable=IMMUTABLE_INDEX_FIELDS,
+    )
     uid = validate_index_uid(request.path_params["index_uid"])
     kind: dict[str, Any] = {}
     details: dict[str, Any] = {"primaryKey": body.get("primaryKey")}
@@ -134,13 +152,17 @@ async def swap_indexes(request: Request) -> Response:
     meta = custom_metadata(request)
     body = decode_json_body(await read_body(request), request.headers.get("content-type"))
     if not isinstance(body, list):
-        raise MeiliError("bad_request", f"Invalid value type: expected an array, but found {found_description(body)}")
+        raise MeiliError(
+            "bad_request", f"Invalid value type: expected an array, but found {found_description(body)}"
+        )
     entries = [deserialize_object(entry, SWAP, path=f"[{i}]") for i, entry in enumerate(body)]
     for i, entry in enumerate(entries):
         for j, name in enumerate(entry["indexes"]):
             if not is_valid_index_uid(name):
-                raise MeiliError("invalid_swap_indexes",
-                                 f"Invalid value at `[{i}].indexes[{j}]`: {invalid_index_uid(name).message}")
+                raise MeiliError(
+                    "invalid_swap_indexes",
+                    f"Invalid value at `[{i}].indexes[{j}]`: {invalid_index_uid(name).message}",
+                )
     visible = auth_filter(request)
     swaps = []
     for entry in entries:

@@ -38,8 +38,14 @@ async def list_keys(request: Request) -> Response:
     ctl = controller(request)
     keys = ctl.list_keys()
     page = keys[q["offset"] : q["offset"] + q["limit"]]
-    return JSONResponse({"results": [ctl.view(k) for k in page], "offset": q["offset"], "limit": q["limit"],
-                         "total": len(keys)})
+    return JSONResponse(
+        {
+            "results": [ctl.view(k) for k in page],
+            "offset": q["offset"],
+            "limit": q["limit"],
+            "total": len(keys),
+        }
+    )
 
 
 async def create_key(request: Request) -> Response:

@@ -26,10 +26,18 @@ from ..http import read_body
 
 LOGS_LINK: Final = "https://github.com/orgs/meilisearch/discussions/721"
 TRACE: Final = 5
-_LEVELS: Final = {"trace": TRACE, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-                  "error": logging.ERROR, "off": logging.CRITICAL + 1}
-_LEVEL_ERROR: Final = ('error parsing level filter: expected one of "off", "error", "warn", "info", "debug", '
-                       '"trace", or a number 0-5')
+_LEVELS: Final = {
+    "trace": TRACE,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "off": logging.CRITICAL + 1,
+}
+_LEVEL_ERROR: Final = (
+    'error parsing level filter: expected one of "off", "error", "warn", "info", "debug", '
+    '"trace", or a number 0-5'
+)
 _NUMERIC_LEVELS: Final = ("off", "error", "warn", "info", "debug", "trace")
 
 
@@ -107,8 +115,9 @@ def _targets_of(handler: logging.Handler) -> list[LogTargets]:
 
 
 async def logs_stderr(request: Request) -> Response:
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              _STDERR_BODY)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), _STDERR_BODY
+    )
     if not runtime_features(request).enabled("logsRoute"):
         raise feature_not_enabled("Modifying logs through the `/logs/*` routes", "logs route", LOGS_LINK)
     targets = _targets(body["target"])
@@ -129,14 +138,25 @@ def _human_line(record: logging.LogRecord) -> str:
 def _json_line(record: logging.LogRecord) -> str:
     when = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     level = "WARN" if record.levelno == logging.WARNING else record.levelname
-    return json.dumps({"timestamp": when, "level": level, "fields": {"message": record.getMessage()},
-                       "target": record.name}) + "\n"
+    return (
+        json.dumps(
+            {
+                "timestamp": when,
+                "level": level,
+                "fields": {"message": record.getMessage()},
+                "target": record.name,
+            }
+        )
+        + "\n"
+    )
 
 
 class _StreamHandler(logging.Handler):
     """Hands formatted records to the streaming response's queue, from any thread (drops when full)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None], as_json: bool) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None], as_json: bool
+    ) -> None:
         super().__init__(level=TRACE)
         self.loop = loop
         self.queue = queue
@@ -185,8 +205,9 @@ def _log_stream(request: Request) -> _LogStream:
 
 
 async def logs_stream(request: Request) -> Response:
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              _STREAM_BODY)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), _STREAM_BODY
+    )
     if not runtime_features(request).enabled("logsRoute"):
         raise feature_not_enabled("Modifying logs through the `/logs/*` routes", "logs route", LOGS_LINK)
     stream = _log_stream(request)

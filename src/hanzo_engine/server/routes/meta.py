@@ -24,17 +24,21 @@ from ..http import JSONResponse
 
 
 async def health(request: Request) -> Response:
-    if getattr(request.app.state, "must_restart", False):  # the task queue was compacted (`POST /tasks/compact`)
+    if getattr(
+        request.app.state, "must_restart", False
+    ):  # the task queue was compacted (`POST /tasks/compact`)
         return JSONResponse({"status": "mustRestart"}, status_code=500)
     return JSONResponse({"status": "available"})
 
 
 async def version(request: Request) -> Response:
-    return JSONResponse({
-        "commitSha": os.environ.get("HANZO_COMMIT_SHA", "unknown"),
-        "commitDate": os.environ.get("HANZO_COMMIT_DATE", "unknown"),
-        "pkgVersion": MEILISEARCH_COMPAT_VERSION,
-    })
+    return JSONResponse(
+        {
+            "commitSha": os.environ.get("HANZO_COMMIT_SHA", "unknown"),
+            "commitDate": os.environ.get("HANZO_COMMIT_DATE", "unknown"),
+            "pkgVersion": MEILISEARCH_COMPAT_VERSION,
+        }
+    )
 
 
 def _wants_html(request: Request) -> bool:
@@ -48,8 +52,11 @@ async def root(request: Request) -> Response:
     """
     if state(request).options.env == "production" and not _wants_html(request):
         return JSONResponse({"status": "Meilisearch is running"})
-    return FileResponse(dashboard.INDEX_HTML, media_type=dashboard.media_type(dashboard.INDEX_HTML),
-                        headers={"cache-control": "no-cache"})
+    return FileResponse(
+        dashboard.INDEX_HTML,
+        media_type=dashboard.media_type(dashboard.INDEX_HTML),
+        headers={"cache-control": "no-cache"},
+    )
 
 
 async def dashboard_asset(request: Request) -> Response:
@@ -74,8 +81,10 @@ def _dir_size(path: Path) -> int:
 def _size_format(text: str) -> bool:
     """`sizeFormat`: True for `human`, False for `raw` (deserr's enum error otherwise)."""
     if text not in ("human", "raw"):
-        raise MeiliError("invalid_stats_size_format",
-                         f"Unknown value `{text}` for parameter `sizeFormat`: expected one of `human`, `raw`")
+        raise MeiliError(
+            "invalid_stats_size_format",
+            f"Unknown value `{text}` for parameter `sizeFormat`: expected one of `human`, `raw`",
+        )
     return text == "human"
 
 
@@ -89,8 +98,9 @@ def _size(n: int, human: bool) -> int | str:
     return human_size(n) if human else n
 
 
-def _stats_of(st: AppState, uid: str, index: Index, *, internal: bool,
-              human: bool = False) -> tuple[dict[str, Any], int]:
+def _stats_of(
+    st: AppState, uid: str, index: Index, *, internal: bool, human: bool = False
+) -> tuple[dict[str, Any], int]:
     """IndexStats (Meilisearch field order) and the index's `updatedAt`, from one read transaction."""
     with index.read() as r:
         count = r.number_of_documents()
@@ -126,7 +136,9 @@ def index_stats(request: Request, uid: str, *, internal: bool = False, human: bo
 async def get_index_stats(request: Request) -> Response:
     q = parse_query(list(request.query_params.multi_items()), STATS_QUERY)
     uid = request.path_params["index_uid"]
-    return JSONResponse(index_stats(request, uid, internal=q["showInternalDatabaseSizes"], human=q["sizeFormat"]))
+    return JSONResponse(
+        index_stats(request, uid, internal=q["showInternalDatabaseSizes"], human=q["sizeFormat"])
+    )
 
 
 async def get_stats(request: Request) -> Response:
@@ -145,13 +157,17 @@ async def get_stats(request: Request) -> Response:
         index = st.scheduler.index(uid)
         if index is None:  # deleted meanwhile
             continue
-        indexes[uid], updated_at = _stats_of(st, uid, index, internal=q["showInternalDatabaseSizes"], human=human)
+        indexes[uid], updated_at = _stats_of(
+            st, uid, index, internal=q["showInternalDatabaseSizes"], human=human
+        )
         used += index.used_size()
         last = updated_at if last is None else max(last, updated_at)
     size = _dir_size(st.options.db_path)
-    return JSONResponse({
-        "databaseSize": _size(size, human),
-        "usedDatabaseSize": _size(used, human),
-        "lastUpdate": format_timestamp(last) if last is not None else None,
-        "indexes": indexes,
-    })
+    return JSONResponse(
+        {
+            "databaseSize": _size(size, human),
+            "usedDatabaseSize": _size(used, human),
+            "lastUpdate": format_timestamp(last) if last is not None else None,
+            "indexes": indexes,
+        }
+    )

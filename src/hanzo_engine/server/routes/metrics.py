@@ -76,7 +76,9 @@ def _storage_metrics(app_state: Any) -> dict[str, Any]:
         used += index.used_size()
     store = scheduler.store
     return {
-        "db_size": _dir_size(st.options.db_path), "used": used, "indexes": indexes,
+        "db_size": _dir_size(st.options.db_path),
+        "used": used,
+        "indexes": indexes,
         "statuses": {s: len(store.bitmap(f"status:{s}")) for s in TASK_STATUSES},
         "types": {t: len(store.bitmap(f"type:{t}")) for t in TASK_TYPES},
         "task_indexes": {uid: len(store.bitmap(f"index:{uid}")) for uid in indexes},
@@ -97,9 +99,16 @@ async def get_metrics(request: Request) -> Response:
     out.family("meilisearch_http_response_time_seconds", "histogram", "Meilisearch HTTP response times")
     for (method, path), hist in sorted(registry.latency.items()):
         for bound, observed in zip(LATENCY_BUCKETS, hist, strict=False):
-            out.sample("meilisearch_http_response_time_seconds_bucket", observed, method=method, path=path,
-                       le=_number(bound))
-        out.sample("meilisearch_http_response_time_seconds_bucket", hist[-1], method=method, path=path, le="+Inf")
+            out.sample(
+                "meilisearch_http_response_time_seconds_bucket",
+                observed,
+                method=method,
+                path=path,
+                le=_number(bound),
+            )
+        out.sample(
+            "meilisearch_http_response_time_seconds_bucket", hist[-1], method=method, path=path, le="+Inf"
+        )
         out.sample("meilisearch_http_response_time_seconds_sum", hist[-2], method=method, path=path)
         out.sample("meilisearch_http_response_time_seconds_count", hist[-1], method=method, path=path)
     out.family("meilisearch_db_size_bytes", "gauge", "Meilisearch DB Size In Bytes")
@@ -117,8 +126,11 @@ async def get_metrics(request: Request) -> Response:
     out.family("meilisearch_is_indexing", "gauge", "Meilisearch Is Indexing")
     out.sample("meilisearch_is_indexing", int(any(busy for _c, _s, busy in data["indexes"].values())))
     out.family("meilisearch_nb_tasks", "gauge", "Meilisearch Number of tasks")
-    for kind, values in (("statuses", data["statuses"]), ("types", data["types"]),
-                         ("indexes", data["task_indexes"])):
+    for kind, values in (
+        ("statuses", data["statuses"]),
+        ("types", data["types"]),
+        ("indexes", data["task_indexes"]),
+    ):
         for value, count in values.items():
             out.sample("meilisearch_nb_tasks", count, kind=kind, value=value)
     out.family("meilisearch_last_update", "gauge", "Meilisearch Last Update")
@@ -128,10 +140,14 @@ async def get_metrics(request: Request) -> Response:
     out.sample("meilisearch_search_queue_size", queue.capacity)
     out.family("meilisearch_searches_running", "gauge", "Meilisearch Searches Running")
     out.sample("meilisearch_searches_running", queue.running)
-    out.family("meilisearch_searches_waiting_to_be_processed", "gauge", "Meilisearch Searches Being Processed")
+    out.family(
+        "meilisearch_searches_waiting_to_be_processed", "gauge", "Meilisearch Searches Being Processed"
+    )
     out.sample("meilisearch_searches_waiting_to_be_processed", queue.instance_waiting())
     scheduler = request.app.state.hanzo.scheduler
-    for name, kind, help_text, value in await run_in_threadpool(webhook_metrics, scheduler.store, scheduler.webhooks):
+    for name, kind, help_text, value in await run_in_threadpool(
+        webhook_metrics, scheduler.store, scheduler.webhooks
+    ):
         out.family(name, kind, help_text)
         out.sample(name, value)
     return Response(out.text(), media_type="text/plain; version=0.0.4")

@@ -77,8 +77,14 @@ _OPTIONS_FIELDS: Final = (
 # known), then `federationOptions`.
 _OPTIONAL: Final = frozenset({"offset", "limit", "showPerformanceDetails"})
 QUERY_FIELDS: Final = (
-    Field("indexUid", "string", "invalid_index_uid", required=True, missing_code="missing_index_uid",
-          validate=_index_uid),
+    Field(
+        "indexUid",
+        "string",
+        "invalid_index_uid",
+        required=True,
+        missing_code="missing_index_uid",
+        validate=_index_uid,
+    ),
     *(dataclasses.replace(f, nullable=True, default=None) if f.name in _OPTIONAL else f for f in SEARCH_BODY),
     Field("federationOptions", "object", "bad_request", nullable=True, default=None, fields=_OPTIONS_FIELDS),
 )
@@ -87,18 +93,35 @@ QUERY_FIELDS: Final = (
 def _search_query(p: dict[str, Any], fusion: str | None = None) -> SearchQuery:
     hybrid, personalize = p["hybrid"], p["personalize"]
     return SearchQuery(
-        q=p["q"], offset=p["offset"] or 0, limit=DEFAULT_LIMIT if p["limit"] is None else p["limit"],
-        page=p["page"], hits_per_page=p["hitsPerPage"], attributes_to_retrieve=p["attributesToRetrieve"],
-        attributes_to_crop=p["attributesToCrop"], crop_length=p["cropLength"], crop_marker=p["cropMarker"],
-        attributes_to_highlight=p["attributesToHighlight"], highlight_pre_tag=p["highlightPreTag"],
-        highlight_post_tag=p["highlightPostTag"], show_matches_position=p["showMatchesPosition"],
-        filter=p["filter"], sort=p["sort"], distinct=p["distinct"], facets=p["facets"],
-        matching_strategy=p["matchingStrategy"], attributes_to_search_on=p["attributesToSearchOn"],
-        ranking_score_threshold=p["rankingScoreThreshold"], locales=p["locales"],
+        q=p["q"],
+        offset=p["offset"] or 0,
+        limit=DEFAULT_LIMIT if p["limit"] is None else p["limit"],
+        page=p["page"],
+        hits_per_page=p["hitsPerPage"],
+        attributes_to_retrieve=p["attributesToRetrieve"],
+        attributes_to_crop=p["attributesToCrop"],
+        crop_length=p["cropLength"],
+        crop_marker=p["cropMarker"],
+        attributes_to_highlight=p["attributesToHighlight"],
+        highlight_pre_tag=p["highlightPreTag"],
+        highlight_post_tag=p["highlightPostTag"],
+        show_matches_position=p["showMatchesPosition"],
+        filter=p["filter"],
+        sort=p["sort"],
+        distinct=p["distinct"],
+        facets=p["facets"],
+        matching_strategy=p["matchingStrategy"],
+        attributes_to_search_on=p["attributesToSearchOn"],
+        ranking_score_threshold=p["rankingScoreThreshold"],
+        locales=p["locales"],
         hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"], fusion),
-        vector=p["vector"], retrieve_vectors=p["retrieveVectors"], media=p["media"],
-        personalize=None if personalize is None else personalize["userContext"], use_network=p["useNetwork"],
-        show_ranking_score=p["showRankingScore"], show_ranking_score_details=p["showRankingScoreDetails"],
+        vector=p["vector"],
+        retrieve_vectors=p["retrieveVectors"],
+        media=p["media"],
+        personalize=None if personalize is None else personalize["userContext"],
+        use_network=p["useNetwork"],
+        show_ranking_score=p["showRankingScore"],
+        show_ranking_score_details=p["showRankingScoreDetails"],
         show_performance_details=bool(p["showPerformanceDetails"]),
     )
 
@@ -110,16 +133,23 @@ def _parse_query(value: Any, i: int) -> MultiQuery:
         p = deserialize_object(value, QUERY_FIELDS, path=path)
     except MeiliError as err:
         # the shared item validators of `locales` and `vector` name their path from the body's root
-        message = err.message.replace("`.locales[", f"`{path}.locales[").replace("`.vector[", f"`{path}.vector[")
+        message = err.message.replace("`.locales[", f"`{path}.locales[").replace(
+            "`.vector[", f"`{path}.vector["
+        )
         raise MeiliError(err.code, message) from None
     fusion = check_hybrid_fusion(raw_fusion, path=f"{path}.hybrid") if p["hybrid"] is not None else None
     options = p["federationOptions"]
-    pagination = next((name for name in ("offset", "limit", "page", "hitsPerPage") if p[name] is not None), None)
+    pagination = next(
+        (name for name in ("offset", "limit", "page", "hitsPerPage") if p[name] is not None), None
+    )
     return MultiQuery(
-        index_uid=p["indexUid"], query=_search_query(p, fusion),
-        options=None if options is None else FederationOptions(options["weight"], options["remote"],
-                                                               options["queryPosition"]),
-        pagination=pagination, show_performance_details=p["showPerformanceDetails"],
+        index_uid=p["indexUid"],
+        query=_search_query(p, fusion),
+        options=None
+        if options is None
+        else FederationOptions(options["weight"], options["remote"], options["queryPosition"]),
+        pagination=pagination,
+        show_performance_details=p["showPerformanceDetails"],
     )
 
 
@@ -132,8 +162,10 @@ def _facets_by_index(value: dict[str, Any]) -> dict[str, list[str] | None]:
     for uid, facets in value.items():
         path = f".federation.facetsByIndex.{uid}"
         if not is_valid_index_uid(uid):
-            raise MeiliError("invalid_multi_search_facets_by_index",
-                             f"Invalid value at `{path}`: {invalid_index_uid(uid).message}")
+            raise MeiliError(
+                "invalid_multi_search_facets_by_index",
+                f"Invalid value at `{path}`: {invalid_index_uid(uid).message}",
+            )
         field = Field(uid, "string_array", "invalid_multi_search_facets_by_index", nullable=True)
         out[uid] = deserialize_object({uid: facets}, (field,), path=".federation.facetsByIndex")[uid]
     return out
@@ -144,11 +176,29 @@ _FEDERATION_FIELDS: Final = (
     Field("offset", "usize", "invalid_search_offset", default=0),
     Field("page", "usize", "invalid_search_page", nullable=True, default=None),
     Field("hitsPerPage", "usize", "invalid_search_hits_per_page", nullable=True, default=None),
-    Field("facetsByIndex", "object", "invalid_multi_search_facets_by_index", default=dict,
-          validate=_facets_by_index),
-    Field("mergeFacets", "object", "invalid_multi_search_merge_facets", nullable=True, default=None, fields=(
-        Field("maxValuesPerFacet", "usize", "invalid_multi_search_max_values_per_facet", nullable=True,
-              default=None),)),
+    Field(
+        "facetsByIndex",
+        "object",
+        "invalid_multi_search_facets_by_index",
+        default=dict,
+        validate=_facets_by_index,
+    ),
+    Field(
+        "mergeFacets",
+        "object",
+        "invalid_multi_search_merge_facets",
+        nullable=True,
+        default=None,
+        fields=(
+            Field(
+                "maxValuesPerFacet",
+                "usize",
+                "invalid_multi_search_max_values_per_facet",
+                nullable=True,
+                default=None,
+            ),
+        ),
+    ),
     Field("distinct", "string", "invalid_search_distinct", nullable=True, default=None),
     Field("showPerformanceDetails", "boolean", "invalid_search_show_performance_details", default=False),
     Field("personalize", "object", "invalid_search_personalize", nullable=True, default=None),
@@ -156,14 +206,21 @@ _FEDERATION_FIELDS: Final = (
 
 
 def _parse_federation(value: dict[str, Any]) -> dict[str, Any]:
-    return deserialize_object(value, _FEDERATION_FIELDS, path=".federation",
-                              unknown_code="invalid_multi_search_federated")
+    return deserialize_object(
+        value, _FEDERATION_FIELDS, path=".federation", unknown_code="invalid_multi_search_federated"
+    )
 
 
 MULTI_SEARCH_BODY: Final = (
     Field("queries", "array", "bad_request", required=True, validate=_parse_queries),
-    Field("federation", "object", "invalid_multi_search_federated", nullable=True, default=None,
-          validate=_parse_federation),
+    Field(
+        "federation",
+        "object",
+        "invalid_multi_search_federated",
+        nullable=True,
+        default=None,
+        validate=_parse_federation,
+    ),
 )
 
 # -------------------------------------------------------------------------------------------------
@@ -171,18 +228,35 @@ MULTI_SEARCH_BODY: Final = (
 # -------------------------------------------------------------------------------------------------
 
 
-def _single(indexes: IndexSource, uid: str, query: SearchQuery, request_uid: str, with_metadata: bool,
-            filters: FilterFeatures, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _single(
+    indexes: IndexSource,
+    uid: str,
+    query: SearchQuery,
+    request_uid: str,
+    with_metadata: bool,
+    filters: FilterFeatures,
+    rules: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     foreign = ForeignIndexes(indexes) if filters.foreign_keys else None
-    body = read_index(indexes, uid,
-                      lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules, foreign))
+    body = read_index(
+        indexes,
+        uid,
+        lambda reader: perform(reader, uid, query, request_uid, with_metadata, filters, rules, foreign),
+    )
     if query.personalize is not None:
         raise personalization_unavailable()  # once the search ran, as Meilisearch's reranking step
     return body
 
 
-def multi(indexes: IndexSource, queries: list[MultiQuery], features: ExperimentalFeatures, request_uid: str,
-          with_metadata: bool, first: int = 0, rules: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def multi(
+    indexes: IndexSource,
+    queries: list[MultiQuery],
+    features: ExperimentalFeatures,
+    request_uid: str,
+    with_metadata: bool,
+    first: int = 0,
+    rules: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Each query as its own search, in order; the first failure names its query (`first` is the
     position of `queries[0]` in the request). `rules`: the dynamic search rules to apply."""
     results = []
@@ -192,7 +266,9 @@ def multi(indexes: IndexSource, queries: list[MultiQuery], features: Experimenta
             raise MultiSearchError(
                 "invalid_multi_search_federation_options",
                 f"Inside `.queries[{i}]`: Using `federationOptions` is not allowed in a non-federated search.\n"
-                f" - Hint: remove `federationOptions` from query #{i} or add `federation` to the request.", 400)
+                f" - Hint: remove `federationOptions` from query #{i} or add `federation` to the request.",
+                400,
+            )
         try:
             check_use_network(q.query, features)
             body = _single(indexes, q.index_uid, q.query, request_uid, with_metadata, filters, rules)
@@ -202,8 +278,13 @@ def multi(indexes: IndexSource, queries: list[MultiQuery], features: Experimenta
     return results
 
 
-async def _multi_networked(request: Request, queries: list[MultiQuery], features: ExperimentalFeatures,
-                           request_uid: str, with_metadata: bool) -> list[dict[str, Any]]:
+async def _multi_networked(
+    request: Request,
+    queries: list[MultiQuery],
+    features: ExperimentalFeatures,
+    request_uid: str,
+    with_metadata: bool,
+) -> list[dict[str, Any]]:
     """Non-federated multi-search where some query has `useNetwork: true`: that query runs over the
     network as the search route would (`search_over_network`), the others as usual, in order."""
     results: list[dict[str, Any]] = []
@@ -217,7 +298,9 @@ async def _multi_networked(request: Request, queries: list[MultiQuery], features
                 raise inside(err, query_where(i)) from None
             results.append({"indexUid": q.index_uid, **body})
         else:
-            results.extend(await run_in_threadpool(multi, indexes, [q], features, request_uid, with_metadata, i))
+            results.extend(
+                await run_in_threadpool(multi, indexes, [q], features, request_uid, with_metadata, i)
+            )
     return results
 
 
@@ -227,8 +310,9 @@ async def _multi_networked(request: Request, queries: list[MultiQuery], features
 
 
 async def multi_search(request: Request) -> Response:
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              MULTI_SEARCH_BODY)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), MULTI_SEARCH_BODY
+    )
     queries: list[MultiQuery] = body["queries"]
     federation: dict[str, Any] | None = body["federation"]
     features = runtime_features(request)
@@ -238,16 +322,25 @@ async def multi_search(request: Request) -> Response:
         visible = auth_filter(request)
         for i, q in enumerate(queries):
             if not visible.is_index_authorized(q.index_uid):
-                raise MeiliError("invalid_api_key", f"Inside `.queries[{i}]`: The provided API key is invalid.")
+                raise MeiliError(
+                    "invalid_api_key", f"Inside `.queries[{i}]`: The provided API key is invalid."
+                )
             q.query = fused_query(request, q.index_uid, q.query)
         if federation is None:
             network = await read_network_of(request, features)
-            if features.enabled("network") and any(sharding.uses_network(q.query.use_network, network)
-                                                   for q in queries):
-                return JSONResponse({"results": await _multi_networked(request, queries, features, request_uid,
-                                                                        with_metadata)})
-            results = await run_in_threadpool(multi, indexes, queries, features, request_uid, with_metadata,
-                                              rules=search_rules(request))
+            if features.enabled("network") and any(
+                sharding.uses_network(q.query.use_network, network) for q in queries
+            ):
+                return JSONResponse(
+                    {
+                        "results": await _multi_networked(
+                            request, queries, features, request_uid, with_metadata
+                        )
+                    }
+                )
+            results = await run_in_threadpool(
+                multi, indexes, queries, features, request_uid, with_metadata, rules=search_rules(request)
+            )
             return JSONResponse({"results": results})
         is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
         if is_proxy and not features.enabled("network"):

@@ -57,8 +57,12 @@ _NETWORK_FIELDS: Final = (
 )
 
 
-def _check_map(value: dict[str, Any] | None, path: str, fields: tuple[Field, ...], code: str,
-               ) -> dict[str, dict[str, Any] | None] | None:
+def _check_map(
+    value: dict[str, Any] | None,
+    path: str,
+    fields: tuple[Field, ...],
+    code: str,
+) -> dict[str, dict[str, Any] | None] | None:
     """Each entry of `{name: object | null}` typed against `fields` (absent keys left out)."""
     if value is None:
         return None
@@ -99,12 +103,22 @@ def merge_network(old: Network, patch: dict[str, Any]) -> Network:
     merged_self = patch["self"] if "self" in patch else old["self"]
     merged_leader = patch["leader"] if "leader" in patch else old["leader"]
     if merged_leader is not None and merged_leader != merged_self:
-        raise MeiliError("not_leader", "This remote is not the leader of the network.\n  - Note: only the leader "
-                         f"`{merged_leader}` can receive new tasks.")
-    if merged_leader is not None and patch.get("self") is not None and old["self"] not in (None, patch["self"]):
-        raise MeiliError("invalid_network_self", "Renaming a remote is not supported when a leader is defined.\n"
-                         f"  - Note: applying this change would rename `{old['self']}` to `{patch['self']}`.\n"
-                         f"  - Hint: Send this change to `{patch['self']}` if it already exists.")
+        raise MeiliError(
+            "not_leader",
+            "This remote is not the leader of the network.\n  - Note: only the leader "
+            f"`{merged_leader}` can receive new tasks.",
+        )
+    if (
+        merged_leader is not None
+        and patch.get("self") is not None
+        and old["self"] not in (None, patch["self"])
+    ):
+        raise MeiliError(
+            "invalid_network_self",
+            "Renaming a remote is not supported when a leader is defined.\n"
+            f"  - Note: applying this change would rename `{old['self']}` to `{patch['self']}`.\n"
+            f"  - Hint: Send this change to `{patch['self']}` if it already exists.",
+        )
 
     shards: dict[str, list[str]] = {name: list(s["remotes"]) for name, s in old["shards"].items()}
     if "shards" in patch:
@@ -146,13 +160,18 @@ def merge_network(old: Network, patch: dict[str, Any]) -> Network:
                     remote = remotes_[name]
                     if "url" in change:
                         if change["url"] is None:
-                            raise MeiliError("invalid_network_url",
-                                             f"Field `.remotes.{name}.url` cannot be set to `null`")
+                            raise MeiliError(
+                                "invalid_network_url", f"Field `.remotes.{name}.url` cannot be set to `null`"
+                            )
                         remote["url"] = _valid_url(name, change["url"])
                 else:
                     if change.get("url") is None:
                         raise MeiliError("missing_network_url", f"Missing field `.remotes.{name}.url`")
-                    remote = {"url": _valid_url(name, change["url"]), "searchApiKey": None, "writeApiKey": None}
+                    remote = {
+                        "url": _valid_url(name, change["url"]),
+                        "searchApiKey": None,
+                        "writeApiKey": None,
+                    }
                     remotes_[name] = remote
                 for key in ("searchApiKey", "writeApiKey"):
                     if key in change:
@@ -163,12 +182,15 @@ def merge_network(old: Network, patch: dict[str, Any]) -> Network:
         if merged_leader not in remotes_:
             raise MeiliError("invalid_network_remotes", f"leader `{merged_leader}` is missing from remotes")
         if not shards:
-            raise MeiliError("invalid_network_shards",
-                             "there must be at least one shard owned by at least one remote")
+            raise MeiliError(
+                "invalid_network_shards", "there must be at least one shard owned by at least one remote"
+            )
         for name, members in shards.items():
             for member in members:
                 if member not in remotes_:
-                    raise MeiliError("invalid_network_shards", f"unknown remote `{member}` in `.{name}.remotes`")
+                    raise MeiliError(
+                        "invalid_network_shards", f"unknown remote `{member}` in `.{name}.remotes`"
+                    )
     return {
         "self": merged_self,
         "remotes": dict(sorted(remotes_.items())),
@@ -201,8 +223,11 @@ async def patch_network(request: Request) -> Response:
     if origin is not None:
         return await _patch_from_leader(request, patch, origin)
     if "previousRemotes" in patch:
-        raise MeiliError("unexpected_network_previous_remotes", "Unexpected `previousRemotes` in network call.\n"
-                         "  - Note: `previousRemote` is reserved for internal use.")
+        raise MeiliError(
+            "unexpected_network_previous_remotes",
+            "Unexpected `previousRemotes` in network call.\n"
+            "  - Note: `previousRemote` is reserved for internal use.",
+        )
     scheduler = state(request).scheduler
     store = scheduler.store
 
@@ -222,34 +247,56 @@ async def patch_network(request: Request) -> Response:
         return JSONResponse(network_view(request, merged))
     # every other remote gets the whole new network, named as itself (Meilisearch's proxied network)
     shared = {
-        "remotes": {name: {k: v for k, v in r.items() if k in ("url", "searchApiKey", "writeApiKey")}
-                    for name, r in merged["remotes"].items()},
+        "remotes": {
+            name: {k: v for k, v in r.items() if k in ("url", "searchApiKey", "writeApiKey")}
+            for name, r in merged["remotes"].items()
+        },
         "shards": {name: {"remotes": s["remotes"]} for name, s in merged["shards"].items()},
         "leader": merged["leader"],
         "previousRemotes": old["remotes"],
         "previousShards": old["shards"],
     }
     bodies = {name: json.dumps({**shared, "self": name}).encode() for name in merged["remotes"]}
-    await run_in_threadpool(sharding.forward, store, merged, task["taskUid"], "PATCH", "/network",
-                            {"content-type": "application/json"}, b"", bodies)  # stored durably (an fsync)
+    await run_in_threadpool(
+        sharding.forward,
+        store,
+        merged,
+        task["taskUid"],
+        "PATCH",
+        "/network",
+        {"content-type": "application/json"},
+        b"",
+        bodies,
+    )  # stored durably (an fsync)
     return JSONResponse(task, status_code=202)
 
 
 def _check_no_pending_change(request: Request) -> None:
     """400 `unprocessed_network_task` while a `networkTopologyChange` task is enqueued or processing."""
     listing = state(request).scheduler.list_tasks(
-        TaskQuery(types={"networkTopologyChange"}, statuses={"enqueued", "processing"}, limit=1))
+        TaskQuery(types={"networkTopologyChange"}, statuses={"enqueued", "processing"}, limit=1)
+    )
     if listing["results"]:
         uid = listing["results"][0]["uid"]
-        raise MeiliError("unprocessed_network_task", f"Already has a pending network task with uid {uid}.\n  - Note: "
-                         "No network task can be registered while any previous network task is not done processing."
-                         f"\n  - Hint: Wait for task {uid} to complete or cancel it.")
+        raise MeiliError(
+            "unprocessed_network_task",
+            f"Already has a pending network task with uid {uid}.\n  - Note: "
+            "No network task can be registered while any previous network task is not done processing."
+            f"\n  - Hint: Wait for task {uid} to complete or cancel it.",
+        )
 
 
 def _register_change(request: Request, network: dict[str, Any]) -> dict[str, Any]:
     scheduler = state(request).scheduler
-    task = scheduler.register("networkTopologyChange", None, kind={}, details={
-        "movedDocuments": 0, "message": "Waiting for tasks enqueued before the network change to finish processing"})
+    task = scheduler.register(
+        "networkTopologyChange",
+        None,
+        kind={},
+        details={
+            "movedDocuments": 0,
+            "message": "Waiting for tasks enqueued before the network change to finish processing",
+        },
+    )
     set_task_network(scheduler.store, task["taskUid"], lambda _: network)
     return task
 
@@ -261,10 +308,20 @@ async def _patch_from_leader(request: Request, patch: dict[str, Any], origin: sh
         raise MeiliError("invalid_network_leader", "Duplicated task without leader")
     network: Network = {
         "self": patch.get("self"),
-        "remotes": {name: {"url": r["url"], "searchApiKey": r.get("searchApiKey"), "writeApiKey": r.get("writeApiKey")}
-                    for name, r in (patch.get("remotes") or {}).items() if r is not None and r.get("url") is not None},
-        "shards": {name: {"remotes": list(s.get("remotes") or [])}
-                   for name, s in (patch.get("shards") or {}).items() if s is not None},
+        "remotes": {
+            name: {
+                "url": r["url"],
+                "searchApiKey": r.get("searchApiKey"),
+                "writeApiKey": r.get("writeApiKey"),
+            }
+            for name, r in (patch.get("remotes") or {}).items()
+            if r is not None and r.get("url") is not None
+        },
+        "shards": {
+            name: {"remotes": list(s.get("remotes") or [])}
+            for name, s in (patch.get("shards") or {}).items()
+            if s is not None
+        },
         "leader": patch["leader"],
         "version": origin.network_version,
     }
@@ -280,4 +337,6 @@ async def _patch_from_leader(request: Request, patch: dict[str, Any], origin: sh
 async def network_control(request: Request) -> Response:
     decode_json_body(await read_body(request), request.headers.get("content-type"))
     _check_feature(request, "Using the /network/control route")
-    raise MeiliError("requires_enterprise_edition", "Meilisearch Enterprise Edition is required to call this route")
+    raise MeiliError(
+        "requires_enterprise_edition", "Meilisearch Enterprise Edition is required to call this route"
+    )

@@ -36,8 +36,14 @@ from ..auth import INVALID_KEY, auth_filter, guard
 from ..chats.gate import CHAT_DISCUSSION, check_render
 from ..http import JSONResponse, read_body
 
-TEMPLATE_KINDS: Final = ("documentTemplate", "chatDocumentTemplate", "indexingFragment", "searchFragment",
-                         "inlineDocumentTemplate", "inlineFragment")
+TEMPLATE_KINDS: Final = (
+    "documentTemplate",
+    "chatDocumentTemplate",
+    "indexingFragment",
+    "searchFragment",
+    "inlineDocumentTemplate",
+    "inlineFragment",
+)
 INPUT_KINDS: Final = ("indexDocument", "inlineDocument", "inlineSearch")
 MULTIMODAL_DISCUSSION: Final = "https://github.com/orgs/meilisearch/discussions/846"
 _T: Final = "invalid_render_template"
@@ -85,8 +91,9 @@ def _feature(request: Request, name: str, action: str, link: str, label: str | N
         raise feature_not_enabled(action, label or name, link)
 
 
-def _check_params(kind: str, params: dict[str, Any], required: tuple[str, ...], forbidden: tuple[str, ...],
-                  error: Any) -> None:
+def _check_params(
+    kind: str, params: dict[str, Any], required: tuple[str, ...], forbidden: tuple[str, ...], error: Any
+) -> None:
     """Meilisearch's order: what a kind forbids and requires, parameters named in snake_case."""
     snake = {"indexUid": "index_uid", "documentTemplateMaxBytes": "document_template_max_bytes"}
     for name in forbidden:
@@ -156,7 +163,9 @@ def _fetch_template(request: Request, t: dict[str, Any]) -> tuple[Any, Prompt | 
         try:
             prompt = Prompt(t["inline"], max_bytes or DEFAULT_MAX_BYTES)
         except LiquidError as exc:
-            raise _template_error(f"user error: cannot parse template: {exc}", "template_parsing_error") from None
+            raise _template_error(
+                f"user error: cannot parse template: {exc}", "template_parsing_error"
+            ) from None
         return prompt.template, prompt
     # inlineFragment
     _feature(request, "multimodal", "rendering an inline fragment", MULTIMODAL_DISCUSSION)
@@ -177,8 +186,9 @@ def _render(request: Request, prompt: Prompt, i: dict[str, Any]) -> str:
             if document is None:
                 raise _input_error(f"document `{doc_id}` not found in `{uid}`", "render_document_not_found")
             searchable = complete_settings(reader.settings()).get("searchableAttributes")
-            return _render_document(prompt, document, None if searchable is None else list(searchable),
-                                    reader.fields_ids_map())
+            return _render_document(
+                prompt, document, None if searchable is None else list(searchable), reader.fields_ids_map()
+            )
 
         index = state(request).scheduler.index(uid)
         if index is None:
@@ -191,20 +201,26 @@ def _render(request: Request, prompt: Prompt, i: dict[str, Any]) -> str:
         _check_params(kind, i, ("inline",), (), _input_error)
         inline = i["inline"]
         if not isinstance(inline, dict):
-            raise _input_error(f"parsing inline search: invalid type: {serde_unexpected(inline)}, expected a map at "
-                               f"line 1 column {len(_compact(inline))}\n  - Note: the inline search query must "
-                               "be a JSON map containing `q` and/or `media`")
+            raise _input_error(
+                f"parsing inline search: invalid type: {serde_unexpected(inline)}, expected a map at "
+                f"line 1 column {len(_compact(inline))}\n  - Note: the inline search query must "
+                "be a JSON map containing `q` and/or `media`"
+            )
         if "q" in inline and not isinstance(inline["q"], str):
             raise _input_error("`q` is not a string")
-        raise MeiliError("template_rendering_error",
-                         "error while rendering template: cannot render a document template with a search query")
+        raise MeiliError(
+            "template_rendering_error",
+            "error while rendering template: cannot render a document template with a search query",
+        )
     # inlineDocument
     _check_params(kind, i, (), ("indexUid", "id"), _input_error)
     _check_params(kind, i, ("inline",), (), _input_error)
     inline = i["inline"]
     if not isinstance(inline, dict):
-        raise _input_error(f"parsing inline document: invalid type: {serde_unexpected(inline)}, expected a map at line 1 "
-                           f"column {len(_compact(inline))}\n  - Note: the inline document must be a JSON map")
+        raise _input_error(
+            f"parsing inline document: invalid type: {serde_unexpected(inline)}, expected a map at line 1 "
+            f"column {len(_compact(inline))}\n  - Note: the inline document must be a JSON map"
+        )
     return _render_document(prompt, inline, None, list(inline))
 
 
@@ -212,8 +228,9 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _render_document(prompt: Prompt, document: dict[str, Any], searchable: list[str] | None,
-                     order: list[str]) -> str:
+def _render_document(
+    prompt: Prompt, document: dict[str, Any], searchable: list[str] | None, order: list[str]
+) -> str:
     try:
         return prompt.render(document, searchable, order)
     except LiquidError as exc:
@@ -229,8 +246,9 @@ def _render_all(request: Request, body: dict[str, Any]) -> dict[str, Any]:
 
 async def render_template(request: Request) -> Response:
     guard(request, "documents.get")  # both actions are needed (Meilisearch's `DoubleActionPolicy`)
-    body = deserialize_object(decode_json_body(await read_body(request), request.headers.get("content-type")),
-                              _BODY_FIELDS)
+    body = deserialize_object(
+        decode_json_body(await read_body(request), request.headers.get("content-type")), _BODY_FIELDS
+    )
     check_render(request)
     caller = auth_filter(request)
     for part in (body["template"], body.get("input") or {}):

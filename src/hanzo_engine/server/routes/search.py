@@ -34,7 +34,9 @@ from ..search_queue import run_queued
 
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     request_uid = uuid7()
-    if query.use_network is not None or runtime_features(request).enabled("network"):  # a leader: true by default
+    if query.use_network is not None or runtime_features(request).enabled(
+        "network"
+    ):  # a leader: true by default
         networked = await network_search(request, uid, query, request_uid)
         if networked is not None:
             return JSONResponse(networked)
@@ -45,7 +47,10 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     rules = search_rules(request)
     foreign = ForeignIndexes(indexes) if features.foreign_keys else None
     body = await run_queued(
-        request, read_index, indexes, uid,
+        request,
+        read_index,
+        indexes,
+        uid,
         lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules, foreign),
     )
     if query.personalize is not None:

@@ -134,5 +134,9 @@ def sub_route_handlers(name: str) -> tuple[Endpoint, Endpoint, Endpoint]:
         return await _enqueue(request, SettingsPatch({name: None}), is_deletion=True)
 
     # distinct names keep tracebacks and route listings readable
-    get_one.__name__, update_one.__name__, reset_one.__name__ = f"get_{snake}", f"update_{snake}", f"reset_{snake}"
+    get_one.__name__, update_one.__name__, reset_one.__name__ = (
+        f"get_{snake}",
+        f"update_{snake}",
+        f"reset_{snake}",
+    )
     return get_one, update_one, reset_one

@@ -38,9 +38,11 @@ from ..search_queue import run_queued
 
 PATH: Final = "/indexes/{index_uid}/similar"
 _SHARED: Final = {f.name: f for f in SEARCH_BODY}
-_ID_MESSAGE: Final = ("Invalid value at `.id`: the value of `id` is invalid. A document identifier can be of type "
-                      "integer or string, only composed of alphanumeric characters (a-z A-Z 0-9), hyphens (-) and "
-                      "underscores (_), and can not be more than 511 bytes.")
+_ID_MESSAGE: Final = (
+    "Invalid value at `.id`: the value of `id` is invalid. A document identifier can be of type "
+    "integer or string, only composed of alphanumeric characters (a-z A-Z 0-9), hyphens (-) and "
+    "underscores (_), and can not be more than 511 bytes."
+)
 
 
 def _field(name: str, code: str) -> Field:
@@ -50,7 +52,13 @@ def _field(name: str, code: str) -> Field:
 
 SIMILAR_BODY: Final = (
     Field("id", "any", "invalid_similar_id", required=True, missing_code="invalid_similar_id"),
-    Field("embedder", "string", "invalid_similar_embedder", required=True, missing_code="invalid_similar_embedder"),
+    Field(
+        "embedder",
+        "string",
+        "invalid_similar_embedder",
+        required=True,
+        missing_code="invalid_similar_embedder",
+    ),
     _field("offset", "invalid_similar_offset"),
     _field("limit", "invalid_similar_limit"),
     _field("filter", "invalid_similar_filter"),
@@ -80,19 +88,28 @@ def _document_id(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise MeiliError("invalid_similar_id", _ID_MESSAGE)
     text = str(value)
-    if not text or len(text.encode()) > 511 or not all(c.isascii() and (c.isalnum() or c in "-_") for c in text):
+    if (
+        not text
+        or len(text.encode()) > 511
+        or not all(c.isascii() and (c.isalnum() or c in "-_") for c in text)
+    ):
         raise MeiliError("invalid_similar_id", _ID_MESSAGE)
     return text
 
 
-def perform_similar(reader: IndexReader, uid: str, body: dict[str, Any], features: FilterFeatures) -> dict[str, Any]:
+def perform_similar(
+    reader: IndexReader, uid: str, body: dict[str, Any], features: FilterFeatures
+) -> dict[str, Any]:
     started = time.perf_counter()
     ext_id = _document_id(body["id"])
     embedder: str = body["embedder"]
-    query = SearchQuery(filter=body.get("filter"), attributes_to_retrieve=body.get("attributesToRetrieve"),
-                        retrieve_vectors=bool(body.get("retrieveVectors")),
-                        show_ranking_score=bool(body.get("showRankingScore")),
-                        show_ranking_score_details=bool(body.get("showRankingScoreDetails")))
+    query = SearchQuery(
+        filter=body.get("filter"),
+        attributes_to_retrieve=body.get("attributesToRetrieve"),
+        retrieve_vectors=bool(body.get("retrieveVectors")),
+        show_ranking_score=bool(body.get("showRankingScore")),
+        show_ranking_score_details=bool(body.get("showRankingScoreDetails")),
+    )
     try:
         prepared = prepare_query(reader, uid, query, features)
     except MeiliError as err:
@@ -114,17 +131,31 @@ def perform_similar(reader: IndexReader, uid: str, body: dict[str, Any], feature
     hits: list[dict[str, Any]] = []
     total = 0
     if vectors is not None and len(vectors):
-        result = semantic(reader, settings, embedder, vectors[0].tolist(), offset, limit, universe,
-                          body.get("rankingScoreThreshold"), with_rest=False)
+        result = semantic(
+            reader,
+            settings,
+            embedder,
+            vectors[0].tolist(),
+            offset,
+            limit,
+            universe,
+            body.get("rankingScoreThreshold"),
+            with_rest=False,
+        )
         total = min(result.candidates, max_total)
         maker = HitMaker(reader, query, settings, result)
         for hit_docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
             document = reader.document_by_internal_id(hit_docid)
             if document is not None:
                 hits.append(maker.make(document, score, details))
-    out: dict[str, Any] = {"hits": hits, "id": ext_id,
-                           "processingTimeMs": int((time.perf_counter() - started) * 1000),
-                           "limit": body.get("limit", 20), "offset": offset, "estimatedTotalHits": total}
+    out: dict[str, Any] = {
+        "hits": hits,
+        "id": ext_id,
+        "processingTimeMs": int((time.perf_counter() - started) * 1000),
+        "limit": body.get("limit", 20),
+        "offset": offset,
+        "estimatedTotalHits": total,
+    }
     if body.get("showPerformanceDetails"):
         out["performanceDetails"] = {"similar": f"{(time.perf_counter() - started) * 1000:.2f}ms"}
     return out
@@ -135,8 +166,13 @@ async def _similar(request: Request, body: dict[str, Any]) -> Response:
     # a tenant token's search rules restrict similar documents as they restrict a search
     body = {**body, "filter": auth_filter(request).fuse_filter(uid, body.get("filter"))}
     features = filter_features(request)
-    result = await run_queued(request, read_index, state(request).indexes, uid,
-                              lambda reader: perform_similar(reader, uid, body, features))
+    result = await run_queued(
+        request,
+        read_index,
+        state(request).indexes,
+        uid,
+        lambda reader: perform_similar(reader, uid, body, features),
+    )
     return JSONResponse(result)
 
 
@@ -157,8 +193,11 @@ async def similar_get(request: Request) -> Response:
         except ValueError:
             value = -1.0
         if not 0.0 <= value <= 1.0:
-            raise MeiliError("invalid_similar_ranking_score_threshold", "Invalid value in parameter "
-                             "`rankingScoreThreshold`: the value of `rankingScoreThreshold` is invalid, expected a "
-                             "float between `0.0` and `1.0`.")
+            raise MeiliError(
+                "invalid_similar_ranking_score_threshold",
+                "Invalid value in parameter "
+                "`rankingScoreThreshold`: the value of `rankingScoreThreshold` is invalid, expected a "
+                "float between `0.0` and `1.0`.",
+            )
         params["rankingScoreThreshold"] = value
     return await _similar(request, params)

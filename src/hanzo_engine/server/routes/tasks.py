@@ -53,8 +53,10 @@ async def get_task(request: Request) -> Response:
     uid = parse_task_uid(request.path_params["task_uid"])
     task = state(request).scheduler.get_task(uid)
     visible = auth_filter(request)
-    if task is not None and not visible.all_indexes_authorized() and not (
-        task["indexUid"] is not None and visible.is_index_authorized(task["indexUid"])
+    if (
+        task is not None
+        and not visible.all_indexes_authorized()
+        and not (task["indexUid"] is not None and visible.is_index_authorized(task["indexUid"]))
     ):
         task = None
     if task is None:
@@ -68,8 +70,10 @@ def _open_payload(request: Request, uid: int) -> tuple[BinaryIO, bool]:
     scheduler = state(request).scheduler
     task = scheduler.store.get_task(uid)
     visible = auth_filter(request)
-    if task is not None and not visible.all_indexes_authorized() and not (
-        task["indexUid"] is not None and visible.is_index_authorized(task["indexUid"])
+    if (
+        task is not None
+        and not visible.all_indexes_authorized()
+        and not (task["indexUid"] is not None and visible.is_index_authorized(task["indexUid"]))
     ):
         task = None
     if task is None:
@@ -100,8 +104,9 @@ def _stream(f: BinaryIO, separators: bool) -> Iterator[bytes]:
 async def get_task_documents(request: Request) -> Response:
     """The documents of an enqueued or processing `documentAdditionOrUpdate` task, as NDJSON."""
     if not runtime_features(request).enabled("getTaskDocumentsRoute"):
-        raise feature_not_enabled("Getting the documents of an enqueued task", "get task documents route",
-                                  TASK_DOCUMENTS_LINK)
+        raise feature_not_enabled(
+            "Getting the documents of an enqueued task", "get task documents route", TASK_DOCUMENTS_LINK
+        )
     uid = parse_task_uid(request.path_params["task_uid"])
     f, separators = await run_in_threadpool(_open_payload, request, uid)
     return StreamingResponse(_stream(f, separators), media_type="application/x-ndjson")
@@ -109,9 +114,12 @@ async def get_task_documents(request: Request) -> Response:
 
 async def _enqueue_filtered(request: Request, type_: str, counter: str) -> Response:
     """Cancel or delete: the task records the matching uids now and the raw query as `originalFilter`."""
-    q = _visible(request, parse_task_query(query_pairs(request), "cancel" if type_ == "taskCancelation" else "delete"))
+    q = _visible(
+        request, parse_task_query(query_pairs(request), "cancel" if type_ == "taskCancelation" else "delete")
+    )
     response = await state(request).enqueue(
-        type_, None,
+        type_,
+        None,
         # `req.query_string()` in Meilisearch: the query exactly as received, still percent-encoded
         details={"matchedTasks": 0, counter: None, "originalFilter": original_filter(request.url.query)},
         kind={"query": q},

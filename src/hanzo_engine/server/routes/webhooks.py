@@ -100,7 +100,7 @@ def _uuid_error(text: str) -> str:
         start, end = 0, len(raw)
     hyphens, groups = 0, [0, 0, 0, 0]
     index = start
-    for char in raw[start:max(end, start)].decode(errors="replace"):
+    for char in raw[start : max(end, start)].decode(errors="replace"):
         byte = chr(ord(char) & 0xFF).lower()
         if byte == "-":
             fmt = "hyphenated" if fmt == "any" else fmt
@@ -135,7 +135,8 @@ def parse_uuid(text: str) -> str:
         elif len(raw) == 45 and raw.startswith(b"urn:uuid:"):
             inner = raw[9:]
         if len(inner) == 36 and all(
-            (inner[i] == ord("-")) if i in (8, 13, 18, 23) else chr(inner[i]).lower() in _HEX for i in range(36)
+            (inner[i] == ord("-")) if i in (8, 13, 18, 23) else chr(inner[i]).lower() in _HEX
+            for i in range(36)
         ):
             body = inner.replace(b"-", b"")
     if body is None:
@@ -146,6 +147,8 @@ def parse_uuid(text: str) -> str:
 # -- validation of a webhook (Meilisearch's `check_changed`) -----------------------------------------
 
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
 def _check(uuid: str, webhook: Webhook) -> None:
     if uuid == NIL_UUID:
         raise _immutable(uuid)
@@ -155,10 +158,13 @@ def _check(uuid: str, webhook: Webhook) -> None:
         raise _too_many_headers(uuid)
     for name, value in webhook["headers"].items():
         if _HEADER_NAME.fullmatch(name) is None or len(name) >= 1 << 16:
-            raise MeiliError("invalid_webhook_headers", f"Invalid header name `{name}`: invalid HTTP header name")
+            raise MeiliError(
+                "invalid_webhook_headers", f"Invalid header name `{name}`: invalid HTTP header name"
+            )
         if any((b < 32 and b != 9) or b == 127 for b in value.encode()):
-            raise MeiliError("invalid_webhook_headers",
-                             f"Invalid header value `{name}`: failed to parse header value")
+            raise MeiliError(
+                "invalid_webhook_headers", f"Invalid header value `{name}`: failed to parse header value"
+            )
     error = url_error(webhook["url"])
     if error is not None:
         raise MeiliError("invalid_webhook_url", f"Invalid URL `{webhook['url']}`: {error}")
@@ -170,8 +176,9 @@ async def _settings(request: Request) -> dict[str, Any]:
     headers = settings.get("headers")
     if isinstance(headers, dict):
         for name, value in headers.items():
-            deserialize_object({name: value}, (Field(name, "string_or_null", "invalid_webhook_headers"),),
-                               path=".headers")
+            deserialize_object(
+                {name: value}, (Field(name, "string_or_null", "invalid_webhook_headers"),), path=".headers"
+            )
     return settings
 
 
@@ -181,13 +188,15 @@ async def _settings(request: Request) -> dict[str, Any]:
 def redact(value: str) -> str:
     """Meilisearch's `redact_authorization_header` for one value."""
     if value.startswith("Bearer "):
-        return "Bearer " + mask_api_key(value[len("Bearer "):])
+        return "Bearer " + mask_api_key(value[len("Bearer ") :])
     return mask_api_key(value)
 
 
 def view(uuid: str, webhook: Webhook) -> dict[str, Any]:
-    headers = {name: redact(value) if name.lower() == "authorization" else value
-               for name, value in sorted(webhook["headers"].items())}
+    headers = {
+        name: redact(value) if name.lower() == "authorization" else value
+        for name, value in sorted(webhook["headers"].items())
+    }
     return {"uuid": uuid, "isEditable": uuid != NIL_UUID, "url": webhook["url"], "headers": headers}
 
 

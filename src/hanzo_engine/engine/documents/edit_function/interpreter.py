@@ -216,8 +216,10 @@ class Interpreter(Methods):
 
     def truth(self, v: Any, node: Node) -> bool:
         if not isinstance(v, bool):
-            _fail(f"Data type incorrect: {type_name(v)} (expecting bool)", node[-1]
-                  if isinstance(node[-1], tuple) else None)
+            _fail(
+                f"Data type incorrect: {type_name(v)} (expecting bool)",
+                node[-1] if isinstance(node[-1], tuple) else None,
+            )
         return v
 
     # -- places -----------------------------------------------------------------------------------
@@ -247,8 +249,11 @@ class Interpreter(Methods):
         container = self.eval(target[1])
         if tag == "prop":
             if not isinstance(container, dict):
-                _fail(f"No writable property '{target[2]}' - a setter is not registered for type "
-                      f"'{type_name(container)}' to handle '{type_name(value)}'", target[3])
+                _fail(
+                    f"No writable property '{target[2]}' - a setter is not registered for type "
+                    f"'{type_name(container)}' to handle '{type_name(value)}'",
+                    target[3],
+                )
             if target[2] not in container and len(container) >= MAX_MAP_SIZE:
                 _fail("Size of object map too large", pos)
             container[target[2]] = value
@@ -266,9 +271,12 @@ class Interpreter(Methods):
             if not isinstance(value, str) or len(value) != 1:
                 _fail(f"Data type incorrect: {type_name(value)} (expecting char)", pos)
             i = self._string_index(container, key, target[3])
-            self.store(target[1], container[:i] + value + container[i + 1:], pos)
+            self.store(target[1], container[:i] + value + container[i + 1 :], pos)
         else:
-            _fail(f"Indexer unavailable: {type_name(container)} [{type_name(key)}] = {type_name(value)}", target[3])
+            _fail(
+                f"Indexer unavailable: {type_name(container)} [{type_name(key)}] = {type_name(value)}",
+                target[3],
+            )
 
     def _array_index(self, arr: list[Any], key: Any, pos: Pos) -> int:
         if not isinstance(key, int) or isinstance(key, bool):
@@ -276,8 +284,17 @@ class Interpreter(Methods):
         i = key + len(arr) if key < 0 else key
         if not 0 <= i < len(arr):
             n = len(arr)
-            _fail(f"Array index {key} out of bounds: " + ("array is empty" if n == 0 else "only 1 element in array"
-                  if n == 1 else f"only {n} elements in array"), pos)
+            _fail(
+                f"Array index {key} out of bounds: "
+                + (
+                    "array is empty"
+                    if n == 0
+                    else "only 1 element in array"
+                    if n == 1
+                    else f"only {n} elements in array"
+                ),
+                pos,
+            )
         return i
 
     def _string_index(self, s: str, key: Any, pos: Pos) -> int:
@@ -286,8 +303,17 @@ class Interpreter(Methods):
         i = key + len(s) if key < 0 else key
         if not 0 <= i < len(s):
             n = len(s)
-            _fail(f"String index {key} out of bounds: " + ("string is empty" if n == 0 else
-                  "only 1 character in string" if n == 1 else f"only {n} characters in string"), pos)
+            _fail(
+                f"String index {key} out of bounds: "
+                + (
+                    "string is empty"
+                    if n == 0
+                    else "only 1 character in string"
+                    if n == 1
+                    else f"only {n} characters in string"
+                ),
+                pos,
+            )
         return i
 
     # -- expressions ------------------------------------------------------------------------------
@@ -344,9 +370,11 @@ class Interpreter(Methods):
         if tag == "switch":
             value = self.eval(node[1])
             for patterns, condition, arm in node[2]:
-                if any(value in p if isinstance(p, range) else _same(value, p) for p in patterns if (
-                        not isinstance(p, range) or (type(value) is int))) and (
-                        condition is None or self.truth(self.eval(condition), condition)):
+                if any(
+                    value in p if isinstance(p, range) else _same(value, p)
+                    for p in patterns
+                    if (not isinstance(p, range) or (type(value) is int))
+                ) and (condition is None or self.truth(self.eval(condition), condition)):
                     return self.eval(arm)
             return None if node[3] is None else self.eval(node[3])
         if tag == "call":
@@ -429,19 +457,26 @@ class Interpreter(Methods):
                 return _check_int(a * b, f"Multiplication overflow: {a} * {b}", pos)
             if op in ("/", "%"):
                 if b == 0:
-                    _fail(f"Division by zero: {a} / {b}" if op == "/" else
-                          f"Modulo division by zero or overflow: {a} % {b}", pos)
+                    _fail(
+                        f"Division by zero: {a} / {b}"
+                        if op == "/"
+                        else f"Modulo division by zero or overflow: {a} % {b}",
+                        pos,
+                    )
                 q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
                 if op == "/":
                     return _check_int(q, f"Division overflow: {a} / {b}", pos)
-                return _check_int(a - b * q if q <= I64_MAX else I64_MAX + 1,
-                                  f"Modulo division by zero or overflow: {a} % {b}", pos)
+                return _check_int(
+                    a - b * q if q <= I64_MAX else I64_MAX + 1,
+                    f"Modulo division by zero or overflow: {a} % {b}",
+                    pos,
+                )
             if op == "**":
                 if b < 0:
                     _fail(f"Integer raised to a negative power: {a} ** {b}", pos)
                 if abs(a) > 1 and b > 63:
                     _fail(f"Exponential overflow: {a} ** {b}", pos)
-                return _check_int(a ** b, f"Exponential overflow: {a} ** {b}", pos)
+                return _check_int(a**b, f"Exponential overflow: {a} ** {b}", pos)
             if op in ("<<", ">>"):
                 return _shift(a, b, op == "<<")
             if op in ("&", "|", "^"):
@@ -456,8 +491,15 @@ class Interpreter(Methods):
             if op == "*":
                 return x * y
             if op == "/":
-                return x / y if y != 0 else (math.nan if x == 0 or math.isnan(x) else math.copysign(math.inf, x) * (
-                    math.copysign(1.0, y)))
+                return (
+                    x / y
+                    if y != 0
+                    else (
+                        math.nan
+                        if x == 0 or math.isnan(x)
+                        else math.copysign(math.inf, x) * (math.copysign(1.0, y))
+                    )
+                )
             if op == "%":
                 return math.fmod(x, y) if y != 0 else math.nan
             if op == "**":
@@ -491,7 +533,11 @@ class Interpreter(Methods):
         if self.calls >= MAX_CALL_LEVELS:
             _fail("Stack overflow", pos)
         saved = self.names, self.values, self.consts
-        self.names, self.values, self.consts = list(params), [self.copy(a, pos) for a in args], [False] * len(args)
+        self.names, self.values, self.consts = (
+            list(params),
+            [self.copy(a, pos) for a in args],
+            [False] * len(args),
+        )
         self.calls += 1
         try:
             return self.block(body, new_scope=False)
@@ -543,8 +589,12 @@ class Interpreter(Methods):
         return self.method(obj, name, args, pos, place)
 
 
-def run_on_document(program: Program, document: dict[str, Any], context: dict[str, Any] | None,
-                    max_operations: int = MAX_OPERATIONS) -> Any:
+def run_on_document(
+    program: Program,
+    document: dict[str, Any],
+    context: dict[str, Any] | None,
+    max_operations: int = MAX_OPERATIONS,
+) -> Any:
     """Run `program` with `doc` = `document` (and the constant `context` when given); the final value of
     `doc` as JSON (`None` when the script set it to `()`). RuntimeScriptError on a runtime error."""
     it = Interpreter(max_operations)

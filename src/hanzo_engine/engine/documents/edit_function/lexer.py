@@ -8,23 +8,147 @@ from typing import Any, Final, NoReturn
 
 from .common import I64_MAX, Char, CompileError, Pos
 
-KEYWORDS: Final = frozenset({"let", "const", "if", "else", "while", "loop", "for", "in", "break", "continue",
-                             "return", "throw", "true", "false", "switch", "do", "until", "fn"})
-RESERVED: Final = frozenset({"import", "export", "as", "private", "try", "catch",
-                             "var", "static", "this", "is", "new", "use", "with", "match", "case", "public",
-                             "protected", "super", "module", "package", "spawn", "thread", "go", "sync",
-                             "async", "await", "yield", "goto", "exit", "default", "void", "null", "nil",
-                             "Fn", "call", "curry", "eval", "is_def_fn", "is_shared"})
-PUNCT: Final = sorted([
-    "..=", "**=", "<<=", ">>=", "...", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "&=",
-    "|=", "^=", "**", "<<", ">>", "..", "?.", "??", "#{", "::", "=>", "->", "?[",
-    "+", "-", "*", "/", "%", "=", "<", ">", "!", "&", "|", "^", "(", ")", "{", "}", "[", "]", ",", ";",
-    ".", ":", "?", "@", "$", "~",
-], key=len, reverse=True)
+KEYWORDS: Final = frozenset(
+    {
+        "let",
+        "const",
+        "if",
+        "else",
+        "while",
+        "loop",
+        "for",
+        "in",
+        "break",
+        "continue",
+        "return",
+        "throw",
+        "true",
+        "false",
+        "switch",
+        "do",
+        "until",
+        "fn",
+    }
+)
+RESERVED: Final = frozenset(
+    {
+        "import",
+        "export",
+        "as",
+        "private",
+        "try",
+        "catch",
+        "var",
+        "static",
+        "this",
+        "is",
+        "new",
+        "use",
+        "with",
+        "match",
+        "case",
+        "public",
+        "protected",
+        "super",
+        "module",
+        "package",
+        "spawn",
+        "thread",
+        "go",
+        "sync",
+        "async",
+        "await",
+        "yield",
+        "goto",
+        "exit",
+        "default",
+        "void",
+        "null",
+        "nil",
+        "Fn",
+        "call",
+        "curry",
+        "eval",
+        "is_def_fn",
+        "is_shared",
+    }
+)
+PUNCT: Final = sorted(
+    [
+        "..=",
+        "**=",
+        "<<=",
+        ">>=",
+        "...",
+        "==",
+        "!=",
+        "<=",
+        ">=",
+        "&&",
+        "||",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "&=",
+        "|=",
+        "^=",
+        "**",
+        "<<",
+        ">>",
+        "..",
+        "?.",
+        "??",
+        "#{",
+        "::",
+        "=>",
+        "->",
+        "?[",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "=",
+        "<",
+        ">",
+        "!",
+        "&",
+        "|",
+        "^",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ";",
+        ".",
+        ":",
+        "?",
+        "@",
+        "$",
+        "~",
+    ],
+    key=len,
+    reverse=True,
+)
 DIGITS: Final = frozenset("0123456789")
 IDENT_START: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 IDENT_CHARS: Final = IDENT_START | DIGITS
-ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "`": "`", "0": "\0", "$": "$"}
+ESCAPES: Final = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+    "`": "`",
+    "0": "\0",
+    "$": "$",
+}
 
 
 @dataclass(slots=True)
@@ -105,7 +229,7 @@ class Lexer:
             j = self.i
             while j < len(self.src) and self.src[j] in IDENT_CHARS:
                 j += 1
-            word = self.src[self.i:j]
+            word = self.src[self.i : j]
             self._adv(j - self.i)
             if word in KEYWORDS:
                 return Token("kw", word, pos)
@@ -183,7 +307,7 @@ class Lexer:
         if c in ("x", "u", "U"):
             width = {"x": 2, "u": 4, "U": 8}[c]
             self._adv()
-            digits = self.src[self.i:self.i + width]
+            digits = self.src[self.i : self.i + width]
             try:
                 code = int(digits, 16)
                 ch = chr(code)

@@ -25,14 +25,16 @@ class Methods:
     """`obj.name(args)` for the built-in types; `Interpreter` provides the budget and places."""
 
     if TYPE_CHECKING:
+
         def tick(self, pos: Pos | None, n: int = 1) -> None: ...
         def charge(self, v: Any, pos: Pos) -> Any: ...
         def copy(self, v: Any, pos: Pos) -> Any: ...
         def contains(self, container: Any, item: Any, pos: Pos) -> bool: ...
         def store(self, target: Node, value: Any, pos: Pos) -> None: ...
 
-    def method(self, obj: Any, name: str, args: list[Any], pos: Pos, place: Node | None,
-               property_get: bool = False) -> Any:
+    def method(
+        self, obj: Any, name: str, args: list[Any], pos: Pos, place: Node | None, property_get: bool = False
+    ) -> Any:
         n = len(args)
         if isinstance(obj, str):
             return self.string_method(obj, name, args, pos, place)
@@ -181,9 +183,9 @@ class Methods:
                 i = max(0, min(len(s), a0 if a0 >= 0 else len(s) + a0))
                 return [s[:i], s[i:]]
             if name == "sub_string" and isinstance(a0, int) and not isinstance(a0, bool):
-                return s[max(0, a0 if a0 >= 0 else len(s) + a0):]
+                return s[max(0, a0 if a0 >= 0 else len(s) + a0) :]
             if name in ("truncate", "crop") and isinstance(a0, int) and not isinstance(a0, bool):
-                write_back(s[:max(a0, 0)] if name == "truncate" else s[max(0, a0):])
+                write_back(s[: max(a0, 0)] if name == "truncate" else s[max(0, a0) :])
                 return None
             if name == "remove" and isinstance(a0, str):
                 write_back(s.replace(a0, ""))
@@ -200,9 +202,14 @@ class Methods:
                 self.charge(s, pos)
                 write_back(s.replace(a0, a1) if a0 else s)
                 return None
-            if name == "sub_string" and isinstance(a0, int) and isinstance(a1, int) and not isinstance(a0, bool):
+            if (
+                name == "sub_string"
+                and isinstance(a0, int)
+                and isinstance(a1, int)
+                and not isinstance(a0, bool)
+            ):
                 start = max(0, a0 if a0 >= 0 else len(s) + a0)
-                return s[start:start + max(a1, 0)]
+                return s[start : start + max(a1, 0)]
             if name == "pad" and isinstance(a0, int) and isinstance(a1, str) and not isinstance(a0, bool):
                 if a0 > MAX_STRING_SIZE:
                     _fail("Length of string too large", pos)
@@ -210,7 +217,12 @@ class Methods:
                     padded = (s + a1 * ((a0 - len(s)) // len(a1) + 1))[:a0]
                     write_back(padded)
                 return None
-            if name == "index_of" and isinstance(a0, str) and isinstance(a1, int) and not isinstance(a1, bool):
+            if (
+                name == "index_of"
+                and isinstance(a0, str)
+                and isinstance(a1, int)
+                and not isinstance(a1, bool)
+            ):
                 return s.find(a0, max(a1, 0))
         _not_found(name, [s, *args], pos)
 
@@ -264,10 +276,10 @@ class Methods:
                 i = a0 + len(arr) if a0 < 0 else a0
                 return arr[i] if 0 <= i < len(arr) else None
             if name == "truncate" and isinstance(a0, int) and not isinstance(a0, bool):
-                del arr[max(a0, 0):]
+                del arr[max(a0, 0) :]
                 return None
             if name == "extract" and isinstance(a0, int) and not isinstance(a0, bool):
-                return self.charge(self.copy(arr[max(0, a0 if a0 >= 0 else len(arr) + a0):], pos), pos)
+                return self.charge(self.copy(arr[max(0, a0 if a0 >= 0 else len(arr) + a0) :], pos), pos)
             if name == "join" and isinstance(a0, str):
                 return self.charge(a0.join(to_display(x) for x in arr), pos)
         if n == 2:
@@ -279,7 +291,7 @@ class Methods:
                 return None
             if name == "extract" and isinstance(a0, int) and isinstance(a1, int):
                 start = max(0, a0 if a0 >= 0 else len(arr) + a0)
-                return self.charge(self.copy(arr[start:start + max(a1, 0)], pos), pos)
+                return self.charge(self.copy(arr[start : start + max(a1, 0)], pos), pos)
             if name == "pad" and isinstance(a0, int) and not isinstance(a0, bool):
                 if a0 > MAX_ARRAY_SIZE:
                     _fail("Size of array too large", pos)

@@ -10,19 +10,42 @@ from .common import MAX_EXPR_DEPTH, MAX_FUNCTIONS, CompileError, Node, Pos, _nod
 from .lexer import Lexer, Token
 
 BINARY: Final = {
-    "??": (10, False), "||": (30, False), "|": (30, False), "^": (30, False), "&&": (60, False), "&": (60, False),
-    "==": (90, False), "!=": (90, False), "<": (110, False), "<=": (110, False), ">": (110, False),
-    ">=": (110, False), "in": (130, False), "..": (140, False), "..=": (140, False), "+": (150, False),
-    "-": (150, False), "*": (180, False), "/": (180, False), "%": (180, False), "**": (190, True),
-    "<<": (210, False), ">>": (210, False),
+    "??": (10, False),
+    "||": (30, False),
+    "|": (30, False),
+    "^": (30, False),
+    "&&": (60, False),
+    "&": (60, False),
+    "==": (90, False),
+    "!=": (90, False),
+    "<": (110, False),
+    "<=": (110, False),
+    ">": (110, False),
+    ">=": (110, False),
+    "in": (130, False),
+    "..": (140, False),
+    "..=": (140, False),
+    "+": (150, False),
+    "-": (150, False),
+    "*": (180, False),
+    "/": (180, False),
+    "%": (180, False),
+    "**": (190, True),
+    "<<": (210, False),
+    ">>": (210, False),
 }
 POSTFIX_BP: Final = 240
 ASSIGN_OPS: Final = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "**=", "<<=", ">>=", "&=", "|=", "^="})
 
 
 class Parser:
-    def __init__(self, tokens: list[Token], depth: int = 0, loops: int = 0,
-                 functions: dict[tuple[str, int], Node] | None = None) -> None:
+    def __init__(
+        self,
+        tokens: list[Token],
+        depth: int = 0,
+        loops: int = 0,
+        functions: dict[tuple[str, int], Node] | None = None,
+    ) -> None:
         self.toks = tokens
         self.k = 0
         self.depth = depth
@@ -84,8 +107,11 @@ class Parser:
     def _function(self, tok: Token) -> Node:
         """`fn name(a, b) { ... }` at global level; functions see only their parameters."""
         if self.depth > 1 or self.in_function:
-            raise CompileError("Function definitions must be at global level and cannot be inside a block or "
-                               "another function", tok.pos)
+            raise CompileError(
+                "Function definitions must be at global level and cannot be inside a block or "
+                "another function",
+                tok.pos,
+            )
         self._take()
         name = self._take()
         if name.kind != "ident":
@@ -97,23 +123,33 @@ class Parser:
         while not self._is(")"):
             param = self._take()
             if param.kind != "ident":
-                raise CompileError(f"Expecting ')' to close the parameters list of function '{name.value}'",
-                                   param.pos)
+                raise CompileError(
+                    f"Expecting ')' to close the parameters list of function '{name.value}'", param.pos
+                )
             if param.value in params:
                 raise CompileError(f"Duplicated parameter {param.value} for function {name.value}", param.pos)
             params.append(param.value)
             if self._is(","):
                 self._take()
             elif not self._is(")"):
-                raise CompileError(f"Expecting ')' to close the parameters list of function '{name.value}'",
-                                   self.tok.pos)
+                raise CompileError(
+                    f"Expecting ')' to close the parameters list of function '{name.value}'", self.tok.pos
+                )
         self._take()
         key = (name.value, len(params))
         if key in self.functions:
             n = len(params)
-            raise CompileError(f"Function {name.value} with " + ("no parameters already exists" if n == 0 else
-                               "1 parameter already exists" if n == 1 else f"{n} parameters already exists"),
-                               name.pos)
+            raise CompileError(
+                f"Function {name.value} with "
+                + (
+                    "no parameters already exists"
+                    if n == 0
+                    else "1 parameter already exists"
+                    if n == 1
+                    else f"{n} parameters already exists"
+                ),
+                name.pos,
+            )
         if len(self.functions) >= MAX_FUNCTIONS:
             raise CompileError("Number of functions defined exceeds maximum limit", name.pos)
         loops, self.loops, self.in_function = self.loops, 0, True
@@ -262,17 +298,21 @@ class Parser:
         args: list[Node] = []
         while not self._is(")"):
             if self.tok.kind == "eof":
-                raise CompileError(f"Expecting ')' to close the arguments list of this function call '{name}'",
-                                   self.tok.pos)
+                raise CompileError(
+                    f"Expecting ')' to close the arguments list of this function call '{name}'", self.tok.pos
+                )
             args.append(self._expr(0))
             if self._is(","):
                 self._take()
             elif not self._is(")"):
                 if self.tok.kind == "eof":
                     raise CompileError(
-                        f"Expecting ')' to close the arguments list of this function call '{name}'", self.tok.pos)
-                raise CompileError(f"Expecting ',' to separate the arguments to function call '{name}'",
-                                   self.tok.pos)
+                        f"Expecting ')' to close the arguments list of this function call '{name}'",
+                        self.tok.pos,
+                    )
+                raise CompileError(
+                    f"Expecting ',' to separate the arguments to function call '{name}'", self.tok.pos
+                )
         self._take()
         return args
 
@@ -331,8 +371,9 @@ class Parser:
                     elif not self._is("]"):
                         if self.tok.kind == "eof":
                             raise CompileError("Expecting ']' to end this array literal", self.tok.pos)
-                        raise CompileError("Expecting ',' to separate the items of this array literal",
-                                           self.tok.pos)
+                        raise CompileError(
+                            "Expecting ',' to separate the items of this array literal", self.tok.pos
+                        )
                 self._take()
                 return ("array", items, pos)
             if value == "#{":
@@ -344,8 +385,10 @@ class Parser:
                     if key.kind not in ("ident", "str", "kw"):
                         raise CompileError("Expecting name of a property", key.pos)
                     if not self._is(":"):
-                        raise CompileError(f"Expecting ':' to follow the property '{key.value}' in this object "
-                                           "map literal", self.tok.pos)
+                        raise CompileError(
+                            f"Expecting ':' to follow the property '{key.value}' in this object map literal",
+                            self.tok.pos,
+                        )
                     self._take()
                     entries.append((str(key.value), self._expr(0)))
                     if self._is(","):
@@ -353,8 +396,9 @@ class Parser:
                     elif not self._is("}"):
                         if self.tok.kind == "eof":
                             raise CompileError("Expecting '}' to end this object map literal", self.tok.pos)
-                        raise CompileError("Expecting ',' to separate the items of this object map literal",
-                                           self.tok.pos)
+                        raise CompileError(
+                            "Expecting ',' to separate the items of this object map literal", self.tok.pos
+                        )
                 self._take()
                 return ("map", entries, pos)
             if value == "{":
@@ -383,15 +427,20 @@ class Parser:
                 patterns = []
                 while True:
                     pattern = self._expr(31)  # above `|`, which separates the values of one case
-                    if pattern[0] == "bin" and pattern[1] in ("..", "..=") and all(
-                            p[0] == "lit" and type(p[1]) is int for p in pattern[2:4]):
+                    if (
+                        pattern[0] == "bin"
+                        and pattern[1] in ("..", "..=")
+                        and all(p[0] == "lit" and type(p[1]) is int for p in pattern[2:4])
+                    ):
                         end = pattern[3][1] + (1 if pattern[1] == "..=" else 0)
                         patterns.append(range(pattern[2][1], end))
                     elif pattern[0] == "lit":
                         patterns.append(pattern[1])
                     else:
-                        raise CompileError("Expecting a constant value in this switch case", _node_pos(pattern)
-                                           or self.tok.pos)
+                        raise CompileError(
+                            "Expecting a constant value in this switch case",
+                            _node_pos(pattern) or self.tok.pos,
+                        )
                     if not self._is("|"):
                         break
                     self._take()

@@ -134,7 +134,9 @@ def _fail(message: str, pos: Pos | None) -> NoReturn:
 
 
 def _signature_type(v: Any) -> str:
-    return "&str | ImmutableString | String" if isinstance(v, str) and not isinstance(v, Char) else type_name(v)
+    return (
+        "&str | ImmutableString | String" if isinstance(v, str) and not isinstance(v, Char) else type_name(v)
+    )
 
 
 def _not_found(name: str, args: list[Any], pos: Pos) -> NoReturn:
@@ -161,12 +163,29 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-
-
 _MISSING: Final = object()
-MUTATING: Final = frozenset({"push", "append", "pop", "shift", "insert", "remove", "clear", "reverse", "sort",
-                             "truncate", "pad", "set", "mixin", "make_upper", "make_lower", "trim", "replace",
-                             "crop"})
+MUTATING: Final = frozenset(
+    {
+        "push",
+        "append",
+        "pop",
+        "shift",
+        "insert",
+        "remove",
+        "clear",
+        "reverse",
+        "sort",
+        "truncate",
+        "pad",
+        "set",
+        "mixin",
+        "make_upper",
+        "make_lower",
+        "trim",
+        "replace",
+        "crop",
+    }
+)
 
 
 def _sort_key(v: Any) -> Any:
@@ -195,8 +214,9 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _compare(a: Any, b: Any) -> int | None:
-    if (_is_num(a) and _is_num(b)) or (isinstance(a, str) and isinstance(b, str)
-                                     and type_name(a) == type_name(b)):
+    if (_is_num(a) and _is_num(b)) or (
+        isinstance(a, str) and isinstance(b, str) and type_name(a) == type_name(b)
+    ):
         return int((a > b) - (a < b))
     if isinstance(a, bool) and isinstance(b, bool):
         return int(a) - int(b)

@@ -28,8 +28,10 @@ def cost(doc: DocFeatures, graph: QueryGraph, combo: Combo) -> int:
     total = 0
     for idx, i in enumerate(path):
         node = graph.nodes[i]
-        weights = [ctx.weight.get(first >> 16, ctx.max_weight)
-                   for first, _, _ in doc.occurrences(i, node, None if levels is None else levels[idx])]
+        weights = [
+            ctx.weight.get(first >> 16, ctx.max_weight)
+            for first, _, _ in doc.occurrences(i, node, None if levels is None else levels[idx])
+        ]
         total += min(weights, default=ctx.max_weight) * node.length
     return total
 
@@ -42,6 +44,9 @@ def attribute_details(fid_cost: int, fid_top: int, pos_cost: int, pos_top: int) 
     """The pre-1.36 `attribute` rule: attribute rank then word position."""
     fr, pr = max(fid_top - fid_cost, 1), max(pos_top - pos_cost, 1)
     ranks = ((fr, fid_top), (pr, pos_top))
-    detail = {"attributeRankingOrderScore": fr / fid_top, "queryWordDistanceScore": pr / pos_top,
-              "score": fold(list(ranks))}
+    detail = {
+        "attributeRankingOrderScore": fr / fid_top,
+        "queryWordDistanceScore": pr / pos_top,
+        "score": fold(list(ranks)),
+    }
     return detail, ranks, (fid_cost, pos_cost)

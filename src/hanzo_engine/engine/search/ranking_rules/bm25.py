@@ -37,8 +37,13 @@ def terms(nodes: list[Node]) -> list[Node]:
     return [n for n in nodes if n.length == 1]
 
 
-def score(ctx: SearchContext, lengths: dict[Any, int], postings: dict[str, list[int]], nodes: Iterable[Node],
-          qtf: Sequence[int] | None = None) -> float:
+def score(
+    ctx: SearchContext,
+    lengths: dict[Any, int],
+    postings: dict[str, list[int]],
+    nodes: Iterable[Node],
+    qtf: Sequence[int] | None = None,
+) -> float:
     """BM25 over the searched fields: per term and field, w * tf * (k1 + 1) / (tf + k1 * (1 - b +
     b * dl / avgdl)); w = qtf * idf, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), df = documents
     matching the term, qtf the term's query-term frequency (`qtf[i]` for the i-th node, 1 without)."""
@@ -120,8 +125,10 @@ class BM25Scorer:
         self.ctx = ctx
         self.terms = terms(nodes)
         n = max(ctx.n_docs, 1)
-        idf = np.array([math.log(1.0 + (n - len(t.docids) + 0.5) / (len(t.docids) + 0.5))
-                        for t in self.terms], dtype=np.float64)
+        idf = np.array(
+            [math.log(1.0 + (n - len(t.docids) + 0.5) / (len(t.docids) + 0.5)) for t in self.terms],
+            dtype=np.float64,
+        )
         # per term, what `score` multiplies tf by: qtf * idf (the same float product)
         self.qtf = [qtf[t.first] for t in self.terms] if qtf is not None else None
         if self.qtf is not None:

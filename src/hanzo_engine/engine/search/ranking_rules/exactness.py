@@ -28,8 +28,11 @@ def exact_words(graph: QueryGraph, docid: int, combo: Combo) -> tuple[int, int]:
     cost = 0
     for idx, i in enumerate(path):
         node = graph.nodes[i]
-        exact = (node.exact is not None and (levels is None or levels[idx] in (0, EXACT))
-                 and docid in node.exact_docids)
+        exact = (
+            node.exact is not None
+            and (levels is None or levels[idx] in (0, EXACT))
+            and docid in node.exact_docids
+        )
         if not exact:
             cost += node.length
     return covered - cost, covered
@@ -62,8 +65,9 @@ def exact_attribute(doc: DocFeatures, graph: QueryGraph, combos: list[Combo]) ->
                 continue
             words.append(w)
             want = bucketed_position(node.qstart + offset)
-            if not any(p >> 16 in ctx.weight and bucketed_position(p & 0xFFFF) == want
-                       for p in postings.get(w, ())):
+            if not any(
+                p >> 16 in ctx.weight and bucketed_position(p & 0xFFFF) == want for p in postings.get(w, ())
+            ):
                 return 1
     starts = False
     for fid in ctx.weight:
@@ -75,7 +79,9 @@ def exact_attribute(doc: DocFeatures, graph: QueryGraph, combos: list[Combo]) ->
     return 2 if starts else 1
 
 
-def exact_levels(graph: QueryGraph, docid: int, path: Path, levels: tuple[int, ...] | None) -> tuple[int, ...]:
+def exact_levels(
+    graph: QueryGraph, docid: int, path: Path, levels: tuple[int, ...] | None
+) -> tuple[int, ...]:
     """The path's typo levels for the rules after exactness: EXACT for a node matched by its exact
     word, else its level."""
     out = []
@@ -92,8 +98,11 @@ def details(attribute_rank: int, matching: int, maximum: int) -> RuleScore:
     `matching` of `maximum` query words matched by their exact word."""
     detail: dict[str, Any] = {"matchType": MATCH_TYPES[attribute_rank]}
     if attribute_rank == 1:
-        detail.update(matchingWords=matching, maxMatchingWords=maximum,
-                      score=fold([(1, 3), (matching + 1, maximum + 1)]))
+        detail.update(
+            matchingWords=matching,
+            maxMatchingWords=maximum,
+            score=fold([(1, 3), (matching + 1, maximum + 1)]),
+        )
     else:
         detail["score"] = attribute_rank / 3
     return detail, ((attribute_rank, 3), (matching + 1, maximum + 1)), (-attribute_rank, -matching)

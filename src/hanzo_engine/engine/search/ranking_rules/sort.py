@@ -21,7 +21,7 @@ def _lookup(document: Any, path: str) -> list[Any]:
     for part in path.split("."):
         nxt: list[Any] = []
         for v in values:
-            for item in (v if isinstance(v, list) else [v]):
+            for item in v if isinstance(v, list) else [v]:
                 if isinstance(item, dict) and part in item:
                     nxt.append(item[part])
         values = nxt

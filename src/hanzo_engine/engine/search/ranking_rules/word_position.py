@@ -59,8 +59,10 @@ def cost(doc: DocFeatures, graph: QueryGraph, combo: Combo) -> int:
     total = 0
     for idx, i in enumerate(path):
         node = graph.nodes[i]
-        found = {bucketed_position(p & 0xFFFF)
-                 for p in positions(doc.ctx, doc.postings(), node, None if levels is None else levels[idx])}
+        found = {
+            bucketed_position(p & 0xFFFF)
+            for p in positions(doc.ctx, doc.postings(), node, None if levels is None else levels[idx])
+        }
         best = 10 * node.length
         for p in found:
             d = abs(p - node.qstart)
