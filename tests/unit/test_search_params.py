@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.locales import LOCALES
 from hanzo_engine.apitypes.search import (
     HybridQuery,
     SearchQuery,
@@ -22,7 +23,6 @@ from hanzo_engine.apitypes.search import (
     parse_sort,
     rust_f64_display,
 )
-from hanzo_engine.apitypes.settings import LOCALES
 
 BODY_FIELDS = (
     "`q`, `offset`, `limit`, `page`, `hitsPerPage`, `attributesToRetrieve`, `attributesToCrop`, `cropLength`, "

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.apitypes.locales import LOCALES
 from hanzo_engine.apitypes.settings import (
     DEFAULT_SETTINGS,
-    LOCALES,
     SETTING_NAMES,
     SettingsPatch,
     SettingState,
@@ -20,11 +20,11 @@ from hanzo_engine.apitypes.settings import (
     parse_setting_value,
     parse_settings_patch,
     patch_details,
-    setting_code,
     settings_view,
     sub_route_path,
     what_changed,
 )
+from hanzo_engine.apitypes.settings_checks import setting_code
 
 # docs/api-contract.md §4, verbatim (key order included)
 CONTRACT_DEFAULTS: dict[str, Any] = {

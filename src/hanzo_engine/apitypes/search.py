@@ -42,7 +42,7 @@ from .deserr import (
     split_comma_list,
 )
 from .errors import MeiliError
-from .settings import LOCALES
+from .locales import LOCALES
 
 __all__ = [
     "DEFAULT_CROP_LENGTH",

@@ -22,29 +22,39 @@ Decisions where Meilisearch's versions differ (the contract's v1.36+ forms are p
   `attribute` with the split rules is refused.
 - in task details a reset displayed/searchable attribute list shows `["*"]`, as Meilisearch's wildcard
   serializer writes it; every other reset shows `null`.
-- embedders: only the shape and the `source` are checked here; the per-source field rules are
-  `engine.vector.embedders`' (on the patch by the settings route, on the merged settings by the task).
-  An embedder patch merges field by field into the stored one unless its `source` changes.
+- embedders: only the shape and the `source` are checked (`embedder_settings`, which also merges them).
+
+The value checks shared by the parsers are `settings_checks`; the locales are `locales`.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Final
 
-from .chat_settings import (
-    CHAT_SETTING_CODE,
-    DEFAULT_INDEX_CHAT,
-    mask_secret,
-    merge_index_chat,
-    parse_index_chat,
-)
-from .deserr import Field, InvalidValue, deserialize_object, did_you_mean, found_description
+from .chat_settings import DEFAULT_INDEX_CHAT, mask_secret, merge_index_chat, parse_index_chat
+from .deserr import Field, InvalidValue, deserialize_object
+from .embedder_settings import mask_embedders, merge_embedders, parse_embedders
 from .errors import MeiliError
+from .locales import parse_localized_attributes
+from .settings_checks import (
+    USIZE_MAX,
+    invalid_value,
+    parse_boolean,
+    parse_choice,
+    parse_fields,
+    parse_object,
+    parse_string,
+    parse_string_set,
+    parse_strings,
+    parse_uint,
+    setting_code,
+    type_error,
+)
 
 __all__ = [
     "DEFAULT_RANKING_RULES",
@@ -60,7 +70,6 @@ __all__ = [
     "parse_setting_value",
     "parse_settings_patch",
     "patch_details",
-    "setting_code",
     "settings_view",
     "sub_route_path",
     "what_changed",
@@ -137,15 +146,6 @@ DEFAULT_SETTINGS: Final[dict[str, Any]] = {
 
 _WILDCARD_SETTINGS: Final = frozenset({"displayedAttributes", "searchableAttributes"})
 _U8_MAX: Final = 255
-_USIZE_MAX: Final = 18_446_744_073_709_551_615
-MAX_EMBEDDERS: Final = 256
-
-
-def setting_code(name: str) -> str:
-    """`searchCutoffMs` -> `invalid_settings_search_cutoff_ms`."""
-    if name == "chat":
-        return CHAT_SETTING_CODE
-    return "invalid_settings_" + re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def sub_route_path(name: str) -> str:
@@ -190,99 +190,13 @@ class SettingsPatch:
 
 
 # --------------------------------------------------------------------------------------------------
-# Message helpers (deserr's wording)
-# --------------------------------------------------------------------------------------------------
-
-
-def _at(path: str) -> str:
-    return f" at `{path}`" if path else ""
-
-
-def _type_error(path: str, expected: str, value: Any, code: str) -> MeiliError:
-    return MeiliError(
-        code, f"Invalid value type{_at(path)}: expected {expected}, but found {found_description(value)}"
-    )
-
-
-def _invalid(path: str, message: str, code: str) -> MeiliError:
-    return MeiliError(code, f"Invalid value{_at(path)}: {message}")
-
-
-def _unknown_value(path: str, value: str, choices: Iterable[str], code: str) -> MeiliError:
-    names = list(choices)
-    listed = ", ".join(f"`{c}`" for c in names)
-    return MeiliError(
-        code, f"Unknown value `{value}`{_at(path)}: {did_you_mean(value, names)}expected one of {listed}"
-    )
-
-
-def _is_uint(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _USIZE_MAX
-
-
-def _uint(value: Any, path: str, code: str, maximum: int = _USIZE_MAX) -> int:
-    if not _is_uint(value):
-        raise _type_error(path, "a positive integer", value, code)
-    if value > maximum:
-        raise _invalid(
-            path,
-            f"value: `{value}` is too large to be deserialized, maximum value authorized is `{maximum}`",
-            code,
-        )
-    return int(value)
-
-
-def _strings(value: Any, path: str, code: str) -> list[str]:
-    if not isinstance(value, list):
-        raise _type_error(path, "an array", value, code)
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise _type_error(f"{path}[{i}]", "a string", item, code)
-    return list(value)
-
-
-def _string_set(value: Any, path: str, code: str) -> list[str]:
-    """A `BTreeSet<String>`: sorted (code point order = UTF-8 byte order) and deduplicated."""
-    return sorted(set(_strings(value, path, code)))
-
-
-def _string(value: Any, path: str, code: str) -> str:
-    if not isinstance(value, str):
-        raise _type_error(path, "a string", value, code)
-    return value
-
-
-def _boolean(value: Any, path: str, code: str) -> bool:
-    if not isinstance(value, bool):
-        raise _type_error(path, "a boolean", value, code)
-    return value
-
-
-def _choice(value: Any, path: str, code: str, choices: tuple[str, ...]) -> str:
-    text = _string(value, path, code)
-    if text not in choices:
-        raise _unknown_value(path, text, choices, code)
-    return text
-
-
-def _object(value: Any, path: str, code: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _type_error(path, "an object", value, code)
-    return value
-
-
-def _fields(value: Any, path: str, code: str, fields: tuple[Field, ...]) -> dict[str, Any]:
-    return deserialize_object(value, fields, unknown_code=code, path=path)
-
-
-# --------------------------------------------------------------------------------------------------
 # One parser per setting: (value, path) -> normalized value. `None` (reset) never reaches them.
 # --------------------------------------------------------------------------------------------------
 
 
 def _wildcard_list(name: str) -> Callable[[Any, str], Any]:
     def parse(value: Any, path: str) -> Any:
-        names = _strings(value, path, setting_code(name))
+        names = parse_strings(value, path, setting_code(name))
         # Any list holding "*" means "all fields", which is the default: store it as a reset.
         return None if "*" in names else names
 
@@ -318,12 +232,12 @@ _FILTER_RULE: Final = (
 def _filterable(value: Any, path: str) -> list[Any]:
     """Plain field names (legacy semantics) and granular `{attributePatterns, features}` rules, in order."""
     if not isinstance(value, list):
-        raise _type_error(path, "an array", value, _FILTERABLE)
+        raise type_error(path, "an array", value, _FILTERABLE)
     rules: list[Any] = []
     for i, item in enumerate(value):
         at = f"{path}[{i}]"
         if isinstance(item, dict):
-            rule = _fields(item, at, _FILTERABLE, _FILTER_RULE)
+            rule = parse_fields(item, at, _FILTERABLE, _FILTER_RULE)
             features, flt = rule["features"], rule["features"]["filter"]
             rules.append(
                 {
@@ -335,7 +249,7 @@ def _filterable(value: Any, path: str) -> list[Any]:
                 }
             )
         else:
-            rules.append(_string(item, at, _FILTERABLE))
+            rules.append(parse_string(item, at, _FILTERABLE))
     return rules
 
 
@@ -352,10 +266,10 @@ def _foreign_keys(value: Any, path: str) -> list[dict[str, str]]:
     Neither the foreign index nor the field is checked here: Meilisearch stores them as sent and only
     a `_foreign(...)` filter resolves them."""
     if not isinstance(value, list):
-        raise _type_error(path, "an array", value, _FOREIGN_KEYS)
+        raise type_error(path, "an array", value, _FOREIGN_KEYS)
     keys = []
     for i, item in enumerate(value):
-        key = _fields(item, f"{path}[{i}]", _FOREIGN_KEYS, _FOREIGN_KEY)
+        key = parse_fields(item, f"{path}[{i}]", _FOREIGN_KEYS, _FOREIGN_KEY)
         keys.append({"foreignIndexUid": key["foreignIndexUid"], "fieldName": key["fieldName"]})
     return keys
 
@@ -409,12 +323,12 @@ def _criterion_error(text: str) -> str | None:
 
 def _ranking_rules(value: Any, path: str) -> list[str]:
     rules: list[str] = []
-    for i, text in enumerate(_strings(value, path, _RULES)):
+    for i, text in enumerate(parse_strings(value, path, _RULES)):
         builtin = _BUILTIN_RULES.get(text)
         if builtin is None:
             problem = _criterion_error(text)
             if problem is not None:
-                raise _invalid(f"{path}[{i}]", problem, _RULES)
+                raise invalid_value(f"{path}[{i}]", problem, _RULES)
         rules.append(builtin or text)
     if "attribute" in rules and ("attributeRank" in rules or "wordPosition" in rules):
         raise MeiliError(_RULES, _MIXED_ATTRIBUTE_RULES)
@@ -422,14 +336,14 @@ def _ranking_rules(value: Any, path: str) -> list[str]:
 
 
 def _string_set_of(name: str) -> Callable[[Any, str], Any]:
-    return lambda value, path: _string_set(value, path, setting_code(name))
+    return lambda value, path: parse_string_set(value, path, setting_code(name))
 
 
 def _synonyms(value: Any, path: str) -> dict[str, list[str]]:
     code = setting_code("synonyms")
-    mapping = _object(value, path, code)
+    mapping = parse_object(value, path, code)
     for key, alternatives in mapping.items():
-        _strings(alternatives, f"{path}.{key}", code)
+        parse_strings(alternatives, f"{path}.{key}", code)
     return {key: list(mapping[key]) for key in sorted(mapping)}  # a BTreeMap: keys sorted
 
 
@@ -447,7 +361,7 @@ def _typo_tolerance(value: Any, path: str) -> dict[str, Any]:
     def min_sizes(sizes: dict[str, Any]) -> dict[str, Any]:
         one, two = sizes.get("oneTypo"), sizes.get("twoTypos")
         if one is not None and two is not None and one > two:
-            raise _invalid(min_path, _min_word_size_message(one, two), code)
+            raise invalid_value(min_path, _min_word_size_message(one, two), code)
         return sizes
 
     fields = (
@@ -467,7 +381,7 @@ def _typo_tolerance(value: Any, path: str) -> dict[str, Any]:
         Field("disableOnAttributes", "string_array", code, nullable=True, validate=lambda v: sorted(set(v))),
         Field("disableOnNumbers", "boolean", code, nullable=True),
     )
-    return _fields(value, path, code, fields)
+    return parse_fields(value, path, code, fields)
 
 
 def _min_word_size_message(one: int, two: int) -> str:
@@ -482,14 +396,14 @@ def _faceting(value: Any, path: str) -> dict[str, Any]:
 
     def sort_by(mapping: dict[str, Any]) -> dict[str, str]:
         for key, order in mapping.items():
-            _choice(order, f"{path}.sortFacetValuesBy.{key}", code, ("alpha", "count"))
+            parse_choice(order, f"{path}.sortFacetValuesBy.{key}", code, ("alpha", "count"))
         return {key: mapping[key] for key in sorted(mapping)}
 
     fields = (
         Field("maxValuesPerFacet", "usize", code, nullable=True),
         Field("sortFacetValuesBy", "object", code, nullable=True, validate=sort_by),
     )
-    return _fields(value, path, code, fields)
+    return parse_fields(value, path, code, fields)
 
 
 def _pagination(value: Any, path: str) -> dict[str, Any]:
@@ -498,186 +412,13 @@ def _pagination(value: Any, path: str) -> dict[str, Any]:
     def non_zero(v: int) -> int:
         if v == 0:
             raise InvalidValue(
-                f"a non-zero integer value lower than `{_USIZE_MAX}` was expected, but found a zero"
+                f"a non-zero integer value lower than `{USIZE_MAX}` was expected, but found a zero"
             )
         return v
 
-    return _fields(
+    return parse_fields(
         value, path, code, (Field("maxTotalHits", "usize", code, nullable=True, validate=non_zero),)
     )
-
-
-_EMBEDDERS = setting_code("embedders")
-EMBEDDER_SOURCES: Final = ("openAi", "huggingFace", "ollama", "userProvided", "rest", "composite")
-_EMBEDDER_FIELDS: Final = (
-    Field("source", "string", _EMBEDDERS, nullable=True, choices=EMBEDDER_SOURCES),
-    Field("model", "string", _EMBEDDERS, nullable=True),
-    Field("revision", "string", _EMBEDDERS, nullable=True),
-    Field("pooling", "string", _EMBEDDERS, nullable=True, choices=("useModel", "forceMean", "forceCls")),
-    Field("apiKey", "string", _EMBEDDERS, nullable=True),
-    Field("dimensions", "usize", _EMBEDDERS, nullable=True),
-    Field("binaryQuantized", "boolean", _EMBEDDERS, nullable=True),
-    Field("documentTemplate", "string", _EMBEDDERS, nullable=True),
-    Field("documentTemplateMaxBytes", "usize", _EMBEDDERS, nullable=True),
-    Field("url", "string", _EMBEDDERS, nullable=True),
-    Field("indexingFragments", "object", _EMBEDDERS, nullable=True),
-    Field("searchFragments", "object", _EMBEDDERS, nullable=True),
-    Field("request", "any", _EMBEDDERS, nullable=True),
-    Field("response", "any", _EMBEDDERS, nullable=True),
-    Field("headers", "object", _EMBEDDERS, nullable=True),
-    Field("searchEmbedder", "object", _EMBEDDERS, nullable=True),
-    Field("indexingEmbedder", "object", _EMBEDDERS, nullable=True),
-    Field(
-        "distribution",
-        "object",
-        _EMBEDDERS,
-        nullable=True,
-        fields=(
-            Field("mean", "number", _EMBEDDERS, required=True, missing_code=_EMBEDDERS),
-            Field("sigma", "number", _EMBEDDERS, required=True, missing_code=_EMBEDDERS),
-        ),
-    ),
-)
-EMBEDDER_FIELD_NAMES: Final = tuple(f.name for f in _EMBEDDER_FIELDS)
-# a composite's `searchEmbedder` / `indexingEmbedder` (Meilisearch's `SubEmbeddingSettings`): the same fields,
-# unknown ones refused; its own nested embedders stay raw (the engine refuses them by source)
-_NESTED: Final = ("searchEmbedder", "indexingEmbedder")
-_SUB_EMBEDDER_FIELDS: Final = tuple(
-    Field(f.name, "any", _EMBEDDERS, nullable=True) if f.name in _NESTED else f for f in _EMBEDDER_FIELDS
-)
-
-
-def _embedders(value: Any, path: str) -> dict[str, Any]:
-    """`{name: settings | null}`; null removes that embedder. Per-source field rules: vectors issue."""
-    mapping = _object(value, path, _EMBEDDERS)
-    out: dict[str, Any] = {}
-    for name, config in mapping.items():
-        at = f"{path}.{name}"
-        if config is None:
-            out[name] = None
-            continue
-        parsed = _fields(_object(config, at, _EMBEDDERS), at, _EMBEDDERS, _EMBEDDER_FIELDS)
-        for header, header_value in (parsed.get("headers") or {}).items():
-            _string(header_value, f"{at}.headers.{header}", _EMBEDDERS)
-        for nested in _NESTED:
-            if isinstance(parsed.get(nested), dict):
-                sub = _fields(parsed[nested], f"{at}.{nested}", _EMBEDDERS, _SUB_EMBEDDER_FIELDS)
-                parsed[nested] = {k: sub[k] for k in EMBEDDER_FIELD_NAMES if k in sub}
-        out[name] = {k: parsed[k] for k in EMBEDDER_FIELD_NAMES if k in parsed}
-    return {name: out[name] for name in sorted(out)}  # a BTreeMap: names sorted
-
-
-_LOCALIZED = setting_code("localizedAttributes")
-_LOCALE_PAIRS: Final = (
-    ("af", "afr"),
-    ("ak", "aka"),
-    ("am", "amh"),
-    ("ar", "ara"),
-    ("az", "aze"),
-    ("be", "bel"),
-    ("bn", "ben"),
-    ("bg", "bul"),
-    ("ca", "cat"),
-    ("cs", "ces"),
-    ("da", "dan"),
-    ("de", "deu"),
-    ("el", "ell"),
-    ("en", "eng"),
-    ("eo", "epo"),
-    ("et", "est"),
-    ("fi", "fin"),
-    ("fr", "fra"),
-    ("gu", "guj"),
-    ("he", "heb"),
-    ("hi", "hin"),
-    ("hr", "hrv"),
-    ("hu", "hun"),
-    ("hy", "hye"),
-    ("id", "ind"),
-    ("it", "ita"),
-    ("jv", "jav"),
-    ("ja", "jpn"),
-    ("kn", "kan"),
-    ("ka", "kat"),
-    ("km", "khm"),
-    ("ko", "kor"),
-    ("la", "lat"),
-    ("lv", "lav"),
-    ("lt", "lit"),
-    ("ml", "mal"),
-    ("mr", "mar"),
-    ("mk", "mkd"),
-    ("my", "mya"),
-    ("ne", "nep"),
-    ("nl", "nld"),
-    ("nb", "nob"),
-    ("or", "ori"),
-    ("pa", "pan"),
-    ("fa", "pes"),
-    ("pl", "pol"),
-    ("pt", "por"),
-    ("ro", "ron"),
-    ("ru", "rus"),
-    ("si", "sin"),
-    ("sk", "slk"),
-    ("sl", "slv"),
-    ("sn", "sna"),
-    ("es", "spa"),
-    ("sr", "srp"),
-    ("sv", "swe"),
-    ("ta", "tam"),
-    ("te", "tel"),
-    ("tl", "tgl"),
-    ("th", "tha"),
-    ("tk", "tuk"),
-    ("tr", "tur"),
-    ("uk", "ukr"),
-    ("ur", "urd"),
-    ("uz", "uzb"),
-    ("vi", "vie"),
-    ("yi", "yid"),
-    ("zh", "zho"),
-    ("zu", "zul"),
-    ("cy", "cym"),
-)
-# Accepted names in Meilisearch's enum order (all 639-1, all 639-3, then `cmn`) -> the 639-3 form.
-LOCALES: Final[dict[str, str]] = {
-    **{one: three for one, three in _LOCALE_PAIRS},
-    **{three: three for _, three in _LOCALE_PAIRS},
-    "cmn": "cmn",
-}
-
-
-def _localized_attributes(value: Any, path: str) -> list[dict[str, Any]]:
-    if not isinstance(value, list):
-        raise _type_error(path, "an array", value, _LOCALIZED)
-    rules: list[dict[str, Any]] = []
-    for i, item in enumerate(value):
-        at = f"{path}[{i}]"
-
-        def locales(names: list[Any], at: str = at) -> list[str]:
-            out = []
-            for j, name in enumerate(names):
-                if _string(name, f"{at}.locales[{j}]", _LOCALIZED) not in LOCALES:
-                    raise _unknown_value(f"{at}.locales[{j}]", name, LOCALES, _LOCALIZED)
-                out.append(LOCALES[name])
-            return out
-
-        rule = _fields(
-            item,
-            at,
-            _LOCALIZED,
-            (
-                Field(
-                    "attributePatterns", "string_array", _LOCALIZED, required=True, missing_code=_LOCALIZED
-                ),
-                Field(
-                    "locales", "array", _LOCALIZED, required=True, missing_code=_LOCALIZED, validate=locales
-                ),
-            ),
-        )
-        rules.append({"attributePatterns": rule["attributePatterns"], "locales": rule["locales"]})
-    return rules
 
 
 _PARSERS: Final[dict[str, Callable[[Any, str], Any]]] = {
@@ -692,18 +433,20 @@ _PARSERS: Final[dict[str, Callable[[Any, str], Any]]] = {
     "separatorTokens": _string_set_of("separatorTokens"),
     "dictionary": _string_set_of("dictionary"),
     "synonyms": _synonyms,
-    "distinctAttribute": lambda v, p: _string(v, p, setting_code("distinctAttribute")),
-    "proximityPrecision": lambda v, p: _choice(
+    "distinctAttribute": lambda v, p: parse_string(v, p, setting_code("distinctAttribute")),
+    "proximityPrecision": lambda v, p: parse_choice(
         v, p, setting_code("proximityPrecision"), ("byWord", "byAttribute")
     ),
     "typoTolerance": _typo_tolerance,
     "faceting": _faceting,
     "pagination": _pagination,
-    "embedders": _embedders,
-    "searchCutoffMs": lambda v, p: _uint(v, p, setting_code("searchCutoffMs")),
-    "localizedAttributes": _localized_attributes,
-    "facetSearch": lambda v, p: _boolean(v, p, setting_code("facetSearch")),
-    "prefixSearch": lambda v, p: _choice(v, p, setting_code("prefixSearch"), ("indexingTime", "disabled")),
+    "embedders": parse_embedders,
+    "searchCutoffMs": lambda v, p: parse_uint(v, p, setting_code("searchCutoffMs")),
+    "localizedAttributes": parse_localized_attributes,
+    "facetSearch": lambda v, p: parse_boolean(v, p, setting_code("facetSearch")),
+    "prefixSearch": lambda v, p: parse_choice(
+        v, p, setting_code("prefixSearch"), ("indexingTime", "disabled")
+    ),
     "chat": parse_index_chat,
 }
 
@@ -794,36 +537,11 @@ def _merge_pagination(current: dict[str, Any], patch: dict[str, Any]) -> dict[st
     return _merge_fields({**DEFAULT_SETTINGS["pagination"], **current}, patch, DEFAULT_SETTINGS["pagination"])
 
 
-def _merge_embedders(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(current)
-    for name, config in patch.items():
-        if config is None:
-            merged.pop(name, None)
-            continue
-        old = merged.get(name)
-        if old is None or ("source" in config and config["source"] != old.get("source")):
-            # a new embedder, or a new source: the other fields of the old one do not carry over
-            old = {}
-        new = dict(old)
-        for key, value in config.items():
-            if value is None:
-                new.pop(key, None)
-            else:
-                new[key] = copy.deepcopy(value)
-        merged[name] = {key: new[key] for key in EMBEDDER_FIELD_NAMES if key in new}
-    if len(merged) > MAX_EMBEDDERS:
-        raise MeiliError(
-            _EMBEDDERS,
-            f"Too many embedders in the configuration. Found {len(merged)}, but limited to {MAX_EMBEDDERS}.",
-        )
-    return {name: merged[name] for name in sorted(merged)}
-
-
 _MERGERS: Final[dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]]] = {
     "typoTolerance": _merge_typo,
     "faceting": _merge_faceting,
     "pagination": _merge_pagination,
-    "embedders": _merge_embedders,
+    "embedders": merge_embedders,
     "chat": merge_index_chat,
 }
 
@@ -861,15 +579,6 @@ def apply_patch(current: dict[str, Any] | None, patch: SettingsPatch | dict[str,
 mask_api_key = mask_secret
 
 
-def _mask_embedders(embedders: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, config in embedders.items():
-        if isinstance(config, dict) and isinstance(config.get("apiKey"), str):
-            config = dict(config, apiKey=mask_api_key(config["apiKey"]))
-        out[name] = config
-    return out
-
-
 def settings_view(
     stored: dict[str, Any] | None,
     display_embedder: Callable[[dict[str, Any]], dict[str, Any]] = lambda config: config,
@@ -880,7 +589,7 @@ def settings_view(
     `display_embedder` shows an embedder with the defaults the engine applies to it (the engine's
     `vector.embedders.display_embedder`; this layer sits below the engine and cannot import it)."""
     view = complete_settings(stored)
-    view["embedders"] = _mask_embedders(
+    view["embedders"] = mask_embedders(
         {
             name: display_embedder(conf) if isinstance(conf, dict) else conf
             for name, conf in view["embedders"].items()
@@ -897,7 +606,7 @@ def patch_details(patch: SettingsPatch) -> dict[str, Any]:
         if name in details and details[name] is None:
             details[name] = ["*"]
     if isinstance(details.get("embedders"), dict):
-        details["embedders"] = _mask_embedders(details["embedders"])
+        details["embedders"] = mask_embedders(details["embedders"])
     return details
 
 
