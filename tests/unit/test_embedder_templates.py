@@ -25,14 +25,8 @@ from hanzo_engine.engine.vector.json_template import (
     TemplateError,
     osa_distance,
 )
-from hanzo_engine.engine.vector.prompt import (
-    DEFAULT_TEMPLATE,
-    Prompt,
-    RenderError,
-    TemplateSyntaxError,
-    format_float,
-    truncate_utf8,
-)
+from hanzo_engine.engine.vector.liquid_values import RenderError, TemplateSyntaxError
+from hanzo_engine.engine.vector.prompt import DEFAULT_TEMPLATE, Prompt, truncate_utf8
 from hanzo_engine.engine.vector.rest import (
     EmbedderError,
     RestEmbedder,
@@ -40,6 +34,7 @@ from hanzo_engine.engine.vector.rest import (
     retry_delay,
     status_error,
 )
+from hanzo_engine.rustcompat.floats import f64_display as format_float
 
 # -- JSON templates -----------------------------------------------------------------------------------
 

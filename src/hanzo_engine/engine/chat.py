@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.engine.vector.prompt import LiquidError, Prompt
+from hanzo_engine.engine.vector.liquid_values import LiquidError
+from hanzo_engine.engine.vector.prompt import Prompt
 
 
 def check_chat_template(settings: dict[str, Any], uid: str) -> None:

@@ -46,7 +46,7 @@ from hanzo_engine.engine.vector.generate import (
     plan_for_settings,
     render_error,
 )
-from hanzo_engine.engine.vector.prompt import RenderError
+from hanzo_engine.engine.vector.liquid_values import RenderError
 from hanzo_engine.engine.vector.status import (
     FREEZE,
     GENERATED,

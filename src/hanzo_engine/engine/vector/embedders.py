@@ -38,7 +38,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from hanzo_engine.apitypes.errors import MeiliError
-from hanzo_engine.engine.vector.prompt import DEFAULT_MAX_BYTES, DEFAULT_TEMPLATE, Prompt, TemplateSyntaxError
+from hanzo_engine.engine.vector.liquid_values import TemplateSyntaxError
+from hanzo_engine.engine.vector.prompt import DEFAULT_MAX_BYTES, DEFAULT_TEMPLATE, Prompt
 from hanzo_engine.engine.vector.rest import (
     SOURCE_OLLAMA,
     SOURCE_OPENAI,

@@ -40,7 +40,7 @@ from hanzo_engine.engine.vector.embedders import (
     is_generating,
     reindex_action,
 )
-from hanzo_engine.engine.vector.prompt import RenderError
+from hanzo_engine.engine.vector.liquid_values import RenderError
 from hanzo_engine.engine.vector.rest import EmbedderError
 from hanzo_engine.engine.vector.status import FREEZE, GENERATED, StatusAction, provided
 from hanzo_engine.engine.vector.store import EmbedderConfig, VectorStore

@@ -57,13 +57,12 @@ from hanzo_engine.engine.documents.primary_key import extract_document_id
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.facet_distribution import facet_distribution
 from hanzo_engine.engine.vector.hybrid import ai_search
+from hanzo_engine.engine.vector.liquid_values import LiquidError, to_text
 from hanzo_engine.engine.vector.prompt import (
     DEFAULT_TEMPLATE,
     VECTORS_FIELD,
-    LiquidError,
     Prompt,
     is_searchable,
-    to_text,
     truncate_utf8,
 )
 from hanzo_engine.scheduler import chats as chat_store

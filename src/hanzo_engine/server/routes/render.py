@@ -29,7 +29,8 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.vector.embedders import is_generating, make_prompt
-from hanzo_engine.engine.vector.prompt import DEFAULT_MAX_BYTES, LiquidError, Prompt
+from hanzo_engine.engine.vector.liquid_values import LiquidError
+from hanzo_engine.engine.vector.prompt import DEFAULT_MAX_BYTES, Prompt
 
 from ..app_state import state
 from ..auth import INVALID_KEY, auth_filter, guard
