@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine.engine.search.filter import segments_intersect, strictly_inside
+from hanzo_engine.engine.search.geo import segments_intersect, strictly_inside
 from tests.unit.test_filter_eval import Fixture
 
 CELL = 2.0**-10

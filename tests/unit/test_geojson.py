@@ -14,7 +14,7 @@ import pytest
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.documents.geojson import GeoJsonError, GeoShape, parse_geojson
-from hanzo_engine.engine.search.filter import (
+from hanzo_engine.engine.search.geo import (
     box_ring,
     circle_ring,
     densify,

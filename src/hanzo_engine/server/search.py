@@ -44,8 +44,9 @@ from hanzo_engine.engine.documents.fields import select_fields
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.facet_distribution import facet_distribution as engine_facet_distribution
 from hanzo_engine.engine.search.facet_store import FacetStore
-from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError, haversine
+from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
 from hanzo_engine.engine.search.format import Highlighter, format_document, formatted_options, is_faceted_by
+from hanzo_engine.engine.search.geo import haversine
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest, SearchResult
 from hanzo_engine.engine.tokenizer import Tokenizer

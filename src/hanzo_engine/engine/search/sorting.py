@@ -32,7 +32,7 @@ from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.filter_parser.errors import rust_f64_display
 
 from .facet_store import NUMBERS, STRINGS, FacetStore
-from .filter import haversine, haversine_many
+from .geo import haversine, haversine_many
 from .types import MatchingWords, SearchRequest, SearchResult
 
 GEO_POINT: Final = "_geoPoint("
