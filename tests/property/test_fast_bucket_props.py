@@ -464,8 +464,8 @@ def test_scanned_unions_read_the_keys_lookups_read(
             expected: dict[int, BitMap] = {}
             for word, fids in asked.items():
                 for fid in fids:
-                    found = fast._word_fid_docs(word, fid | flag)
+                    found = fast.prefilter.word_fid_docs(word, fid | flag)
                     if found:
                         expected[fid] = expected.get(fid, BitMap()) | found
-            assert fast._scan_fid_docs(asked, flag) == expected
+            assert fast.prefilter.scan_fid_docs(asked, flag) == expected
         index.close()

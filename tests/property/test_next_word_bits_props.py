@@ -1,6 +1,6 @@
 """The next-word key bits (`hz_next_word_bits`) depend on a word's first two bytes only, so the
 expansions of a prefix of two bytes or more share one key and those of a one-byte prefix at most 8:
-the adjacency tier of a query whose last word is a prefix reads that few keys (`native_bucket_keys.NativeBuckets._adjacent`)."""
+the adjacency tier of a query whose last word is a prefix reads that few keys (`native_prefilter.Prefilter.adjacent`)."""
 
 from __future__ import annotations
 

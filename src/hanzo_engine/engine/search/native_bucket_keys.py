@@ -28,26 +28,16 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
-from hanzo_engine._native.indexing import next_word_bits
-from hanzo_engine.engine.storage.keys import (
-    DB_WORD_FID_DOCIDS,
-    FIRST_WORD_FID,
-    NEXT_WORD_FID,
-    NEXT_WORD_MAX_LEN,
-    PSEUDO_FID_LIMIT,
-    SECOND_WORD_FID,
-    SOLE_WORD_FID,
-)
-from hanzo_engine.engine.update.indexer import first_words_level, forward_entries
+from hanzo_engine.engine.update.indexer import forward_entries
 
-from .context import FID, SearchContext
+from .context import SearchContext
+from .native_prefilter import Prefilter, key_width
 from .plan_cache import BUCKET_QUERIES
-from .query_graph import Alt, Node, Path, alts_key
+from .query_graph import Node, Path, alts_key
 from .ranking_rules import attribute_rank, bm25, exactness, proximity, sort, typo, word_position, words
 from .ranking_rules.bm25 import BM25Scorer, field_arrays
 from .score_details import ScoreDetails, cost_score
 from .sorting import Ordering
-from .union_cache import cached_union
 
 # the rules `_native/bucket.pyx` keys (its R_* codes)
 RULE_CODES = {
@@ -58,11 +48,9 @@ RULE_CODES = {
     "exactness": exactness.NATIVE_CODE,
     "bm25": bm25.NATIVE_CODE,
 }
-_POSITIONAL = (1, 2, 3, 4)  # the rules `_first_words` reads the best keys of
 MIN_DOCS = 8  # smaller buckets are scored in Python directly (the native query costs more than they do)
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
-PAIR_LOOKUP_COST = 3  # documents keyed in the time of one first/second-word bitmap lookup
 WALK_MIN = 20_000  # from this size, a bucket is put in sort order by walking the field's values
 WALK_SHARE = 16  # ... until the walk has covered this fraction (1/WALK_SHARE) of it
 S_EXACT, S_RAW = 3, 4  # BucketQuery's node sets past the typo levels
@@ -81,16 +69,6 @@ def _supported(node: Node) -> bool:
         and len(node.alts) <= 3
         and all(len(alt.words) <= MAX_SLOTS and None not in alt.words for level in node.alts for alt in level)
     )
-
-
-def _union(parts: list[BitMap]) -> BitMap:
-    return BitMap.union(*parts) if parts else BitMap()
-
-
-def _width(code: int) -> int:
-    """The key columns of a rule code (attribute: fid and position; exactness: attribute match and
-    exact words)."""
-    return 2 if code in (RULE_CODES["attribute"], RULE_CODES["exactness"]) else 1
 
 
 def _sorted_slices(ordering: Ordering, rule: str, docs: BitMap, first: int) -> Iterator[BitMap]:
@@ -191,9 +169,8 @@ class NativeBuckets:
         self._scorers: dict[tuple[int, ...], BM25Scorer] = {}
         self._queries: dict[Path, BucketQuery | None] = {}
         self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._first_words_level: int | None = None
         self._taken: list[tuple[Any, BucketQuery]] = []
-        self._pairs: dict[Path, tuple[list[Alt], list[Alt]] | None] = {}
+        self.prefilter = Prefilter(s, nodes, self.codes)
 
     @staticmethod
     def applicable(rules: list[str], ordering: Ordering | None = None) -> bool:
@@ -319,11 +296,11 @@ class NativeBuckets:
 
         A large bucket is first narrowed to the documents that may reach the best keys: in the order of
         its first sort rule when only proximity and attribute rank come before it (`_sorted_scan`),
-        or to nested tiers from the first/second/sole-word keys, keyed narrowest first: the
-        documents where a field starts with the first query word (`_first_words`), with the first
-        two adjacent (`_first_pairs`), then those that may have an exact attribute match when
-        exactness follows (`_exact_starts`). Once enough documents of a tier reach keys no document
-        outside it can reach, the rest is never read.
+        or to nested tiers from the first/second/sole-word keys (`native_prefilter.Prefilter`), keyed
+        narrowest first: the documents where a field starts with the first query word
+        (`first_words`), with the first two adjacent (`first_pairs`), then those that may have an
+        exact attribute match when exactness follows (`exact_starts`). Once enough documents of a tier
+        reach keys no document outside it can reach, the rest is never read.
         """
         if len(docs) >= PREFILTER_MIN:
             scanned = self._sorted_scan(bq, bm25_terms, path, docs, want, deadline)
@@ -333,14 +310,14 @@ class NativeBuckets:
         # keys no document outside it can reach (the last tier is the whole bucket)
         tiers: list[tuple[BitMap, Callable[[Keyed], int] | None]] = []
         if len(docs) >= PREFILTER_MIN:
-            first = self._first_words(path, level, docs)
+            first = self.prefilter.first_words(path, level, docs)
             if first is not None and len(first[0]) >= want:
                 subset, best_prefix = first
                 # every document reaching the best keys is in `pairs` when the path's first two nodes
                 # must be adjacent at the start of a field: the subset past it cannot help
-                pairs = self._first_pairs(path, subset)
+                pairs = self.prefilter.first_pairs(path, subset)
                 inner = subset if pairs is None else pairs
-                exact = self._exact_starts(path, level, inner, len(best_prefix))
+                exact = self.prefilter.exact_starts(path, level, inner, len(best_prefix))
                 if exact is not None:
                     sole, starts = exact
                     if sole is not None and want <= len(sole) < len(starts):
@@ -349,10 +326,10 @@ class NativeBuckets:
                         tiers.append((starts, partial(Keyed.reaching_exact, best=best_prefix)))
                 if len(inner) >= want:
                     tiers.append((inner, partial(Keyed.reaching, best=best_prefix)))
-            if self._adjacency_needed(path, (RULE_CODES["proximity"],)):
+            if self.prefilter.adjacency_needed(path, (RULE_CODES["proximity"],)):
                 # proximity first: every document with the best proximity has the first two nodes
                 # adjacent (with the tiers before, to keep them nested)
-                adjacent = self._adjacent(path, docs)
+                adjacent = self.prefilter.adjacent(path, docs)
                 if adjacent is not None:
                     if tiers:
                         adjacent |= tiers[-1][0]
@@ -369,132 +346,6 @@ class NativeBuckets:
             if keyed.rest or reaching is None or reaching(keyed) >= want:
                 break
         return self._select(keyed, want, bm25_terms), keyed.rest
-
-    def _first_pairs(self, path: Path, subset: BitMap) -> BitMap | None:
-        """A subset of `subset` holding every document where a searched field starts with a
-        derivation of the path's first node right followed by one of its second, from the first- and
-        second-word keys (positions 0 and 1), when the leading rules `_first_words` reads hold
-        proximity with word-level precision (the best keys then need every two consecutive nodes
-        adjacent); else None.
-
-        A one-word derivation of the first node then has one of the second's first words at
-        position 1; a phrase-like one (a split word, a multi-word synonym) its own second word,
-        which is all that is checked for it."""
-        if self._level < 2 or not self._adjacency_needed(path, _POSITIONAL):
-            return None
-        s = self.s
-        alts = self._first_two(path)
-        if alts is None:
-            return None
-        first, second = alts
-        if len(subset) < PAIR_LOOKUP_COST * (len(first) + len(second)) * len(s.searched):
-            return None  # a prefix with many expansions: reading its keys would cost more than keying
-        docs_of = self._word_fid_docs
-        pairs = BitMap()
-        for alt in first:
-            if len(alt.words) > 1:
-                for fid in s.searched:
-                    if s.allowed(fid, alt.tolerant):
-                        pairs |= docs_of(alt.words[0], fid | FIRST_WORD_FID) & docs_of(
-                            alt.words[1], fid | FIRST_WORD_FID | SECOND_WORD_FID
-                        )
-        starts = self._scan_fid_docs(self._fids_of([a for a in first if len(a.words) == 1]), FIRST_WORD_FID)
-        if starts:
-            follows = self._scan_fid_docs(self._fids_of(second), FIRST_WORD_FID | SECOND_WORD_FID)
-            for fid, started in starts.items():
-                if fid in follows:
-                    pairs |= started & follows[fid]
-        return pairs & subset
-
-    def _adjacency_needed(self, path: Path, leading: tuple[int, ...]) -> bool:
-        """Whether the best keys of `path` need its first two nodes adjacent: proximity with word-level
-        precision among the leading rules (the codes up to the first not in `leading`), and the two
-        nodes consecutive in the query (else their proximity costs nothing)."""
-        if len(path) < 2 or self.s.by_attribute:
-            return False
-        a, b = self.nodes[path[0]], self.nodes[path[1]]
-        if a.qend + 1 != b.qstart:
-            return False
-        for code in self.codes:
-            if code not in leading:
-                return False
-            if code == RULE_CODES["proximity"]:
-                return True
-        return False
-
-    def _adjacent(self, path: Path, docs: BitMap) -> BitMap | None:
-        """A subset of `docs` holding every document where a derivation of the path's first node is
-        directly followed by one of its second (the next-word keys: the first's last word followed by a
-        word with the next-word bits of the second's first word, bits of its first two bytes, which a
-        prefix's expansions share), when the index has those keys (the last words are short: the
-        frequent words whose buckets are large); else None.
-        The caller checks that the best keys need that adjacency (`_adjacency_needed`)."""
-        if self._level < 4:
-            return None  # level 3 indexes have next-word keys by a hash of the whole word
-        alts = self._first_two(path)
-        if alts is None:
-            return None
-        first, second = alts
-        lasts = sorted({str(alt.words[-1]) for alt in first})
-        if any(len(word.encode()) > NEXT_WORD_MAX_LEN for word in lasts):
-            return None  # only short words have next-word keys
-        # the bits of a word's first two bytes (its first two characters hold them): a prefix's
-        # expansions share a few
-        bits = sorted({next_word_bits(start.encode()) for start in {str(alt.words[0])[:2] for alt in second}})
-        lookups = len(lasts) * len(bits)
-        if len(docs) < PAIR_LOOKUP_COST * lookups:
-            return None  # the lookups would cost more than keying
-
-        def union() -> BitMap:
-            return _union([self._word_fid_docs(word, NEXT_WORD_FID | b) for word in lasts for b in bits])
-
-        return cached_union(self.s.reader, ("next", tuple(lasts), tuple(bits)), lookups, union) & docs
-
-    def _exact_starts(
-        self, path: Path, level: int, subset: BitMap, col: int
-    ) -> tuple[BitMap | None, BitMap] | None:
-        """(the documents of `subset` where some searched field is the path's one query word alone, when
-        the index has those keys, else None; the documents of `subset` that may have an exact
-        attribute match), when the rule keyed right after the leading `col` columns is exactness;
-        else None.
-
-        An exact attribute match (`exactMatch` or `matchesStart`) needs the exact word of each node
-        the document matched without typo at its query position in some field (`exact_attribute`):
-        the first node's at position 0 (first-word keys) and, in a bucket without typos where the
-        second node is the query's second word, the second's at position 1 (second-word keys). For a
-        one-word path only the first set can have an `exactMatch` (a field equal to the query). So
-        once `want` of them reach the leading best keys with such a match, no other document ranks
-        before them."""
-        node = self.nodes[path[0]]
-        if node.exact is None or node.exact.words[0] is None:
-            return None
-        width = 0
-        for code in self.codes:
-            if width == col:
-                if code != RULE_CODES["exactness"]:
-                    return None
-                break
-            width += _width(code)
-        else:
-            return None
-        word = node.exact.words[0]
-        one_word = len(path) == 1 and node.qend == node.qstart and self._level >= 2
-        second: str | None = None
-        if level == 0 and len(path) >= 2 and self._level >= 2:
-            # without typos every node's exact word counts in `exact_attribute`, at its query position
-            nxt = self.nodes[path[1]]
-            if nxt.qstart == 1 and nxt.exact is not None and len(nxt.exact.words) == 1:
-                second = nxt.exact.words[0]
-        starts, sole, seconds = BitMap(), BitMap(), BitMap()
-        for fid in self.s.weight:
-            starts |= self._word_fid_docs(word, fid | FIRST_WORD_FID)
-            if one_word:
-                sole |= self._word_fid_docs(word, fid | FIRST_WORD_FID | SOLE_WORD_FID)
-            if second is not None:
-                seconds |= self._word_fid_docs(second, fid | FIRST_WORD_FID | SECOND_WORD_FID)
-        if second is not None:
-            starts &= seconds
-        return (sole & subset if one_word else None), starts & subset
 
     def _sorted_scan(
         self,
@@ -538,8 +389,8 @@ class NativeBuckets:
         # can be are scanned: if fewer than `want` of those reach the best keys, no other document
         # can, and the page needs the keys of the whole bucket (the rest keyed at once)
         scope = docs
-        if self._adjacency_needed(path, (RULE_CODES["proximity"], RULE_CODES["attributeRank"])):
-            adjacent = self._adjacent(path, docs)
+        if self.prefilter.adjacency_needed(path, (RULE_CODES["proximity"], RULE_CODES["attributeRank"])):
+            adjacent = self.prefilter.adjacent(path, docs)
             if adjacent is not None and len(adjacent) < len(docs):
                 scope = adjacent
         parts: list[Keyed] = []
@@ -558,143 +409,6 @@ class NativeBuckets:
                 return None
             parts.append(part)
         return Keyed.join(parts) if parts else None
-
-    def _first_words(self, path: Path, level: int, docs: BitMap) -> tuple[BitMap, list[int]] | None:
-        """(a subset of `docs` holding every document whose keys on the leading proximity, attribute
-        and word-position rules are the best possible; those best keys), or None when the rules or the
-        index do not allow it.
-
-        The best keys of a path starting the query: proximity Σ (ngram length - 1) (consecutive
-        words adjacent), attribute rank the smallest searched weight for every node, word position 0
-        for every node, so the first node at position 0: a derivation of it starting a field (the
-        FIRST_WORD_FID bitmaps; for a one-node path at the bucket's typo level, else at any level).
-        Documents reaching them start a field with such a derivation and (if the weights differ) have
-        one in a field of the smallest weight."""
-        if not path or not self._first_words_complete:
-            return None
-        nodes = [self.nodes[i] for i in path]
-        node = nodes[0]
-        if node.qstart != 0 or (len(nodes) == 1 and not 0 <= level < len(node.alts)):
-            return None
-        best: list[int] = []
-        positional = weighted = False
-        s = self.s
-        wmin = min((s.weight[f] for f in s.searched), default=0)
-        covered = sum(n.length for n in nodes)
-        for code in self.codes:
-            if code == RULE_CODES["proximity"]:
-                best.append(covered - len(nodes))
-            elif code == RULE_CODES["attributeRank"]:
-                best.append(wmin * covered)
-                weighted = True
-            elif code == RULE_CODES["attribute"]:
-                best.extend((wmin * covered, 0))
-                weighted = positional = True
-            elif code == RULE_CODES["wordPosition"]:
-                best.append(0)
-                positional = True
-            else:
-                break
-        if not positional:
-            return None
-        if len({s.weight[f] for f in s.searched}) <= 1:
-            weighted = False  # every searched field has the smallest weight
-        alts = node.alts[level] if len(nodes) == 1 else [alt for group in node.alts for alt in group]
-        if any(alt.words[0] is None for alt in alts):
-            return None
-
-        def union(flag: int, fids: list[int]) -> BitMap:
-            return _union(list(self._scan_fid_docs(self._fids_of(alts, fids), flag).values()))
-
-        searched = list(s.searched)
-        key = (s.restriction(), tuple(alts))
-        # one lookup per derivation and field: what the cache saves
-        subset = (
-            cached_union(
-                s.reader, ("first", key), len(alts) * len(searched), lambda: union(FIRST_WORD_FID, searched)
-            )
-            & docs
-        )
-        if weighted:
-            best_fids = [fid for fid in searched if s.weight[fid] == wmin]
-            subset &= cached_union(
-                s.reader,
-                ("in", key, tuple(best_fids)),
-                len(alts) * len(best_fids),
-                lambda: union(0, best_fids),
-            )
-        return subset, best
-
-    def _fids_of(self, alts: list[Alt], fids: list[int] | None = None) -> dict[str, set[int]]:
-        """The first word of each derivation, with the fields (of `fids`, default the searched ones)
-        it may match in."""
-        s = self.s
-        searched = list(s.searched) if fids is None else fids
-        out: dict[str, set[int]] = {}
-        for alt in alts:
-            out.setdefault(str(alt.words[0]), set()).update(f for f in searched if s.allowed(f, alt.tolerant))
-        return out
-
-    def _scan_fid_docs(self, fids_of: dict[str, set[int]], flag: int) -> dict[int, BitMap]:
-        """Per field, the union of the bitmaps under (word, field | flag) for every word of `fids_of`
-        and each of its fields (fields with nothing stored absent): one cursor seek per word, to its
-        first key in the flag's range (a word's keys are adjacent, `word 0x00 fid-u16-BE`, in fid
-        order), then that range's keys in order. A prefix's 1,000 expansions over 6 fields cost 1,000
-        seeks instead of 6,000 lookups, most of which miss."""
-        reader = self.s.reader
-        out: dict[int, BitMap] = {}
-        with reader.txn.cursor(db=reader.index.db(DB_WORD_FID_DOCIDS)) as cursor:
-            for word in sorted(fids_of, key=str.encode):
-                wanted = {fid | flag for fid in fids_of[word]}
-                if not wanted:
-                    continue
-                head = word.encode() + b"\x00"
-                last = max(wanted)
-                found = cursor.set_range(head + FID.pack(min(wanted)))
-                while found:
-                    key = bytes(cursor.key())
-                    if len(key) != len(head) + 2 or not key.startswith(head):
-                        break
-                    fid = FID.unpack_from(key, len(head))[0]
-                    if fid > last:
-                        break
-                    if fid in wanted:
-                        field = out.setdefault(fid & ~flag, BitMap())
-                        field |= BitMap.deserialize(bytes(cursor.value()))
-                    found = cursor.next()
-        return out
-
-    def _word_fid_docs(self, word: str | None, fid: int) -> BitMap:
-        """The bitmap stored under `word` and `fid` (a field, or a pseudo field of the first-, second-,
-        sole- or next-word keys) in word-fid-docids; empty when absent."""
-        reader = self.s.reader
-        raw = reader.txn.get(
-            str(word).encode() + b"\x00" + FID.pack(fid), db=reader.index.db(DB_WORD_FID_DOCIDS)
-        )
-        return BitMap.deserialize(bytes(raw)) if raw is not None else BitMap()
-
-    def _first_two(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
-        """The derivations (every typo level) of the path's first two nodes, when none has a quoted
-        stop word where the pair keys would be read."""
-        if path[:2] not in self._pairs:
-            self._pairs[path[:2]] = self._first_two_of(path)
-        return self._pairs[path[:2]]
-
-    def _first_two_of(self, path: Path) -> tuple[list[Alt], list[Alt]] | None:
-        first, second = ([alt for group in self.nodes[i].alts for alt in group] for i in path[:2])
-        if any(None in alt.words for alt in first) or any(alt.words[0] is None for alt in second):
-            return None
-        return first, second
-
-    @property
-    def _first_words_complete(self) -> bool:
-        return self._level >= 1 and all(fid < PSEUDO_FID_LIMIT for fid in self.s.weight)
-
-    @property
-    def _level(self) -> int:
-        if self._first_words_level is None:
-            self._first_words_level = first_words_level(self.s.reader)
-        return self._first_words_level
 
     def _scorer(self, bm25_terms: tuple[int, ...]) -> BM25Scorer:
         scorer = self._scorers.get(bm25_terms)
@@ -750,7 +464,7 @@ class NativeBuckets:
                 sort_keys = ordering.rank_column(rule, docids)
                 assert sort_keys is not None
                 columns[col] = sort_keys
-            col += _width(code)
+            col += key_width(code)
         rows = np.arange(len(docids))
         missing = np.isnan(raw)
         if missing.any():

@@ -2,7 +2,7 @@
 query positions are in one field.
 
 Native block: `BucketQuery.proximity` in `_native/bucket.pyx` (code R_PROXIMITY); the native keys'
-prefilters on first/next-word keys (`native_bucket_keys.NativeBuckets._adjacent`) narrow a bucket to
+prefilters on first/next-word keys (`native_prefilter.Prefilter.adjacent`) narrow a bucket to
 the documents where the best proximity is possible.
 """
 
