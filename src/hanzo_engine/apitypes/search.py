@@ -358,6 +358,13 @@ def parse_search_body(value: Any) -> SearchQuery:
     p = deserialize_object(value, SEARCH_BODY)
     hybrid = p["hybrid"]
     fusion = check_hybrid_fusion(raw_fusion) if hybrid is not None else None
+    return search_query_of(p, fusion)
+
+
+def search_query_of(p: dict[str, Any], fusion: str | None) -> SearchQuery:
+    """The `SearchQuery` of deserialized search parameters `p` (keys as in `SEARCH_BODY`) and the
+    validated `hybrid.fusion`."""
+    hybrid = p["hybrid"]
     personalize = p["personalize"]
     return SearchQuery(
         q=p["q"],

@@ -18,25 +18,11 @@ from starlette.requests import Request
 
 from hanzo_engine.apitypes.deserr import Field
 from hanzo_engine.apitypes.errors import MeiliError
+from hanzo_engine.dump.format import DEFAULT_FEATURES
 from hanzo_engine.filter_parser import FilterFeatures
 
-FEATURES: Final = (
-    "metrics",
-    "logsRoute",
-    "editDocumentsByFunction",
-    "containsFilter",
-    "dynamicSearchRules",
-    "network",
-    "getTaskDocumentsRoute",
-    "taskQueueCompactionRoute",
-    "compositeEmbedders",
-    "chatCompletions",
-    "multimodal",
-    "foreignKeys",
-    "disableDocumentsFetchQueue",
-    "legacySearch",
-    "renderRoute",
-)
+# the runtime features, in Meilisearch's order: those a dump records (all off by default)
+FEATURES: Final = tuple(DEFAULT_FEATURES)
 FEATURES_FILE: Final = "experimental-features.json"
 FEATURE_FIELDS: Final = tuple(Field(name, "boolean", "bad_request", nullable=True) for name in FEATURES)
 

@@ -24,11 +24,11 @@ from hanzo_engine.apitypes.errors import MeiliError, invalid_index_uid
 from hanzo_engine.apitypes.index_uid import is_valid_index_uid
 from hanzo_engine.apitypes.search import (
     SEARCH_BODY,
-    HybridQuery,
     SearchQuery,
     check_hybrid_fusion,
     personalization_unavailable,
     pop_hybrid_fusion,
+    search_query_of,
 )
 from hanzo_engine.filter_parser import FilterFeatures
 
@@ -91,38 +91,11 @@ QUERY_FIELDS: Final = (
 
 
 def _search_query(p: dict[str, Any], fusion: str | None = None) -> SearchQuery:
-    hybrid, personalize = p["hybrid"], p["personalize"]
-    return SearchQuery(
-        q=p["q"],
-        offset=p["offset"] or 0,
-        limit=DEFAULT_LIMIT if p["limit"] is None else p["limit"],
-        page=p["page"],
-        hits_per_page=p["hitsPerPage"],
-        attributes_to_retrieve=p["attributesToRetrieve"],
-        attributes_to_crop=p["attributesToCrop"],
-        crop_length=p["cropLength"],
-        crop_marker=p["cropMarker"],
-        attributes_to_highlight=p["attributesToHighlight"],
-        highlight_pre_tag=p["highlightPreTag"],
-        highlight_post_tag=p["highlightPostTag"],
-        show_matches_position=p["showMatchesPosition"],
-        filter=p["filter"],
-        sort=p["sort"],
-        distinct=p["distinct"],
-        facets=p["facets"],
-        matching_strategy=p["matchingStrategy"],
-        attributes_to_search_on=p["attributesToSearchOn"],
-        ranking_score_threshold=p["rankingScoreThreshold"],
-        locales=p["locales"],
-        hybrid=None if hybrid is None else HybridQuery(hybrid["embedder"], hybrid["semanticRatio"], fusion),
-        vector=p["vector"],
-        retrieve_vectors=p["retrieveVectors"],
-        media=p["media"],
-        personalize=None if personalize is None else personalize["userContext"],
-        use_network=p["useNetwork"],
-        show_ranking_score=p["showRankingScore"],
-        show_ranking_score_details=p["showRankingScoreDetails"],
-        show_performance_details=bool(p["showPerformanceDetails"]),
+    """A query's `SearchQuery`: its pagination is optional here (absent means the defaults)."""
+    limit = DEFAULT_LIMIT if p["limit"] is None else p["limit"]
+    shown = bool(p["showPerformanceDetails"])
+    return search_query_of(
+        dict(p, offset=p["offset"] or 0, limit=limit, showPerformanceDetails=shown), fusion
     )
 
 
