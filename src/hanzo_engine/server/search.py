@@ -52,7 +52,7 @@ from hanzo_engine.engine.search.types import SearchRequest, SearchResult
 from hanzo_engine.engine.tokenizer import Tokenizer
 from hanzo_engine.engine.update.facets import FacetRules
 from hanzo_engine.engine.update.indexer import search_fields
-from hanzo_engine.engine.vector.hybrid import ai_search
+from hanzo_engine.engine.vector.hybrid import AiOutcome, ai_search
 from hanzo_engine.filter_parser import FilterError, FilterFeatures, Node, check_features, parse_filter_value
 
 from .app_state import state
@@ -438,6 +438,31 @@ def run_engine_search(reader: IndexReader, request: SearchRequest, settings: dic
     return search(reader, request, settings)
 
 
+def keyword_or_ai_search(
+    reader: IndexReader,
+    request: SearchRequest,
+    settings: dict[str, Any],
+    query: SearchQuery,
+    *,
+    multimodal: bool = False,
+) -> tuple[SearchResult, AiOutcome | None]:
+    """The engine's answer to `request`: semantic or hybrid when `query` asks for it (with the AI
+    outcome), else a keyword search."""
+    hybrid = query.hybrid
+    ai = ai_search(
+        reader,
+        request,
+        settings,
+        hybrid.embedder if hybrid else None,
+        hybrid.semantic_ratio if hybrid else None,
+        query.vector,
+        hybrid.fusion if hybrid else None,
+        media=query.media,
+        multimodal=multimodal,
+    )
+    return (ai.result if ai is not None else run_engine_search(reader, request, settings)), ai
+
+
 @dataclass
 class PreparedQuery:
     """A checked query: completed settings, the documents its filter allows (None: all) and its sort
@@ -546,19 +571,9 @@ def perform(
         )
     else:
         request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
-    hybrid = query.hybrid
-    ai = ai_search(
-        reader,
-        request,
-        settings,
-        hybrid.embedder if hybrid else None,
-        hybrid.semantic_ratio if hybrid else None,
-        query.vector,
-        hybrid.fusion if hybrid else None,
-        media=query.media,
-        multimodal=features is not None and features.multimodal,
+    result, ai = keyword_or_ai_search(
+        reader, request, settings, query, multimodal=features is not None and features.multimodal
     )
-    result = ai.result if ai is not None else run_engine_search(reader, request, settings)
     if pins:
         result = apply_pins(result, pins, offset, limit)
 

@@ -56,7 +56,6 @@ from hanzo_engine.auth import ALLOW_ALL, AuthFilter
 from hanzo_engine.engine.documents.primary_key import extract_document_id
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.facet_distribution import facet_distribution
-from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.engine.vector.liquid_values import LiquidError, to_text
 from hanzo_engine.engine.vector.prompt import (
     DEFAULT_TEMPLATE,
@@ -74,9 +73,9 @@ from ..search import (
     HitMaker,
     engine_request,
     filter_features,
+    keyword_or_ai_search,
     parse_search_filter,
     prepare_query,
-    run_engine_search,
 )
 from ..search_queue import run_queued
 from . import llm
@@ -293,17 +292,7 @@ def run_chat_search(reader: IndexReader, uid: str, query: SearchQuery, features:
         offset = min(query.offset, max_total_hits)
         limit = min(query.limit, max(max_total_hits - offset, 0))
         request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=False)
-        hybrid = query.hybrid
-        ai = ai_search(
-            reader,
-            request,
-            settings,
-            hybrid.embedder if hybrid else None,
-            hybrid.semantic_ratio if hybrid else None,
-            query.vector,
-            hybrid.fusion if hybrid else None,
-        )
-        result = ai.result if ai is not None else run_engine_search(reader, request, settings)
+        result, _ = keyword_or_ai_search(reader, request, settings, query)
     except MeiliError as err:
         if err.code == "invalid_search_embedder" or err.code.startswith("feature_"):
             raise ToolFailure(err) from None

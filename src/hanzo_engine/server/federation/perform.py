@@ -49,7 +49,6 @@ from hanzo_engine.apitypes.search import SearchQuery, parse_sort
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.types import SearchRequest
-from hanzo_engine.engine.vector.hybrid import ai_search
 from hanzo_engine.rustcompat.strings import debug_list
 from hanzo_engine.scheduler.network import Network, default_network, read_network
 
@@ -70,8 +69,8 @@ from ..search import (
     facet_distribution,
     fused_query,
     include_metadata,
+    keyword_or_ai_search,
     prepare_query,
-    run_engine_search,
     uuid7,
 )
 from ..search_queue import search_queue
@@ -333,19 +332,7 @@ class Federated:
             plan_pins(reader, uid, self.rules, query.q, prepared.universe, query.filter) if self.rules else []
         )
         request = self._request(query, limit + len(pins), prepared)
-        hybrid = query.hybrid
-        ai = ai_search(
-            reader,
-            request,
-            settings,
-            hybrid.embedder if hybrid else None,
-            hybrid.semantic_ratio if hybrid else None,
-            query.vector,
-            hybrid.fusion if hybrid else None,
-            media=query.media,
-            multimodal=filters.multimodal,
-        )
-        result = ai.result if ai is not None else run_engine_search(reader, request, settings)
+        result, _ = keyword_or_ai_search(reader, request, settings, query, multimodal=filters.multimodal)
         if pins:
             result = apply_pins(result, pins, 0, limit)
         maker = HitMaker(reader, query, settings, result)
