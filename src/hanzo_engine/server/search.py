@@ -212,22 +212,30 @@ def _check_sort(sort: list[str], settings: dict[str, Any], uid: str) -> None:
             "You must specify where `sort` is listed in the rankingRules "
             "setting to use the sort parameter at search time.",
         )
+    message = unsortable_message(criteria, settings)
+    if message is not None:
+        raise _index_error(uid, "invalid_search_sort", message)
+
+
+def unsortable_message(criteria: list[Any], settings: dict[str, Any]) -> str | None:
+    """Meilisearch's message for the first sort criterion on an attribute that is not sortable (None when
+    every one is), listing the displayed sortable attributes."""
     sortable = settings.get("sortableAttributes") or []
     for criterion in criteria:
+        if criterion.field is not None:
+            if any(is_faceted_by(criterion.field, s) for s in sortable):
+                continue
+        elif "_geo" in sortable:
+            continue
         field = criterion.field if criterion.field is not None else "_geo"
-        ok = (
-            any(is_faceted_by(field, s) for s in sortable)
-            if criterion.field is not None
-            else "_geo" in sortable
+        valid, hidden = without_hidden(sortable, settings)
+        listed = (
+            "This index does not have configured sortable attributes."
+            if not valid
+            else f"Available sortable attributes are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`."
         )
-        if not ok:
-            valid, hidden = without_hidden(sortable, settings)
-            listed = (
-                "This index does not have configured sortable attributes."
-                if not valid
-                else f"Available sortable attributes are: `{', '.join(valid)}{', <..hidden-attributes>' if hidden else ''}`."
-            )
-            raise _index_error(uid, "invalid_search_sort", f"Attribute `{field}` is not sortable. {listed}")
+        return f"Attribute `{field}` is not sortable. {listed}"
+    return None
 
 
 def facet_distribution(

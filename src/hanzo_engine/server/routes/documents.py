@@ -38,7 +38,6 @@ from hanzo_engine.engine.documents.payload import (
 from hanzo_engine.engine.documents.primary_key import invalid_document_id_error, normalize_document_id
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
-from hanzo_engine.engine.search.format import is_faceted_by
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.filter_parser import (
@@ -57,7 +56,7 @@ from ..auth import auth_filter
 from ..features import feature_not_enabled, runtime_features
 from ..http import JSONResponse, query_pairs, read_body, read_index
 from ..network_documents import weighted_score_values
-from ..search import NETWORK_DISCUSSION, filter_features, parse_search_filter
+from ..search import NETWORK_DISCUSSION, filter_features, parse_search_filter, unsortable_message
 from ..search_queue import run_queued
 
 
@@ -220,25 +219,9 @@ def _document_sort(sort: list[str], settings: dict[str, Any]) -> list[Any]:
         criteria = parse_sort(sort)
     except MeiliError as err:
         raise MeiliError("invalid_document_sort", err.message) from None
-    sortable = settings.get("sortableAttributes") or []
-    for criterion in criteria:
-        field = criterion.field if criterion.field is not None else "_geo"
-        ok = (
-            any(is_faceted_by(field, s) for s in sortable)
-            if criterion.field is not None
-            else "_geo" in sortable
-        )
-        if not ok:
-            shown = settings.get("displayedAttributes") or ["*"]
-            valid = sorted(set(sortable)) if shown == ["*"] else sorted(set(sortable) & set(shown))
-            hidden = len(valid) < len(set(sortable))
-            listed = (
-                "This index does not have configured sortable attributes."
-                if not valid
-                else f"Available sortable attributes are: `{', '.join(valid)}"
-                f"{', <..hidden-attributes>' if hidden else ''}`."
-            )
-            raise MeiliError("invalid_document_sort", f"Attribute `{field}` is not sortable. {listed}")
+    message = unsortable_message(criteria, settings)
+    if message is not None:
+        raise MeiliError("invalid_document_sort", message)
     return criteria
 
 
