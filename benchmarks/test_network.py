@@ -58,20 +58,26 @@ SHARDING_RESULTS_FILE: Final = Path(__file__).resolve().parent / "results" / "ne
 NAMES: Final = ("ms0", "ms1", "ms2")
 
 
+def _send(c: httpx.Client, docs: list[dict[str, Any]]) -> int:
+    """Sends `docs` in payloads of `BATCH`; the uid of the last task."""
+    last = None
+    for start in range(0, len(docs), BATCH):
+        body = json.dumps(docs[start : start + BATCH]).encode()
+        last = c.post(
+            f"/indexes/{INDEX}/documents",
+            content=body,
+            params={"primaryKey": "id"},
+            headers={"content-type": "application/json"},
+        ).json()["taskUid"]
+    assert last is not None
+    return int(last)
+
+
 def _load(url: str, docs: list[dict[str, Any]]) -> float:
     """Seconds to index `docs` into `url` (until the last task succeeded)."""
     started = time.perf_counter()
     with httpx.Client(base_url=url, timeout=600) as c:
-        last = None
-        for start in range(0, len(docs), BATCH):
-            body = json.dumps(docs[start : start + BATCH]).encode()
-            last = c.post(
-                f"/indexes/{INDEX}/documents",
-                content=body,
-                params={"primaryKey": "id"},
-                headers={"content-type": "application/json"},
-            ).json()["taskUid"]
-        assert last is not None
+        last = _send(c, docs)
         task = wait_task(c, last, timeout=24 * 3600)
         assert task["status"] == "succeeded", task
     return time.perf_counter() - started
@@ -236,16 +242,7 @@ def test_one_instance_against_three_shards(
 
     started = time.perf_counter()
     with httpx.Client(base_url=urls[leader], timeout=600) as c:
-        last = None
-        for start in range(0, len(docs), BATCH):
-            body = json.dumps(docs[start : start + BATCH]).encode()
-            last = c.post(
-                f"/indexes/{INDEX}/documents",
-                content=body,
-                params={"primaryKey": "id"},
-                headers={"content-type": "application/json"},
-            ).json()["taskUid"]
-        assert last is not None
+        last = _send(c, docs)
         assert wait_task(c, last, timeout=24 * 3600)["status"] == "succeeded"
         leader_seconds = time.perf_counter() - started
         deadline = time.monotonic() + 24 * 3600
