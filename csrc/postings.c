@@ -912,6 +912,46 @@ int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
     return log_next_words(p, d, docid, flag);
 }
 
+int hz_postings_absorb(hz_postings *dst, const hz_postings *src)
+{
+    if (dst->prepared || src->prepared) {
+        return -1;
+    }
+    for (size_t i = 0; i < src->n_fids; i++) {
+        uint16_t fid = src->fid_order[i];
+        if (touch_fid(dst, fid, src->docs[fid], src->nwords[fid]) < 0) {
+            return -1;
+        }
+    }
+    /* src's words in its id order (first-mark order) get dst's ids: new ones in that order */
+    uint32_t *map = malloc((src->n_words ? src->n_words : 1) * sizeof(uint32_t));
+    if (map == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < src->n_words; i++) {
+        const acc_word *w = &src->words[i];
+        int64_t id = global_word(dst, src->arena + w->off, w->len, w->hash);
+        if (id < 0) {
+            free(map);
+            return -1;
+        }
+        map[i] = (uint32_t)id;
+    }
+    if (log_reserve(dst, src->n_log) < 0) {
+        free(map);
+        return -1;
+    }
+    const uint64_t low = ((uint64_t)1 << KEY_WORD_SHIFT) - 1;
+    for (size_t i = 0; i < src->n_log; i++) {
+        uint64_t k = src->keys[i];
+        dst->keys[dst->n_log] = (uint64_t)map[k >> KEY_WORD_SHIFT] << KEY_WORD_SHIFT | (k & low);
+        dst->docids[dst->n_log] = src->docids[i];
+        dst->n_log++;
+    }
+    free(map);
+    return 0;
+}
+
 typedef struct {
     const unsigned char *key;
     uint32_t len, index;

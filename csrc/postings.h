@@ -99,6 +99,10 @@ void hz_postings_clear(hz_postings *p);
 /* Records that docid has (add=1) or no longer has (add=0) the words and fields of d. -1 on OOM or
  * after hz_postings_prepare (until the next clear). */
 int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add);
+/* Appends the changes of src after those of dst, as if src's marks had been made on dst after dst's own:
+ * the same word ids, event log and field order (src is left unchanged). -1 on OOM or when either is
+ * prepared. */
+int hz_postings_absorb(hz_postings *dst, const hz_postings *src);
 /* The hash bits a word has in HZ_NEXT_WORD_FID keys. */
 uint32_t hz_next_word_bits(const char *w, size_t len);
 /* Bytes currently allocated by the accumulator. */

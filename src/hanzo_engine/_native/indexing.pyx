@@ -1,4 +1,4 @@
-# csrc: postings.c bitmap_merge.c
+# csrc: postings.c bitmap_merge.c index_batch.c
 # cython: language_level=3
 """Full-text indexing hot path over csrc/postings.c (see postings.h for the data model).
 
@@ -20,7 +20,7 @@ from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 from hanzo_engine._native.tokenizer cimport TokenizerConfig, hz_tok_out, tokens_free
@@ -79,6 +79,36 @@ cdef extern from "postings.h" nogil:
     void hz_postings_field(const hz_postings *p, size_t i, uint16_t *fid, int64_t *docs, int64_t *words)
 
     void hz_buf_free(hz_buf *b)
+
+
+cdef extern from "index_batch.h" nogil:
+    ctypedef int (*hz_index_tokens_fn)(void *ctx, const char *text, size_t size, uint32_t max_positions,
+                                       hz_tok_out *out) noexcept nogil
+
+    ctypedef struct hz_batch_text:
+        const char *data
+        size_t size
+
+    ctypedef struct hz_batch_field:
+        uint16_t fid
+        size_t first_text
+        size_t n_texts
+
+    ctypedef struct hz_batch_doc:
+        uint32_t docid
+        size_t first_field
+        size_t n_fields
+
+    ctypedef struct hz_batch:
+        hz_index_tokens_fn tokenize
+        void *ctx
+        const hz_batch_doc *docs
+        size_t n_docs
+        const hz_batch_field *fields
+        const hz_batch_text *texts
+
+    int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_tok_out *outs, hz_postings *acc,
+                       hz_buf *forward, size_t *ends)
 
 
 cdef extern from "bitmap_merge.h" nogil:
@@ -344,6 +374,16 @@ def merge_bitmap(stored, added, removed):
         hz_bitmap_work_free(work)
 
 
+cdef int _index_tokens(void *ctx, const char *text, size_t size, uint32_t max_positions,
+                       hz_tok_out *out) noexcept nogil:
+    """hz_index_tokens_fn over a TokenizerConfig (borrowed: the caller keeps it alive)."""
+    return (<TokenizerConfig>ctx).index_tokens(text, size, max_positions, out)
+
+
+# Threads of one batch at most (more would not pay for their buffers).
+cdef unsigned _MAX_BATCH_THREADS = 64
+
+
 cdef class PostingAccumulator:
     """The word-docids and word-fid-docids changes of one write transaction (an event log in C
     memory), plus the field-stats deltas. `apply_*` merge them into the database; `clear` then
@@ -378,6 +418,97 @@ cdef class PostingAccumulator:
         if rc != 0:
             raise MemoryError()
         return forward
+
+    def add_batch(self, TokenizerConfig cfg not None, list docs not None, int threads=1):
+        """Indexes the documents `[(docid, [(fid, [text, ...]), ...]), ...]` on up to `threads`
+        threads with the GIL released (csrc/index_batch.h): the same changes as `add` on each in
+        turn, whatever `threads` is. Returns their forward entries, in order."""
+        cdef size_t n_docs = len(docs), n_fields = 0, n_texts = 0, cap_fields = 0, cap_texts = 0, i
+        cdef hz_batch b
+        cdef hz_batch_doc *bdocs = NULL
+        cdef hz_batch_field *bfields = NULL
+        cdef hz_batch_text *btexts = NULL
+        cdef hz_tok_out *outs = NULL
+        cdef size_t *ends = NULL
+        cdef hz_buf buf
+        cdef unsigned n_threads = <unsigned>min(max(threads, 1), _MAX_BATCH_THREADS)
+        cdef Py_ssize_t size
+        cdef const char *data
+        cdef void *p
+        cdef int fid, rc = 0
+        cdef list fields, texts, result
+        cdef size_t start
+        memset(&buf, 0, sizeof(buf))
+        try:
+            bdocs = <hz_batch_doc *>malloc((n_docs or 1) * sizeof(hz_batch_doc))
+            ends = <size_t *>malloc((n_docs or 1) * sizeof(size_t))
+            outs = <hz_tok_out *>calloc(n_threads, sizeof(hz_tok_out))
+            if bdocs == NULL or ends == NULL or outs == NULL:
+                raise MemoryError()
+            # With the GIL: the UTF-8 view of every non-empty text; `docs` keeps the strs alive.
+            for i in range(n_docs):
+                docid_obj, fields = docs[i]
+                bdocs[i].docid = docid_obj
+                bdocs[i].first_field = n_fields
+                for item in fields:
+                    fid_obj, texts = item
+                    fid = fid_obj
+                    if fid < 0 or fid > 0xFFFF:
+                        raise OverflowError(f"field id {fid} out of range 0..65535")
+                    if n_fields + 1 > cap_fields:
+                        cap_fields = 2 * (n_fields + 1)
+                        p = realloc(bfields, cap_fields * sizeof(hz_batch_field))
+                        if p == NULL:
+                            raise MemoryError()
+                        bfields = <hz_batch_field *>p
+                    if n_texts + len(texts) > cap_texts:
+                        cap_texts = 2 * (n_texts + len(texts))
+                        p = realloc(btexts, cap_texts * sizeof(hz_batch_text))
+                        if p == NULL:
+                            raise MemoryError()
+                        btexts = <hz_batch_text *>p
+                    bfields[n_fields].fid = <uint16_t>fid
+                    bfields[n_fields].first_text = n_texts
+                    for text in texts:
+                        if type(text) is not str and not isinstance(text, str):
+                            raise TypeError(f"expected str, got {type(text).__name__}")
+                        data = PyUnicode_AsUTF8AndSize(text, &size)
+                        if size == 0:
+                            continue
+                        if size > _MAX_TEXT_BYTES:
+                            raise ValueError("text longer than 1 GiB")
+                        btexts[n_texts].data = data
+                        btexts[n_texts].size = <size_t>size
+                        n_texts += 1
+                    bfields[n_fields].n_texts = n_texts - bfields[n_fields].first_text
+                    n_fields += 1
+                bdocs[i].n_fields = n_fields - bdocs[i].first_field
+            b.tokenize = _index_tokens
+            b.ctx = <void *>cfg
+            b.docs = bdocs
+            b.n_docs = n_docs
+            b.fields = bfields
+            b.texts = btexts
+            with nogil:
+                rc = hz_index_batch(&b, n_threads, outs, self.acc, &buf, ends)
+            if rc != 0:
+                raise MemoryError()
+            result = [None] * n_docs
+            start = 0
+            for i in range(n_docs):
+                result[i] = PyBytes_FromStringAndSize(buf.p + start, <Py_ssize_t>(ends[i] - start))
+                start = ends[i]
+            return result
+        finally:
+            if outs != NULL:
+                for i in range(n_threads):
+                    tokens_free(&outs[i])
+            free(outs)
+            free(bdocs)
+            free(bfields)
+            free(btexts)
+            free(ends)
+            hz_buf_free(&buf)
 
     def remove(self, uint32_t docid, bytes forward not None):
         """Un-indexes document `docid` given the forward entry `add` returned for it."""

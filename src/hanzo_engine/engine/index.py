@@ -87,6 +87,8 @@ class Index:
 
     # `--max-indexing-memory` (bytes), set by the scheduler's IndexMapper; None: the indexer's default.
     max_indexing_memory: int | None = None
+    # `--max-indexing-threads`, set by the scheduler's IndexMapper; None: every CPU.
+    max_indexing_threads: int | None = None
     # What `write()` hands out: the update layer's writer once `hanzo_engine.engine` is imported.
     writer_type: ClassVar[type[IndexWriter]]
 

@@ -37,11 +37,13 @@ class IndexMapper:
         indexes_dir: Path,
         *,
         max_indexing_memory: int | None = None,
+        max_indexing_threads: int | None = None,
         readonly: bool = False,
     ) -> None:
         self.store = store
         # `--max-indexing-memory`: every index this mapper hands out bounds its indexing with it
         self.max_indexing_memory = max_indexing_memory
+        self.max_indexing_threads = max_indexing_threads
         self.dir = indexes_dir
         # a search worker's mapper: environments opened read-only, closed once the mapping drops them
         self.readonly = readonly
@@ -66,6 +68,7 @@ class IndexMapper:
 
     def _remember(self, uuid: str, index: Index) -> Index:
         index.max_indexing_memory = self.max_indexing_memory
+        index.max_indexing_threads = self.max_indexing_threads
         self._open[uuid] = index
         self._open.move_to_end(uuid)
         self._live[uuid] = index

@@ -72,6 +72,7 @@ class Scheduler:
         batch_size_limit: int | None = None,
         on_batch_finished: Callable[[list[Task]], None] | None = None,
         max_indexing_memory: int | None = None,
+        max_indexing_threads: int | None = None,
         dump_dir: Path = Path("dumps"),
         snapshot_dir: Path = Path("snapshots"),
         auth_env: lmdb.Environment | None = None,
@@ -85,7 +86,12 @@ class Scheduler:
         self.update_files = db_path / "update_files"
         self.update_files.mkdir(exist_ok=True)
         self.store = TaskStore(db_path / "tasks")
-        self.mapper = IndexMapper(self.store, db_path / "indexes", max_indexing_memory=max_indexing_memory)
+        self.mapper = IndexMapper(
+            self.store,
+            db_path / "indexes",
+            max_indexing_memory=max_indexing_memory,
+            max_indexing_threads=max_indexing_threads,
+        )
         self.max_batched_tasks = max_batched_tasks
         self.batch_size_limit = batch_size_limit
         self.on_batch_finished = on_batch_finished

@@ -33,8 +33,11 @@ that change tokenization (stop words, separators, dictionary) rebuild everything
 
 Bitmap changes are accumulated per transaction and merged once per word in `flush`: one read and one
 write per touched key instead of one per document. The per-document work and the merge are native
-(`_native.indexing`, csrc/postings.c and csrc/bitmap_merge.c): tokenizing, packing positions, encoding
-the forward entry and logging (word, fid, docid) events run in C with the GIL released; `flush` sorts
+(`_native.indexing`, csrc/postings.c, csrc/index_batch.c and csrc/bitmap_merge.c): added documents are
+flattened in Python and queued; a queue of BATCH_DOCUMENTS (or whatever is queued at a flush or at the
+removal of a queued docid) is tokenized, its positions packed, its forward entries encoded and its
+(word, fid, docid) events logged in C on `SearchIndexer.threads` threads with the GIL released, with
+the same result whatever the number of threads; `flush` sorts
 the log into key order and merges each key's changes straight on the stored roaring bytes. The
 accumulated changes are flushed early when they outgrow `SearchIndexer.max_memory`, which bounds the
 indexing memory of a large transaction (a flush may happen at any time: the merge rule holds).
@@ -67,6 +70,7 @@ from hanzo_engine.engine.storage.keys import (
 )
 
 if TYPE_CHECKING:
+    from hanzo_engine._native.indexing import Fields
     from hanzo_engine.engine.index import IndexReader, IndexWriter
 
 DICTIONARY_DELTAS: Final = 64
@@ -75,6 +79,9 @@ DICTIONARY_DELTA_MAX: Final = 100_000  # words; a bigger change is read again wh
 MAX_POSITION: Final = 0xFFFF
 # Accumulated bitmap changes (about 12 bytes per word and field of each document) are flushed past this.
 MAX_PENDING_BYTES: Final = 256 << 20
+# Added documents indexed per native batch: enough for every thread to get a long share, few enough
+# that their flattened texts stay small beside the accumulated changes.
+BATCH_DOCUMENTS: Final = 2048
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 _json_decode = msgspec.json.decode
@@ -175,8 +182,9 @@ class SearchIndexer:
     The per-document work (tokenizing, packing positions, encoding the forward entry, logging a
     (word, fid, docid) event per word of each field) runs in native code (`_native.indexing`); the
     bitmap changes stay in C memory until `flush` merges them, one read and one write per touched key.
-    A docid removed after being added in the same transaction (`pending`) forces a flush first, so
-    "(stored - removed) | added" stays right for add-then-remove sequences.
+    A docid removed after being added in the same transaction (`pending`, queued or indexed) forces a
+    flush first, so "(stored - removed) | added" stays right for add-then-remove sequences.
+    Added documents wait in `queue` (flattened) until a batch of them is indexed on `threads` threads.
     """
 
     def __init__(self, writer: IndexWriter, settings: dict[str, Any]) -> None:
@@ -192,6 +200,8 @@ class SearchIndexer:
         self.changes = PostingAccumulator()
         self.max_memory = MAX_PENDING_BYTES
         self.pending: set[int] = set()
+        self.queue: list[tuple[int, Fields]] = []
+        self.threads = 1
         self.dirty = False
         db_main = writer.index.db_main
         stored = self.txn.get(KEY_FIRST_WORDS, db=db_main)
@@ -208,11 +218,30 @@ class SearchIndexer:
         return lengths, postings
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
-        fields = document_fields(flatten(document), self.fid_of, self.fields)
-        forward = self.changes.add(self.tokenizer, docid, fields)
-        self.txn.put(U32.pack(docid), forward, db=self.db_forward)
+        # fids are given here, in document order, as indexing one by one would
+        self.queue.append((docid, document_fields(flatten(document), self.fid_of, self.fields)))
         self.pending.add(docid)
         self.dirty = True
+        if len(self.queue) >= BATCH_DOCUMENTS:
+            self.index_queue()
+
+    def index_queue(self) -> None:
+        """Indexes the queued documents and stores their forward entries."""
+        queue = self.queue
+        if not queue:
+            return
+        self.queue = []
+        tokenizer = self.tokenizer
+        if len(queue) == 1:
+            forwards = [self.changes.add(tokenizer, queue[0][0], queue[0][1])]
+        else:
+            try:
+                forwards = self.changes.add_batch(tokenizer, queue, self.threads)
+            except (TypeError, ValueError, OverflowError):
+                # Refused before anything was indexed: one by one, the error comes from its document.
+                forwards = [self.changes.add(tokenizer, docid, fields) for docid, fields in queue]
+        with self.txn.cursor(db=self.db_forward) as cursor:
+            cursor.putmulti(zip(map(U32.pack, (docid for docid, _ in queue)), forwards, strict=True))
         if self.changes.memory_usage > self.max_memory:
             self.flush()
 
@@ -232,12 +261,14 @@ class SearchIndexer:
             self.txn.drop(db, delete=False)
         self.changes.clear()
         self.pending.clear()
+        self.queue.clear()
         self.stats = {}
         self.first_words = FIRST_WORDS_LEVEL
         self.dirty = True
         record_dictionary_change(self.txn, self.writer.index.db_main, None, None)
 
     def flush(self) -> None:
+        self.index_queue()
         if not self.dirty:
             return
         changes = self.changes

@@ -13,6 +13,7 @@ through `document_writer(w)`.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hanzo_engine.engine.index import Index, IndexWriter, indexer_budget
@@ -40,6 +41,7 @@ class DocumentWriter(IndexWriter):
             self._search = SearchIndexer(self, self.settings())
             if self.index.max_indexing_memory is not None:
                 self._search.max_memory = indexer_budget(self.index.max_indexing_memory)
+            self._search.threads = indexing_threads(self.index)
         return self._search
 
     @property
@@ -62,6 +64,7 @@ class DocumentWriter(IndexWriter):
         if self._search is not None:
             self._search.flush()
         self._search = SearchIndexer(self, settings)
+        self._search.threads = indexing_threads(self.index)
         return self._search
 
     def fresh_facets(self, settings: dict[str, Any]) -> FacetIndexer:
@@ -100,6 +103,14 @@ class DocumentWriter(IndexWriter):
             self._facets.flush()
         if self._embedding_status is not None:
             self._embedding_status.flush()
+
+
+def indexing_threads(index: Index) -> int:
+    """The threads a batch of added documents is tokenized on: `--max-indexing-threads`, else
+    every CPU this process may run on."""
+    if index.max_indexing_threads is not None:
+        return max(1, index.max_indexing_threads)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def document_writer(writer: IndexWriter) -> DocumentWriter:
