@@ -201,6 +201,7 @@ class SearchIndexer:
         self.max_memory = MAX_PENDING_BYTES
         self.pending: set[int] = set()
         self.queue: list[tuple[int, Fields]] = []
+        self.batch_documents = BATCH_DOCUMENTS
         self.threads = 1
         self.dirty = False
         db_main = writer.index.db_main
@@ -222,7 +223,7 @@ class SearchIndexer:
         self.queue.append((docid, document_fields(flatten(document), self.fid_of, self.fields)))
         self.pending.add(docid)
         self.dirty = True
-        if len(self.queue) >= BATCH_DOCUMENTS:
+        if len(self.queue) >= self.batch_documents:
             self.index_queue()
 
     def index_queue(self) -> None:

@@ -1,0 +1,168 @@
+"""Property tests of the batch indexing path (csrc/index_batch.c, `PostingAccumulator.add_batch`,
+`SearchIndexer`'s queue).
+
+The stored result must not depend on how added documents are indexed: one by one (`add`, the queue
+drained at every document) or in native batches of any size on 1, 2 or 4 threads. After random adds,
+updates, deletes, clears and reindexes over several transactions, every search database (word-docids,
+word-fid-docids with the first-word / sole-word / second-word / next-word keys, the docid-words forward
+entries) and the main-db keys the indexer writes (search fields, field stats, first-words level,
+dictionary version and deltas) must be byte for byte the same.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hanzo_engine._native.indexing import PostingAccumulator
+from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.storage.keys import (
+    DB_DOCID_WORDS,
+    DB_WORD_DOCIDS,
+    DB_WORD_FID_DOCIDS,
+    KEY_DICTIONARY_DELTA,
+    KEY_DICTIONARY_VERSION,
+    KEY_FIELD_STATS,
+    KEY_FIRST_WORDS,
+    KEY_SEARCH_FIELDS,
+)
+from hanzo_engine.engine.update.indexer import tokenizer_for
+from hanzo_engine.engine.update.writer import document_writer
+
+from .test_indexer_props import check_consistent, document, index_settings, new_index, text
+
+ids = st.sampled_from([str(i) for i in range(12)])
+operation = st.one_of(
+    st.tuples(st.just("put"), ids, document, st.booleans()),
+    st.tuples(st.just("put"), ids, document, st.booleans()),
+    st.tuples(st.just("delete"), ids),
+    st.tuples(st.just("commit")),
+    st.just(("clear",)) | st.just(("reindex",)),
+)
+
+
+def run(
+    index: Index, settings_: dict[str, Any], ops: list[tuple[Any, ...]], batch: int, threads: int
+) -> None:
+    """Applies `ops` ("commit" ends a write transaction), the indexer batching `batch` added documents
+    on `threads` threads."""
+    ops = [("commit",), *ops]
+    first = True
+    while ops:
+        with index.write() as writer:
+            if first:
+                writer.set_settings(settings_)
+                first = False
+            search = document_writer(writer).search
+            search.batch_documents = batch
+            search.threads = threads
+            while ops:
+                op = ops.pop(0)
+                if op[0] == "commit":
+                    break
+                if op[0] == "put":
+                    _, ext, doc, merge = op
+                    writer.put_document(ext, {"id": ext, **doc}, merge=merge)
+                elif op[0] == "delete":
+                    writer.delete_document(op[1])
+                elif op[0] == "clear":
+                    writer.clear_documents()
+                else:
+                    stored = [(docid, msgspec.json.decode(raw)) for docid, raw in writer.iter_raw_documents()]
+                    search = document_writer(writer).search
+                    search.reindex_all(stored)
+
+
+def stored_state(index: Index) -> dict[str, Any]:
+    """Every database and main-db key the full-text indexer writes, as raw bytes."""
+    with index.read() as reader:
+        txn = reader.txn
+        state: dict[str, Any] = {}
+        for name in (DB_WORD_DOCIDS, DB_WORD_FID_DOCIDS, DB_DOCID_WORDS):
+            with txn.cursor(db=index.db(name)) as cursor:
+                state[name.decode()] = [(bytes(k), bytes(v)) for k, v in cursor]
+        for key in (KEY_SEARCH_FIELDS, KEY_FIELD_STATS, KEY_FIRST_WORDS, KEY_DICTIONARY_VERSION):
+            raw = txn.get(key, db=index.db_main)
+            state[key.decode()] = None if raw is None else bytes(raw)
+        with txn.cursor(db=index.db_main) as cursor:
+            cursor.set_range(KEY_DICTIONARY_DELTA)
+            state["deltas"] = [
+                (bytes(k), bytes(v)) for k, v in cursor if bytes(k).startswith(KEY_DICTIONARY_DELTA)
+            ]
+        return state
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index_settings, st.lists(operation, max_size=40), st.integers(2, 9))
+def test_batches_on_any_number_of_threads_store_what_one_by_one_stores(
+    settings_: dict[str, Any], ops: list[tuple[Any, ...]], batch: int
+) -> None:
+    with new_index() as index:
+        run(index, settings_, list(ops), batch=1, threads=1)
+        expected = stored_state(index)
+        check_consistent(index, settings_)
+    for threads in (1, 2, 4):
+        with new_index() as index:
+            run(index, settings_, list(ops), batch=batch, threads=threads)
+            assert stored_state(index) == expected, threads
+
+
+# -- the accumulator ----------------------------------------------------------------------------
+
+fields = st.lists(
+    st.tuples(st.integers(0, 0x2100), st.lists(text, max_size=3)), max_size=4, unique_by=lambda f: f[0]
+)
+documents = st.lists(st.tuples(st.integers(0, 2**32 - 1), fields), max_size=60)
+
+
+def applied(acc: PostingAccumulator) -> tuple[Any, ...]:
+    """What the accumulator writes into empty databases, and its field-stats deltas."""
+    words: dict[bytes, bytes] = {}
+    fids: dict[bytes, bytes] = {}
+    created = acc.apply_word_docids(words.get, words.__setitem__, words.__delitem__)
+    acc.apply_word_fid_docids(fids.get, fids.__setitem__, fids.__delitem__)
+    return words, fids, created, acc.field_stats_changes()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents, st.lists(st.integers(0, 60), max_size=3), st.integers(1, 8), st.booleans())
+def test_add_batch_equals_add_one_by_one(
+    docs: list[tuple[int, list[tuple[int, list[str]]]]], cuts: list[int], threads: int, remove_first: bool
+) -> None:
+    tokenizer = tokenizer_for({})
+    one = PostingAccumulator()
+    many = PostingAccumulator()
+    if remove_first and docs:
+        # earlier changes of the transaction stay before the batch's
+        forward = one.add(tokenizer, 5, docs[0][1])
+        one.remove(5, forward)
+        many.add(tokenizer, 5, docs[0][1])
+        many.remove(5, forward)
+    forwards = [one.add(tokenizer, docid, f) for docid, f in docs]
+    batched: list[bytes] = []
+    bounds = [0, *sorted(min(c, len(docs)) for c in cuts), len(docs)]
+    for lo, hi in pairwise(bounds):
+        batched += many.add_batch(tokenizer, docs[lo:hi], threads)
+    assert batched == forwards
+    assert many.memory_usage > 0
+    assert applied(many) == applied(one)
+
+
+def test_add_batch_refuses_bad_input_before_indexing_anything() -> None:
+    tokenizer = tokenizer_for({})
+    acc = PostingAccumulator()
+    good = (1, [(0, ["alpha beta"])])
+    with pytest.raises(OverflowError):
+        acc.add_batch(tokenizer, [good, (2, [(0x10000, ["x"])])], 2)
+    with pytest.raises(TypeError):
+        acc.add_batch(tokenizer, [good, (2, [(0, [3])])], 2)  # type: ignore[list-item]
+    with pytest.raises(OverflowError):
+        acc.add_batch(tokenizer, [good, (-1, [(0, ["x"])])], 2)
+    assert acc.field_stats_changes() == []
+    assert acc.add_batch(tokenizer, [], 4) == []
+    assert acc.add_batch(tokenizer, [good], 64) == [PostingAccumulator().add(tokenizer, *good)]
