@@ -28,7 +28,8 @@ TOP: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("flush: word-docids", ("apply_word_docids",)),
     ("flush: word-fid-docids", ("apply_word_fid_docids",)),
-    ("facets", ("FacetIndexer.add", "FacetIndexer.flush", "FacetIndexer.remove")),
+    ("facets", ("FacetIndexer.add", "FacetIndexer.remove")),
+    ("facets: flush (bitmaps)", ("FacetIndexer.flush",)),
     ("search indexer per document", ("SearchIndexer.add",)),
     ("put_document", ("IndexWriter.put_document",)),
     ("payload parsing in the task (decode, ids, checks)", ("_add_documents",)),
@@ -48,7 +49,19 @@ SEARCH_STEPS: list[tuple[str, tuple[str, ...]]] = [
         ("flatten", "_flatten_object", "_flatten_array", "_insert_value", "document_fields"),
     ),
 ]
-FLUSH_LMDB = ("trans_get", "trans_put", "trans_delete", "mdb09_get", "mdb09_put")
+# steps of the facet indexer per document
+FACET_STEPS: list[tuple[str, tuple[str, ...]]] = [
+    ("facets: cyclic GC passes", ("gc_collect_main",)),
+    ("facets: value walk (extract_facets)", ("extract_facets",)),
+    ("facets: change log", ("FacetIndexer._log",)),
+    ("facets: forward entry (to_entry, encode, put)", ("FacetIndexer._write", "FieldValues.to_entry")),
+]
+# steps of the flush; `{}` is the database's stage name (sorting the log serves both databases)
+FLUSH_STEPS: list[tuple[str, tuple[str, ...]]] = [
+    ("flush: sort the (word, fid, docid) log", ("hz_postings_prepare",)),
+    ("{}: LMDB get/put", ("trans_get", "trans_put", "trans_delete")),
+    ("flush: roaring merge", ("indexing__merge", "hz_bitmap_merge")),
+]
 GIL_WAIT = ("pthread_cond_timedwait", "pthread_cond_wait")
 IDLE = (
     "Condition.wait",
@@ -100,7 +113,15 @@ def stage(frames: list[str], src: Path) -> str | None:
                 continue
             rest = names[i + 1 :]
             if label.startswith("flush"):
-                return f"{label}: {'LMDB get/put' if any(n in FLUSH_LMDB for n in rest) else 'sort + merge'}"
+                for step, step_markers in FLUSH_STEPS:
+                    if any(n in step_markers for n in rest):
+                        return step.format(label)
+                return f"{label}: keys + loop"
+            if label == "facets":
+                for step, step_markers in FACET_STEPS:
+                    if any(n in step_markers for n in rest):
+                        return step
+                return "facets: other"
             if label == "search indexer per document":
                 for step, step_markers in SEARCH_STEPS:
                     if any(n in step_markers for n in rest):

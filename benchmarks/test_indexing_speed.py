@@ -202,7 +202,7 @@ def build_report() -> dict[str, Any]:
     def target(name: str, value: float, at_most: bool = False, goal: float | None = None) -> None:
         goal = TARGETS[name] if goal is None else goal
         targets[name] = {
-            "measured": round(value, 3),
+            "measured": round(value, 3) if goal < 100 else round(value),  # a ratio or docs/s
             "target": goal,
             "met": value <= goal if at_most else value >= goal,
         }
