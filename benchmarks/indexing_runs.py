@@ -16,13 +16,15 @@ time, the commit included:
 - `http_load`: NDJSON payloads POSTed to a running server (`Content-Type: application/x-ndjson`) until
   every task succeeded, the anonymous RSS of the server process sampled meanwhile.
 
-Profiling (py-spy is a dev tool, not a dependency):
+Profiling (py-spy, in the venv; `benchmarks/indexing_profile.py` buckets a raw profile into the indexing
+stages, `benchmarks/results/indexing_profile.md` is its last reading):
 
-    py-spy record --native -o /tmp/inproc.txt -f raw -- \\
+    .venv/bin/py-spy record --native -r 200 -f raw -o /tmp/inproc.txt -- \\
         .venv/bin/python -m benchmarks.indexing_runs bulk 100000
-    py-spy record --native -o /tmp/http.txt -f raw -- .venv/bin/python -m hanzo_engine \\
-        --db-path /tmp/prof.ms --http-addr 127.0.0.1:7711 --no-analytics &
+    .venv/bin/py-spy record --native --subprocesses -r 200 -f raw -o /tmp/http.txt -- \\
+        .venv/bin/python -m hanzo_engine --db-path /tmp/prof.ms --http-addr 127.0.0.1:7711 --no-analytics &
     .venv/bin/python -m benchmarks.indexing_runs http 100000 --url http://127.0.0.1:7711
+    .venv/bin/python -m benchmarks.indexing_profile /tmp/inproc.txt
 """
 
 from __future__ import annotations
