@@ -102,8 +102,25 @@ def load_server(tmp_path_factory: pytest.TempPathFactory, corpus: tuple[Path, li
         ]
         for uid in uids:
             assert wait_task(http, uid, timeout=900)["status"] == "succeeded"
+    _wait_for_workers(srv.url)
     yield srv
     srv.stop()
+
+
+def _wait_for_workers(url: str, timeout: float = 120.0) -> None:
+    """Until every search worker answers: the clients' connections are made once, at the start, and a
+    worker still starting would leave its share of them to the primary for the whole run."""
+    workers = http_workers() or 1
+    answered: set[str] = set()
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=url, timeout=30, headers={"Connection": "close"}) as http:
+        while len(answered) < workers - 1:
+            assert time.monotonic() < deadline, f"search workers {answered} of {workers - 1} answering"
+            res = http.post(f"/indexes/{INDEXES[0]}/search", json={"q": "", "limit": 1})
+            if "x-hanzo-worker" in res.headers:
+                answered.add(res.headers["x-hanzo-worker"])
+            else:
+                time.sleep(0.05)
 
 
 def _request(path: str, body: bytes) -> bytes:
