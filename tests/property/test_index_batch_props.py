@@ -1,8 +1,9 @@
 """Property tests of the batch indexing path (csrc/index_batch.c, `PostingAccumulator.add_batch`,
 `SearchIndexer`'s queue).
 
-The stored result must not depend on how added documents are indexed: one by one (`add`, the queue
-drained at every document) or in native batches of any size on 1, 2 or 4 threads. After random adds,
+The stored result must not depend on how added documents are indexed: one by one as the indexer did
+before batches (`PostingAccumulator.add` for each, its forward entry stored at once) or in native
+batches of any size on 1, 2 or 4 threads. After random adds,
 updates, deletes, clears and reindexes over several transactions, every search database (word-docids,
 word-fid-docids with the first-word / sole-word / second-word / next-word keys, the docid-words forward
 entries) and the main-db keys the indexer writes (search fields, field stats, first-words level,
@@ -11,6 +12,7 @@ dictionary version and deltas) must be byte for byte the same.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -19,8 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine._native.indexing import PostingAccumulator
+from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator, document_fields
+from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.storage.codecs import U32
 from hanzo_engine.engine.storage.keys import (
     DB_DOCID_WORDS,
     DB_WORD_DOCIDS,
@@ -31,7 +35,7 @@ from hanzo_engine.engine.storage.keys import (
     KEY_FIRST_WORDS,
     KEY_SEARCH_FIELDS,
 )
-from hanzo_engine.engine.update.indexer import tokenizer_for
+from hanzo_engine.engine.update.indexer import SearchIndexer, tokenizer_for
 from hanzo_engine.engine.update.writer import document_writer
 
 from .test_indexer_props import check_consistent, document, index_settings, new_index, text
@@ -46,11 +50,20 @@ operation = st.one_of(
 )
 
 
+def one_by_one(search: SearchIndexer, docid: int, document: dict[str, Any]) -> None:
+    """`SearchIndexer.add` without the batch: each document indexed at once by `add`."""
+    fields = document_fields(flatten(document), search.fid_of, search.fields)
+    forward = search.changes.add(search.tokenizer, docid, fields)
+    search.txn.put(U32.pack(docid), forward, db=search.db_forward)
+    search.pending.add(docid)
+    search.dirty = True
+
+
 def run(
-    index: Index, settings_: dict[str, Any], ops: list[tuple[Any, ...]], batch: int, threads: int
+    index: Index, settings_: dict[str, Any], ops: list[tuple[Any, ...]], batch: int | None, threads: int
 ) -> None:
     """Applies `ops` ("commit" ends a write transaction), the indexer batching `batch` added documents
-    on `threads` threads."""
+    on `threads` threads (None: one by one, no batch)."""
     ops = [("commit",), *ops]
     first = True
     while ops:
@@ -59,8 +72,11 @@ def run(
                 writer.set_settings(settings_)
                 first = False
             search = document_writer(writer).search
-            search.batch_documents = batch
-            search.threads = threads
+            if batch is None:
+                search.add = partial(one_by_one, search)  # type: ignore[method-assign]
+            else:
+                search.batch_documents = batch
+                search.threads = threads
             while ops:
                 op = ops.pop(0)
                 if op[0] == "commit":
@@ -74,7 +90,6 @@ def run(
                     writer.clear_documents()
                 else:
                     stored = [(docid, msgspec.json.decode(raw)) for docid, raw in writer.iter_raw_documents()]
-                    search = document_writer(writer).search
                     search.reindex_all(stored)
 
 
@@ -103,13 +118,13 @@ def test_batches_on_any_number_of_threads_store_what_one_by_one_stores(
     settings_: dict[str, Any], ops: list[tuple[Any, ...]], batch: int
 ) -> None:
     with new_index() as index:
-        run(index, settings_, list(ops), batch=1, threads=1)
+        run(index, settings_, list(ops), batch=None, threads=1)
         expected = stored_state(index)
         check_consistent(index, settings_)
-    for threads in (1, 2, 4):
+    for size, threads in ((1, 1), (batch, 1), (batch, 2), (batch, 4)):
         with new_index() as index:
-            run(index, settings_, list(ops), batch=batch, threads=threads)
-            assert stored_state(index) == expected, threads
+            run(index, settings_, list(ops), batch=size, threads=threads)
+            assert stored_state(index) == expected, (size, threads)
 
 
 # -- the accumulator ----------------------------------------------------------------------------
@@ -147,22 +162,35 @@ def test_add_batch_equals_add_one_by_one(
     batched: list[bytes] = []
     bounds = [0, *sorted(min(c, len(docs)) for c in cuts), len(docs)]
     for lo, hi in pairwise(bounds):
-        batched += many.add_batch(tokenizer, docs[lo:hi], threads)
+        batched += many.add_batch(tokenizer, batch_of(docs[lo:hi]), threads)
     assert batched == forwards
     assert many.memory_usage > 0
     assert applied(many) == applied(one)
 
 
-def test_add_batch_refuses_bad_input_before_indexing_anything() -> None:
+def batch_of(docs: list[tuple[int, list[tuple[int, list[str]]]]]) -> DocumentBatch:
+    batch = DocumentBatch()
+    for docid, f in docs:
+        batch.push(docid, f)
+    assert len(batch) == len(docs)
+    assert batch.docids() == [docid for docid, _ in docs]
+    return batch
+
+
+def test_a_refused_document_leaves_the_batch_as_it_was() -> None:
     tokenizer = tokenizer_for({})
-    acc = PostingAccumulator()
-    good = (1, [(0, ["alpha beta"])])
+    good = (1, [(0, ["alpha beta"]), (3, ["gamma", "", "delta"])])
+    batch = batch_of([good])
     with pytest.raises(OverflowError):
-        acc.add_batch(tokenizer, [good, (2, [(0x10000, ["x"])])], 2)
+        batch.push(2, [(0, ["x"]), (0x10000, ["x"])])
     with pytest.raises(TypeError):
-        acc.add_batch(tokenizer, [good, (2, [(0, [3])])], 2)  # type: ignore[list-item]
+        batch.push(2, [(0, ["x"]), (1, ["y", 3])])  # type: ignore[list-item]
     with pytest.raises(OverflowError):
-        acc.add_batch(tokenizer, [good, (-1, [(0, ["x"])])], 2)
-    assert acc.field_stats_changes() == []
-    assert acc.add_batch(tokenizer, [], 4) == []
-    assert acc.add_batch(tokenizer, [good], 64) == [PostingAccumulator().add(tokenizer, *good)]
+        batch.push(-1, [(0, ["x"])])
+    assert len(batch) == 1
+    acc = PostingAccumulator()
+    assert acc.add_batch(tokenizer, batch, 64) == [PostingAccumulator().add(tokenizer, *good)]
+    assert acc.add_batch(tokenizer, batch, 2) == acc.add_batch(tokenizer, batch_of([good]), 1)
+    batch.clear()
+    assert len(batch) == 0 and batch.docids() == []
+    assert acc.add_batch(tokenizer, batch, 4) == []

@@ -384,6 +384,107 @@ cdef int _index_tokens(void *ctx, const char *text, size_t size, uint32_t max_po
 cdef unsigned _MAX_BATCH_THREADS = 64
 
 
+cdef class DocumentBatch:
+    """Documents waiting to be indexed together (`PostingAccumulator.add_batch`): their docids and
+    the UTF-8 views of their texts in C arrays, the strs kept alive in one list. Holding a batch
+    thus keeps no Python container per document (which the cyclic GC would scan again and again)."""
+
+    cdef hz_batch_doc *docs
+    cdef size_t n_docs, cap_docs
+    cdef hz_batch_field *fields
+    cdef size_t n_fields, cap_fields
+    cdef hz_batch_text *texts
+    cdef size_t n_texts, cap_texts
+    cdef list keep
+
+    def __cinit__(self):
+        self.keep = []
+
+    def __dealloc__(self):
+        free(self.docs)
+        free(self.fields)
+        free(self.texts)
+
+    def __len__(self):
+        return self.n_docs
+
+    cdef int _reserve(self, size_t n_fields, size_t n_texts) except -1:
+        cdef void *p
+        if self.n_docs + 1 > self.cap_docs:
+            p = realloc(self.docs, 2 * (self.n_docs + 1) * sizeof(hz_batch_doc))
+            if p == NULL:
+                raise MemoryError()
+            self.docs = <hz_batch_doc *>p
+            self.cap_docs = 2 * (self.n_docs + 1)
+        if self.n_fields + n_fields > self.cap_fields:
+            p = realloc(self.fields, 2 * (self.n_fields + n_fields) * sizeof(hz_batch_field))
+            if p == NULL:
+                raise MemoryError()
+            self.fields = <hz_batch_field *>p
+            self.cap_fields = 2 * (self.n_fields + n_fields)
+        if self.n_texts + n_texts > self.cap_texts:
+            p = realloc(self.texts, 2 * (self.n_texts + n_texts) * sizeof(hz_batch_text))
+            if p == NULL:
+                raise MemoryError()
+            self.texts = <hz_batch_text *>p
+            self.cap_texts = 2 * (self.n_texts + n_texts)
+        return 0
+
+    def push(self, uint32_t docid, list fields not None):
+        """Appends document `docid` from its `[(fid, [text, ...]), ...]` (checked here, as `add`
+        checks it: a refused document leaves the batch as it was)."""
+        cdef size_t n_fields = self.n_fields, n_texts = self.n_texts, n_keep = len(self.keep)
+        cdef Py_ssize_t size
+        cdef const char *data
+        cdef int fid
+        cdef list texts
+        cdef hz_batch_field *f
+        try:
+            for item in fields:
+                fid_obj, texts = item
+                fid = fid_obj
+                if fid < 0 or fid > 0xFFFF:
+                    raise OverflowError(f"field id {fid} out of range 0..65535")
+                self._reserve(n_fields + 1 - self.n_fields, n_texts + len(texts) - self.n_texts)
+                f = &self.fields[n_fields]
+                f.fid = <uint16_t>fid
+                f.first_text = n_texts
+                for text in texts:
+                    if type(text) is not str and not isinstance(text, str):
+                        raise TypeError(f"expected str, got {type(text).__name__}")
+                    data = PyUnicode_AsUTF8AndSize(text, &size)
+                    if size == 0:
+                        continue
+                    if size > _MAX_TEXT_BYTES:
+                        raise ValueError("text longer than 1 GiB")
+                    self.keep.append(text)
+                    self.texts[n_texts].data = data
+                    self.texts[n_texts].size = <size_t>size
+                    n_texts += 1
+                f.n_texts = n_texts - f.first_text
+                n_fields += 1
+            self._reserve(0, 0)
+        except BaseException:
+            del self.keep[n_keep:]
+            raise
+        self.docs[self.n_docs].docid = docid
+        self.docs[self.n_docs].first_field = self.n_fields
+        self.docs[self.n_docs].n_fields = n_fields - self.n_fields
+        self.n_docs += 1
+        self.n_fields = n_fields
+        self.n_texts = n_texts
+
+    def docids(self):
+        """The docids of the documents, in order."""
+        cdef size_t i
+        return [self.docs[i].docid for i in range(self.n_docs)]
+
+    def clear(self):
+        """Forgets every document."""
+        self.n_docs = self.n_fields = self.n_texts = 0
+        self.keep = []
+
+
 cdef class PostingAccumulator:
     """The word-docids and word-fid-docids changes of one write transaction (an event log in C
     memory), plus the field-stats deltas. `apply_*` merge them into the database; `clear` then
@@ -419,82 +520,35 @@ cdef class PostingAccumulator:
             raise MemoryError()
         return forward
 
-    def add_batch(self, TokenizerConfig cfg not None, list docs not None, int threads=1):
-        """Indexes the documents `[(docid, [(fid, [text, ...]), ...]), ...]` on up to `threads`
-        threads with the GIL released (csrc/index_batch.h): the same changes as `add` on each in
-        turn, whatever `threads` is. Returns their forward entries, in order."""
-        cdef size_t n_docs = len(docs), n_fields = 0, n_texts = 0, cap_fields = 0, cap_texts = 0, i
+    def add_batch(self, TokenizerConfig cfg not None, DocumentBatch batch not None, int threads=1):
+        """Indexes the documents of `batch` on up to `threads` threads with the GIL released
+        (csrc/index_batch.h): the same changes as `add` on each in turn, whatever `threads` is.
+        Returns their forward entries, in order (`batch` is left as it was)."""
+        cdef size_t n_docs = batch.n_docs, i, start = 0
         cdef hz_batch b
-        cdef hz_batch_doc *bdocs = NULL
-        cdef hz_batch_field *bfields = NULL
-        cdef hz_batch_text *btexts = NULL
         cdef hz_tok_out *outs = NULL
         cdef size_t *ends = NULL
         cdef hz_buf buf
         cdef unsigned n_threads = <unsigned>min(max(threads, 1), _MAX_BATCH_THREADS)
-        cdef Py_ssize_t size
-        cdef const char *data
-        cdef void *p
-        cdef int fid, rc = 0
-        cdef list fields, texts, result
-        cdef size_t start
+        cdef int rc
+        cdef list result
         memset(&buf, 0, sizeof(buf))
         try:
-            bdocs = <hz_batch_doc *>malloc((n_docs or 1) * sizeof(hz_batch_doc))
             ends = <size_t *>malloc((n_docs or 1) * sizeof(size_t))
             outs = <hz_tok_out *>calloc(n_threads, sizeof(hz_tok_out))
-            if bdocs == NULL or ends == NULL or outs == NULL:
+            if ends == NULL or outs == NULL:
                 raise MemoryError()
-            # With the GIL: the UTF-8 view of every non-empty text; `docs` keeps the strs alive.
-            for i in range(n_docs):
-                docid_obj, fields = docs[i]
-                bdocs[i].docid = docid_obj
-                bdocs[i].first_field = n_fields
-                for item in fields:
-                    fid_obj, texts = item
-                    fid = fid_obj
-                    if fid < 0 or fid > 0xFFFF:
-                        raise OverflowError(f"field id {fid} out of range 0..65535")
-                    if n_fields + 1 > cap_fields:
-                        cap_fields = 2 * (n_fields + 1)
-                        p = realloc(bfields, cap_fields * sizeof(hz_batch_field))
-                        if p == NULL:
-                            raise MemoryError()
-                        bfields = <hz_batch_field *>p
-                    if n_texts + len(texts) > cap_texts:
-                        cap_texts = 2 * (n_texts + len(texts))
-                        p = realloc(btexts, cap_texts * sizeof(hz_batch_text))
-                        if p == NULL:
-                            raise MemoryError()
-                        btexts = <hz_batch_text *>p
-                    bfields[n_fields].fid = <uint16_t>fid
-                    bfields[n_fields].first_text = n_texts
-                    for text in texts:
-                        if type(text) is not str and not isinstance(text, str):
-                            raise TypeError(f"expected str, got {type(text).__name__}")
-                        data = PyUnicode_AsUTF8AndSize(text, &size)
-                        if size == 0:
-                            continue
-                        if size > _MAX_TEXT_BYTES:
-                            raise ValueError("text longer than 1 GiB")
-                        btexts[n_texts].data = data
-                        btexts[n_texts].size = <size_t>size
-                        n_texts += 1
-                    bfields[n_fields].n_texts = n_texts - bfields[n_fields].first_text
-                    n_fields += 1
-                bdocs[i].n_fields = n_fields - bdocs[i].first_field
             b.tokenize = _index_tokens
             b.ctx = <void *>cfg
-            b.docs = bdocs
+            b.docs = batch.docs
             b.n_docs = n_docs
-            b.fields = bfields
-            b.texts = btexts
+            b.fields = batch.fields
+            b.texts = batch.texts
             with nogil:
                 rc = hz_index_batch(&b, n_threads, outs, self.acc, &buf, ends)
             if rc != 0:
                 raise MemoryError()
             result = [None] * n_docs
-            start = 0
             for i in range(n_docs):
                 result[i] = PyBytes_FromStringAndSize(buf.p + start, <Py_ssize_t>(ends[i] - start))
                 start = ends[i]
@@ -504,9 +558,6 @@ cdef class PostingAccumulator:
                 for i in range(n_threads):
                     tokens_free(&outs[i])
             free(outs)
-            free(bdocs)
-            free(bfields)
-            free(btexts)
             free(ends)
             hz_buf_free(&buf)
 

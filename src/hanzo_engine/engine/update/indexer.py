@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 
-from hanzo_engine._native.indexing import PostingAccumulator, analyze, document_fields
+from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator, analyze, document_fields
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine._native.tokenizer import config as tokenizer_config
 from hanzo_engine.engine.documents.fields import flatten
@@ -70,7 +70,6 @@ from hanzo_engine.engine.storage.keys import (
 )
 
 if TYPE_CHECKING:
-    from hanzo_engine._native.indexing import Fields
     from hanzo_engine.engine.index import IndexReader, IndexWriter
 
 DICTIONARY_DELTAS: Final = 64
@@ -200,7 +199,7 @@ class SearchIndexer:
         self.changes = PostingAccumulator()
         self.max_memory = MAX_PENDING_BYTES
         self.pending: set[int] = set()
-        self.queue: list[tuple[int, Fields]] = []
+        self.queue = DocumentBatch()
         self.batch_documents = BATCH_DOCUMENTS
         self.threads = 1
         self.dirty = False
@@ -220,7 +219,7 @@ class SearchIndexer:
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
         # fids are given here, in document order, as indexing one by one would
-        self.queue.append((docid, document_fields(flatten(document), self.fid_of, self.fields)))
+        self.queue.push(docid, document_fields(flatten(document), self.fid_of, self.fields))
         self.pending.add(docid)
         self.dirty = True
         if len(self.queue) >= self.batch_documents:
@@ -229,20 +228,12 @@ class SearchIndexer:
     def index_queue(self) -> None:
         """Indexes the queued documents and stores their forward entries."""
         queue = self.queue
-        if not queue:
+        if not len(queue):
             return
-        self.queue = []
-        tokenizer = self.tokenizer
-        if len(queue) == 1:
-            forwards = [self.changes.add(tokenizer, queue[0][0], queue[0][1])]
-        else:
-            try:
-                forwards = self.changes.add_batch(tokenizer, queue, self.threads)
-            except (TypeError, ValueError, OverflowError):
-                # Refused before anything was indexed: one by one, the error comes from its document.
-                forwards = [self.changes.add(tokenizer, docid, fields) for docid, fields in queue]
+        forwards = self.changes.add_batch(self.tokenizer, queue, self.threads)
         with self.txn.cursor(db=self.db_forward) as cursor:
-            cursor.putmulti(zip(map(U32.pack, (docid for docid, _ in queue)), forwards, strict=True))
+            cursor.putmulti(zip(map(U32.pack, queue.docids()), forwards, strict=True))
+        queue.clear()
         if self.changes.memory_usage > self.max_memory:
             self.flush()
 
