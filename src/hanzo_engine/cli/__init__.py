@@ -239,7 +239,8 @@ def _run_server(cli_values: dict[str, Any]) -> None:
     # Imported here: the app pulls in the whole server stack, which config errors never need.
     import uvicorn
 
-    from hanzo_engine.server.app import create_app
+    from hanzo_engine.server.app import create_app, http_middleware
+    from hanzo_engine.server.search_lane import SearchLane
 
     try:
         app = create_app(opts)
@@ -277,7 +278,7 @@ def _run_server(cli_values: dict[str, Any]) -> None:
                 ssl_module.CERT_REQUIRED if opts.ssl_require_auth else ssl_module.CERT_OPTIONAL
             )
     config = uvicorn.Config(
-        app,
+        SearchLane(app, app, http_middleware()),
         host=host,
         port=port,
         log_level=_LEVELS[opts.log_level][1],

@@ -321,14 +321,6 @@ class HitMaker:
         self.displayed_setting: set[str] | None = None if displayed == ["*"] else set(displayed)
         self.vectors_hidden = self.displayed_setting is not None and VECTORS not in self.displayed_setting
         self.retrieve_vectors = query.retrieve_vectors and not self.vectors_hidden
-        tokenizer = Tokenizer.from_settings({**settings, "stopWords": []})  # as HitMaker's: no stop words
-        self.highlighter = Highlighter(
-            result.matching,
-            tokenizer,
-            crop_marker=query.crop_marker,
-            highlight_pre_tag=query.highlight_pre_tag,
-            highlight_post_tag=query.highlight_post_tag,
-        )
         self.wants_format = bool(query.attributes_to_highlight or query.attributes_to_crop)
         self.geo_point = geo_sort_point(query.sort)
         shown = self.displayed_setting
@@ -343,14 +335,26 @@ class HitMaker:
         else:
             wanted_set, displayed_set = set(wanted), set(self.displayed)
             self.to_retrieve = [f for f in self.fields if f in wanted_set and f in displayed_set]
-        self.options = formatted_options(
-            attributes_to_highlight=query.attributes_to_highlight,
-            attributes_to_crop=query.attributes_to_crop,
-            crop_length=query.crop_length,
-            to_retrieve=self.to_retrieve,
-            displayed=self.displayed,
-            fields=self.fields,
-        )
+        # the highlighter's tokenizer and options cost more than a plain hit: made only when used
+        self.formatter: tuple[Highlighter, Any] | None = None
+        if query.show_matches_position or self.wants_format:
+            tokenizer = Tokenizer.from_settings({**settings, "stopWords": []})  # as HitMaker's: no stop words
+            highlighter = Highlighter(
+                result.matching,
+                tokenizer,
+                crop_marker=query.crop_marker,
+                highlight_pre_tag=query.highlight_pre_tag,
+                highlight_post_tag=query.highlight_post_tag,
+            )
+            options = formatted_options(
+                attributes_to_highlight=query.attributes_to_highlight,
+                attributes_to_crop=query.attributes_to_crop,
+                crop_length=query.crop_length,
+                to_retrieve=self.to_retrieve,
+                displayed=self.displayed,
+                fields=self.fields,
+            )
+            self.formatter = (highlighter, options)
 
     def make(self, document: dict[str, Any], score: float, details: dict[str, Any]) -> dict[str, Any]:
         q = self.query
@@ -360,11 +364,10 @@ class HitMaker:
             hit = dict(select_fields(document, self.to_retrieve))
         if self.geo_point is not None:
             insert_geo_distance(hit, self.geo_point)
-        if q.show_matches_position or self.wants_format:
+        if self.formatter is not None:
             formatted, positions = format_document(
                 document,
-                self.highlighter,
-                self.options,
+                *self.formatter,
                 displayed=self.displayed,
                 show_matches_position=q.show_matches_position,
             )

@@ -2,7 +2,8 @@
 the server accepts:
 
 - at most `parallelism` searches run at once (`cores × --experimental-nb-searches-per-core`); each
-  runs in the thread pool, where the native core releases the GIL;
+  runs in the thread pool, where the native core releases the GIL, or, when it never waits on the
+  network, on the event loop's thread (`run_queued`);
 - at most `capacity` more wait (`--experimental-search-queue-size`, default 1000). A search arriving
   at a full queue takes the place of a waiting one chosen at random, which is answered `503
   too_many_search_requests` (Meilisearch evicts at random too, so a burst cannot starve the queue
@@ -147,7 +148,15 @@ def search_queue(request: Request) -> SearchQueue:
     return queue
 
 
-async def run_queued(request: Request, func: Callable[..., T], *args: Any) -> T:
-    """`func(*args)` in the thread pool, holding a search permit while it runs."""
+async def run_queued(request: Request, func: Callable[..., T], *args: Any, inline: bool = False) -> T:
+    """`func(*args)` holding a search permit while it runs: in the thread pool, or with `inline` on the
+    event loop's own thread.
+
+    `inline` is for work that never waits on the network (a keyword search): such work holds the GIL
+    for most of its run, so a pool thread would not let the loop do much meanwhile, and handing it to
+    the pool and back costs about half of what the search of a short query costs. Every process runs
+    its own loop, so the instance still searches on every core."""
     async with search_queue(request).permit():
+        if inline:
+            return func(*args)
         return await run_in_threadpool(func, *args)

@@ -33,6 +33,7 @@ from .metrics import http_metrics
 from .options import Options
 from .proxy import PrimaryProxy
 from .route_table import ROUTES, starlette_route
+from .search_lane import SearchLane
 from .shared_counts import SharedCounts
 from .workers import METRICS_PREFIX, PRIMARY_SOCKET, SEARCH_COUNTS
 
@@ -50,6 +51,7 @@ class WorkerDispatch:
     def __init__(self, local: Starlette, proxy: PrimaryProxy, slot: int) -> None:
         self.local = local
         self.proxy = proxy
+        self.lane = SearchLane(local, local, http_middleware())
         self.routes = [r for r in local.router.routes if isinstance(r, Route)]
         # names the process that answered a search (for operators and the multi-process tests)
         self._served_by = (WORKER_HEADER, str(slot).encode())
@@ -60,17 +62,21 @@ class WorkerDispatch:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             path: str = scope["path"]
-            if len(path) > 1 and path.endswith("/"):
-                scope = dict(scope, path=path.rstrip("/") or "/")
-            if not self._is_local(scope):
-                await self.proxy(scope, receive, send)
-                return
 
             async def send_marked(message: Message) -> None:
                 if message["type"] == "http.response.start":
                     message = {**message, "headers": [*message.get("headers", []), self._served_by]}
                 await send(message)
 
+            uid = self.lane.takes(scope)
+            if uid is not None:
+                await self.lane.serve(scope, uid, receive, send_marked)
+                return
+            if len(path) > 1 and path.endswith("/"):
+                scope = dict(scope, path=path.rstrip("/") or "/")
+            if not self._is_local(scope):
+                await self.proxy(scope, receive, send)
+                return
             await self.local(scope, receive, send_marked)
             return
         await self.local(scope, receive, send)

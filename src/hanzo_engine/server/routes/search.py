@@ -32,6 +32,11 @@ from ..search import (
 from ..search_queue import run_queued
 
 
+def is_keyword_only(query: SearchQuery) -> bool:
+    """The search embeds nothing, so it never waits on an embedder's network round trip."""
+    return query.hybrid is None and query.vector is None and query.media is None
+
+
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
     request_uid = uuid7()
     if query.use_network is not None or runtime_features(request).enabled(
@@ -52,6 +57,7 @@ async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
         indexes,
         uid,
         lambda reader: perform(reader, uid, query, request_uid, with_metadata, features, rules, foreign),
+        inline=is_keyword_only(query),
     )
     if query.personalize is not None:
         raise personalization_unavailable()  # once the search ran, as Meilisearch's reranking step
