@@ -50,6 +50,18 @@ _INDEXING_TYPES = frozenset(
 AUTOBATCH_WINDOW = 10_000
 
 
+class _Registration:
+    """A task waiting for the group commit that stores it (`Scheduler._register_grouped`)."""
+
+    __slots__ = ("done", "error", "lead", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.done = threading.Event()
+        self.lead = False  # woken to lead the next commit rather than because its task is stored
+        self.error: BaseException | None = None
+
+
 @contextlib.contextmanager
 def _full_collections_deferred() -> Any:
     """No full (generation 2) garbage collection while a batch is applied: the batch's documents are
@@ -96,6 +108,10 @@ class Scheduler:
         self.batch_size_limit = batch_size_limit
         self.on_batch_finished = on_batch_finished
         self._wake = threading.Condition()
+        # group commit of registrations (`_register_grouped`): those waiting, and whether a thread leads
+        self._group_lock = threading.Lock()
+        self._group: list[_Registration] = []
+        self._group_led = False
         self._stopping = False
         self._thread: threading.Thread | None = None
         # uids of the tasks of the batch being processed, and whether a cancelation asked it to stop
@@ -164,21 +180,62 @@ class Scheduler:
         }
         if custom_metadata is not None:
             task["customMetadata"] = custom_metadata
-        with self.store.env.begin(write=True) as txn:
-            if type_ in ("taskCancelation", "taskDeletion"):
+        if type_ in ("taskCancelation", "taskDeletion"):
+            with self.store.env.begin(write=True) as txn:
                 q: TaskQuery = kind.pop("query")
                 matched = self.store.matching_tasks(txn, q)
                 kind["tasks"] = list(matched)
                 task["details"] = dict(details or {}, matchedTasks=len(matched))
                 if type_ == "taskCancelation" and self._processing & set(matched):
                     self._must_stop.set()
-            self.store.register(txn, task)
+                self.store.register(txn, task)
+        else:
+            self._register_grouped(task)
         self._idle.clear()
         with self._wake:
             self._wake.notify_all()
         return summarized_task(task)
 
     # -- reads ------------------------------------------------------------------------------------
+
+    def _register_grouped(self, task: Task) -> None:
+        """Store `task` in a synced commit (group commit). Registrations arriving while one commits
+        wait and then share the next commit: one thread at a time leads, committing every task waiting
+        (its own among them) in one transaction, then hands the lead to the first task that arrived
+        meanwhile. Each caller returns once the commit holding its task is on disk, as with a commit of
+        its own; concurrent writers no longer queue one by one on LMDB's write lock, each with its sync."""
+        mine = _Registration(task)
+        with self._group_lock:
+            self._group.append(mine)
+            follow = self._group_led
+            self._group_led = True
+        if follow:
+            mine.done.wait()
+            if not mine.lead:
+                if mine.error is not None:
+                    raise mine.error  # the commit failed for the whole group
+                return
+        with self._group_lock:
+            group, self._group = self._group, []
+        error: BaseException | None = None
+        try:
+            with self.store.env.begin(write=True) as txn:
+                for registration in group:
+                    self.store.register(txn, registration.task)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            with self._group_lock:
+                if self._group:
+                    self._group[0].lead = True
+                    self._group[0].done.set()
+                else:
+                    self._group_led = False
+            for registration in group:
+                if registration is not mine:
+                    registration.error = error
+                    registration.done.set()
 
     def get_task(self, uid: int) -> dict[str, Any] | None:
         task = self.store.get_task(uid)
