@@ -112,8 +112,16 @@ def stored_state(index: Index) -> dict[str, Any]:
         return state
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(index_settings, st.lists(operation, max_size=40), st.integers(2, 9))
+# a first transaction storing most ids, so that later ones replace and delete stored documents while
+# a batch of new ones is in flight
+seeded = st.tuples(
+    st.lists(st.tuples(st.just("put"), ids, document, st.just(False)), max_size=12),
+    st.lists(operation, max_size=40),
+).map(lambda t: [*t[0], ("commit",), *t[1]])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index_settings, st.lists(operation, max_size=40) | seeded, st.integers(2, 9))
 def test_batches_on_any_number_of_threads_store_what_one_by_one_stores(
     settings_: dict[str, Any], ops: list[tuple[Any, ...]], batch: int
 ) -> None:
@@ -124,6 +132,22 @@ def test_batches_on_any_number_of_threads_store_what_one_by_one_stores(
     for size, threads in ((1, 1), (batch, 1), (batch, 2), (batch, 4)):
         with new_index() as index:
             run(index, settings_, list(ops), batch=size, threads=threads)
+            assert stored_state(index) == expected, (size, threads)
+
+
+def test_replacing_and_deleting_stored_documents_while_a_batch_is_in_flight() -> None:
+    # the removals of documents stored by an earlier transaction wait for the batch job in flight
+    ops: list[tuple[Any, ...]] = [("put", str(i), {"title": f"w{i} common"}, False) for i in range(12)]
+    ops += [("commit",), *(("put", str(i), {"title": f"new{i} x", "n": i}, False) for i in range(20, 26))]
+    ops += [("put", str(i), {"title": f"upd{i}"}, i % 2 == 0) for i in range(6)]
+    ops += [("delete", "7"), ("delete", "8"), ("put", "21", {"title": "again"}, False), ("delete", "9")]
+    with new_index() as index:
+        run(index, {}, list(ops), batch=None, threads=1)
+        expected = stored_state(index)
+        check_consistent(index, {})
+    for size, threads in ((2, 2), (3, 2), (4, 4)):
+        with new_index() as index:
+            run(index, {}, list(ops), batch=size, threads=threads)
             assert stored_state(index) == expected, (size, threads)
 
 

@@ -548,7 +548,7 @@ cdef class PostingAccumulator:
                 rc = hz_index_batch(&b, n_threads, outs, self.acc, &buf, ends)
             if rc != 0:
                 raise MemoryError()
-            result = [None] * n_docs
+            result = [None] * <Py_ssize_t>n_docs
             for i in range(n_docs):
                 result[i] = PyBytes_FromStringAndSize(buf.p + start, <Py_ssize_t>(ends[i] - start))
                 start = ends[i]

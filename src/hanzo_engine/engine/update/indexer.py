@@ -37,7 +37,8 @@ write per touched key instead of one per document. The per-document work and the
 flattened in Python and queued; a queue of BATCH_DOCUMENTS (or whatever is queued at a flush or at the
 removal of a queued docid) is tokenized, its positions packed, its forward entries encoded and its
 (word, fid, docid) events logged in C on `SearchIndexer.threads` threads with the GIL released, with
-the same result whatever the number of threads; `flush` sorts
+the same result whatever the number of threads (with more than one, the batch runs beside the writer
+thread, which meanwhile stores and flattens the next documents); `flush` sorts
 the log into key order and merges each key's changes straight on the stored roaring bytes. The
 accumulated changes are flushed early when they outgrow `SearchIndexer.max_memory`, which bounds the
 indexing memory of a large transaction (a flush may happen at any time: the merge rule holds).
@@ -45,6 +46,7 @@ indexing memory of a large transaction (a flush may happen at any time: the merg
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from functools import partial
 from itertools import repeat
@@ -175,6 +177,34 @@ def field_stats(reader: IndexReader) -> dict[int, list[int]]:
     return {int(k): v for k, v in _json_decode(raw).items()} if raw else {}
 
 
+class _BatchJob(threading.Thread):
+    """`PostingAccumulator.add_batch` on a thread of its own: the native part releases the GIL, so
+    the writer thread goes on storing and flattening the next documents meanwhile."""
+
+    def __init__(
+        self, changes: PostingAccumulator, tokenizer: TokenizerConfig, batch: DocumentBatch, threads: int
+    ) -> None:
+        super().__init__(name="hanzo-index-batch", daemon=True)
+        self.changes = changes
+        self.tokenizer = tokenizer
+        self.batch = batch
+        self.threads = threads
+        self.forwards: list[bytes] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.forwards = self.changes.add_batch(self.tokenizer, self.batch, self.threads)
+        except BaseException as e:  # raised again in the writer thread
+            self.error = e
+
+    def result(self) -> list[bytes]:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.forwards
+
+
 class SearchIndexer:
     """Accumulates the search-structure changes of one write transaction.
 
@@ -183,7 +213,9 @@ class SearchIndexer:
     bitmap changes stay in C memory until `flush` merges them, one read and one write per touched key.
     A docid removed after being added in the same transaction (`pending`, queued or indexed) forces a
     flush first, so "(stored - removed) | added" stays right for add-then-remove sequences.
-    Added documents wait in `queue` (flattened) until a batch of them is indexed on `threads` threads.
+    Added documents wait in `queue` (flattened) until a batch of them is indexed on `threads` threads;
+    with more than one, the batch is `inflight` on a `_BatchJob` while the next one fills, and the
+    accumulator is the job's until `_join` (removals meanwhile wait in `removals`).
     """
 
     def __init__(self, writer: IndexWriter, settings: dict[str, Any]) -> None:
@@ -200,6 +232,9 @@ class SearchIndexer:
         self.max_memory = MAX_PENDING_BYTES
         self.pending: set[int] = set()
         self.queue = DocumentBatch()
+        self.spare = DocumentBatch()
+        self.inflight: _BatchJob | None = None
+        self.removals: list[tuple[int, bytes]] = []
         self.batch_documents = BATCH_DOCUMENTS
         self.threads = 1
         self.dirty = False
@@ -222,20 +257,52 @@ class SearchIndexer:
         self.queue.push(docid, document_fields(flatten(document), self.fid_of, self.fields))
         self.pending.add(docid)
         self.dirty = True
-        if len(self.queue) >= self.batch_documents:
+        if len(self.queue) < self.batch_documents:
+            return
+        if self.threads > 1:
+            self._index_in_background()
+        else:
             self.index_queue()
+            if self.changes.memory_usage > self.max_memory:
+                self.flush()
+
+    def _index_in_background(self) -> None:
+        """Hands the queue to a `_BatchJob` (the previous one finished and stored first), so that the
+        next documents are stored and flattened while it is tokenized."""
+        self._join()
+        if self.changes.memory_usage > self.max_memory:
+            self.flush()  # indexes the queue too
+            return
+        job = _BatchJob(self.changes, self.tokenizer, self.queue, self.threads)
+        self.queue = self.spare
+        self.inflight = job
+        job.start()
+
+    def _join(self) -> None:
+        """Waits for the batch job in flight, stores its forward entries and applies the removals
+        that waited for it (the accumulator is the job's while it runs)."""
+        job = self.inflight
+        if job is None:
+            return
+        self.inflight = None
+        forwards = job.result()
+        self._store(job.batch, forwards)
+        self.spare = job.batch
+        removals = self.removals
+        self.removals = []
+        for docid, raw in removals:
+            self.changes.remove(docid, raw)
+
+    def _store(self, batch: DocumentBatch, forwards: list[bytes]) -> None:
+        with self.txn.cursor(db=self.db_forward) as cursor:
+            cursor.putmulti(zip(map(U32.pack, batch.docids()), forwards, strict=True))
+        batch.clear()
 
     def index_queue(self) -> None:
-        """Indexes the queued documents and stores their forward entries."""
-        queue = self.queue
-        if not len(queue):
-            return
-        forwards = self.changes.add_batch(self.tokenizer, queue, self.threads)
-        with self.txn.cursor(db=self.db_forward) as cursor:
-            cursor.putmulti(zip(map(U32.pack, queue.docids()), forwards, strict=True))
-        queue.clear()
-        if self.changes.memory_usage > self.max_memory:
-            self.flush()
+        """Indexes the queued documents (and waits for those in flight), storing their forward entries."""
+        self._join()
+        if len(self.queue):
+            self._store(self.queue, self.changes.add_batch(self.tokenizer, self.queue, self.threads))
 
     def remove(self, docid: int) -> None:
         if docid in self.pending:
@@ -245,10 +312,15 @@ class SearchIndexer:
         raw = self.txn.pop(U32.pack(docid), db=self.db_forward)
         if raw is None:
             return
-        self.changes.remove(docid, bytes(raw))
+        if self.inflight is not None:
+            # not one of its documents (they are pending): the merge rule lets it wait
+            self.removals.append((docid, bytes(raw)))
+        else:
+            self.changes.remove(docid, bytes(raw))
         self.dirty = True
 
     def clear(self) -> None:
+        self._join()
         for db in (self.db_word, self.db_word_fid, self.db_forward):
             self.txn.drop(db, delete=False)
         self.changes.clear()
