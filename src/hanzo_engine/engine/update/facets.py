@@ -32,12 +32,15 @@ numbers, non-empty strings and booleans give values wherever they are; `null` an
 
 Bitmap changes are logged per write transaction (per key, the docids added and removed, in order)
 and merged once per key at `flush`, replaying the log where a docid is both added and removed, so
-add-then-remove sequences within one transaction come out right.
+add-then-remove sequences within one transaction come out right. The log, the merge and the walk of
+documents whose faceted fields are top-level scalars or arrays of scalars are native
+(`_native/facet_log.pyx`); other documents take the `_Walk` below.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -45,17 +48,16 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 from pyroaring import BitMap
 
+from hanzo_engine._native.facet_log import FacetLog
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
 from hanzo_engine.engine.attribute_patterns import match_field_legacy as match_legacy
 from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD, GeoJsonError, GeoShape, parse_geojson
 from hanzo_engine.engine.storage.codecs import (
-    FID,
     U32,
     decode_bitmap,
     decode_facet_entry,
     encode_bitmap,
-    encode_f64,
     encode_facet_entry,
 )
 from hanzo_engine.engine.storage.keys import (
@@ -66,7 +68,6 @@ from hanzo_engine.engine.storage.keys import (
     FACET_DBS,
     FLAG_EMPTY,
     FLAG_EXISTS,
-    FLAG_KINDS,
     FLAG_NULL,
     KEY_FACET_FIELDS,
 )
@@ -102,6 +103,11 @@ def truncate_facet(value: str) -> str:
     if len(raw) <= MAX_FACET_VALUE_LENGTH:
         return value
     return raw[:MAX_FACET_VALUE_LENGTH].decode(errors="ignore")
+
+
+def _normalized(value: str) -> str:
+    """The facet string of a non-empty string value, as stored in keys and forward entries."""
+    return truncate_facet(normalize_facet(value))
 
 
 # -- which fields are faceted -------------------------------------------------------------------------
@@ -525,9 +531,13 @@ class FacetIndexer:
         self.fields = facet_fields(writer)
         self.fid_of = {name: i for i, name in enumerate(self.fields)}
         self.fields_dirty = False
-        # (database, key) -> events in order: docid (added) or ~docid (removed)
-        self.pending: dict[tuple[bytes, bytes], list[int]] = {}
-        self.changes = 0
+        rules = self.rules
+        self.log = FacetLog(
+            _normalized, rules.selection, rules._selection, self.fid_of, self._fid, MATCH, NO_MATCH
+        )
+        # documents of the common shape take the native walk (`FacetLog.add_document`)
+        self.fast_walk = not (rules.geo or rules.geojson)
+        self.docs_db = self.dbs[DB_FACET_DOCS]
 
     def _fid(self, name: str) -> int:
         fid = self.fid_of.get(name)
@@ -541,73 +551,44 @@ class FacetIndexer:
             self.fields_dirty = True
         return fid
 
-    def _log(self, docid: int, forward: dict[int, list[Any]], add: bool) -> None:
-        """Log one event per key the forward entry touches: `docid` to add it, `~docid` to remove it."""
-        event = docid if add else ~docid
-        pending = self.pending
-        for fid, entry in forward.items():
-            flags, numbers, strings = entry[0], entry[1], entry[2]
-            prefix = FID.pack(fid)
-            keys: list[tuple[bytes, bytes]] = [
-                (DB_FACET_FLAGS, kind + prefix) for bit, kind in FLAG_KINDS if flags & bit
-            ]
-            keys.extend((DB_FACET_NUMBERS, prefix + encode_f64(n)) for n in numbers)
-            keys.extend((DB_FACET_STRINGS, prefix + norm.encode()) for norm, _ in strings)
-            for key in keys:
-                found = pending.get(key)
-                if found is None:
-                    pending[key] = [event]
-                else:
-                    found.append(event)
-            self.changes += len(keys)
-
     def add(self, docid: int, document: dict[str, Any], external_id: str = "") -> None:
         if not self.rules.active:
             return
-        values = extract_facets(document, self.rules, external_id)
-        if not values:
+        forward = self.log.add_document(docid, document) if self.fast_walk else None
+        if forward is None:
+            values = extract_facets(document, self.rules, external_id)
+            if not values:
+                return
+            forward = {self._fid(name): fv.to_entry() for name, fv in values.items()}
+            self.log.log(docid, forward, True)
+        elif not forward:
             return
-        forward = {self._fid(name): fv.to_entry() for name, fv in values.items()}
-        self._write(docid, forward)
-
-    def _write(self, docid: int, forward: dict[int, list[Any]]) -> None:
-        self._log(docid, forward, True)
-        self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.dbs[DB_FACET_DOCS])
-        if self.changes > MAX_PENDING_CHANGES:
+        self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.docs_db)
+        if len(self.log) > MAX_PENDING_CHANGES:
             self.flush()
 
     def remove(self, docid: int) -> None:
         raw = self.txn.pop(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
         if raw is None:
             return
-        self._log(docid, decode_facet_entry(raw), False)
+        self.log.log(docid, decode_facet_entry(raw), False)
 
     def clear(self) -> None:
         for db in self.dbs.values():
             self.txn.drop(db, delete=False)
-        self.pending.clear()
-        self.changes = 0
+        self.log.clear()
 
     def flush(self) -> None:
         txn = self.txn
-        for (name, key), events in sorted(self.pending.items()):
-            db = self.dbs[name]
-            stored = txn.get(key, db=db)
-            bitmap = decode_bitmap(stored) if stored is not None else BitMap()
-            if min(events) >= 0:  # additions only (the common case)
-                bitmap |= BitMap(events)
-            else:  # replay in order: the last event of a docid decides
-                for event in events:
-                    if event >= 0:
-                        bitmap.add(event)
-                    else:
-                        bitmap.discard(~event)
-            if bitmap:
-                txn.put(key, encode_bitmap(bitmap), db=db)
-            elif stored is not None:
-                txn.delete(key, db=db)
-        self.pending.clear()
-        self.changes = 0
+        dbs = self.dbs
+        self.log.flush(
+            txn,
+            (dbs[DB_FACET_STRINGS], dbs[DB_FACET_NUMBERS], dbs[DB_FACET_FLAGS]),
+            decode_bitmap,
+            encode_bitmap,
+            BitMap,
+            array,
+        )
         if self.fields_dirty:
             txn.put(KEY_FACET_FIELDS, msgspec.json.encode(self.fields), db=self.writer.index.db_main)
             self.fields_dirty = False
@@ -633,20 +614,20 @@ class FacetIndexer:
             raw = self.txn.get(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
             forward: dict[int, list[Any]] = decode_facet_entry(raw) if raw is not None else {}
             kept = {fid: e for fid, e in forward.items() if self.rules.keeps(self.fields[fid])}
-            self._log(docid, {fid: e for fid, e in forward.items() if fid not in kept}, False)
+            self.log.log(docid, {fid: e for fid, e in forward.items() if fid not in kept}, False)
             added: dict[int, list[Any]] = {}
             for name, fv in extract_facets(document, self.rules, external_id).items():
                 fid = self._fid(name)
                 if fid not in kept:
                     added[fid] = fv.to_entry()
-            self._log(docid, added, True)
+            self.log.log(docid, added, True)
             merged = {**kept, **added}
             if merged != forward:
                 if merged:
                     self.txn.put(U32.pack(docid), encode_facet_entry(merged), db=self.dbs[DB_FACET_DOCS])
                 else:
                     self.txn.delete(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
-            if self.changes > MAX_PENDING_CHANGES:
+            if len(self.log) > MAX_PENDING_CHANGES:
                 self.flush()
 
 

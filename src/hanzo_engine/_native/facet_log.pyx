@@ -1,0 +1,435 @@
+# cython: language_level=3
+"""The facet change log of one write transaction (native), for `engine/update/facets.py`.
+
+Each facet key (a `facet-strings`, `facet-numbers` or `facet-flags` key) gets a small integer id the
+first time it is seen; its bytes are built once and cached per field id and value. A logged change is
+one (key id, event) pair in two C arrays, the event being the docid (added) or `~docid` (removed), so
+a transaction holds a few long-lived objects whatever the number of changes.
+
+`flush` groups the events by key keeping their order (a counting sort), sorts each database's keys
+bytewise, reads the stored bitmaps in one `Cursor.getmulti` (none on an empty database) and writes the
+merged ones in one `Cursor.putmulti`. A key with additions only, no stored bitmap and at most 7
+docids (the common case of a high-cardinality number) is encoded here as the plain little-endian
+u32s of the CboRoaringBitmap codec; the other keys go through the caller's `decode_bitmap` /
+`encode_bitmap` with the same bitmap operations as the Python definition (union of the additions,
+or the events replayed in order when there are removals), so the stored bytes are identical.
+
+`add_document` walks a document whose faceted fields are all top-level scalars or arrays of scalars
+(the common shape) and returns its forward entry, logging its keys; any other shape returns None
+with nothing logged, and the caller runs the full walk.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
+from libc.string cimport memcmp, memcpy, memmove
+
+cdef enum:
+    FLAG_EXISTS = 1
+    FLAG_NULL = 2
+    FLAG_EMPTY = 4
+    CBO_THRESHOLD = 7
+    DB_STRINGS = 0
+    DB_NUMBERS = 1
+    DB_FLAGS = 2
+
+cdef Py_ssize_t NORM_CACHE_MAX = 1 << 17
+
+
+cdef struct KeyRef:
+    const char *data
+    Py_ssize_t size
+    uint32_t kid
+
+
+cdef int _cmp_keys(const void *a, const void *b) noexcept nogil:
+    cdef const KeyRef *x = <const KeyRef *> a
+    cdef const KeyRef *y = <const KeyRef *> b
+    cdef Py_ssize_t n = x.size if x.size < y.size else y.size
+    cdef int c = memcmp(x.data, y.data, n)
+    if c != 0:
+        return c
+    return (x.size > y.size) - (x.size < y.size)
+
+
+cdef bytes _f64_key(bytes prefix, double value):
+    """`prefix` + the order-preserving 8 bytes of `value` (`codecs.encode_f64`)."""
+    cdef double v = value + 0.0
+    cdef uint64_t bits
+    memcpy(&bits, &v, 8)
+    if bits >> 63:
+        bits = ~bits
+    else:
+        bits |= (<uint64_t> 1) << 63
+    cdef char buf[10]
+    memcpy(buf, PyBytes_AS_STRING(prefix), 2)
+    cdef int i
+    for i in range(8):
+        buf[2 + i] = <char> ((bits >> (56 - 8 * i)) & 0xFF)
+    return PyBytes_FromStringAndSize(buf, 10)
+
+
+cdef bytes _fid_prefix(Py_ssize_t fid):
+    cdef char buf[2]
+    buf[0] = <char> ((fid >> 8) & 0xFF)
+    buf[1] = <char> (fid & 0xFF)
+    return PyBytes_FromStringAndSize(buf, 2)
+
+
+cdef class FacetLog:
+    """Facet key changes of one write transaction; see the module docstring."""
+
+    cdef list keys  # key id -> key bytes
+    cdef unsigned char *key_db  # key id -> database code
+    cdef Py_ssize_t key_cap
+    cdef list prefixes  # fid -> FID bytes
+    cdef list flag_kids  # fid -> [exists, null, empty] key ids (-1: none yet)
+    cdef list number_kids  # fid -> {float: key id}
+    cdef list string_kids  # fid -> {normalized: key id}
+    cdef uint32_t *ev_kid
+    cdef int64_t *ev
+    cdef Py_ssize_t n, cap
+    # the fast document walk
+    cdef dict norm_cache  # original string -> normalized facet string
+    cdef object normalize
+    cdef dict selections  # field name -> selection (the caller's cache)
+    cdef object select
+    cdef dict fid_of  # field name -> fid (the caller's map)
+    cdef object new_fid
+    cdef int match_, no_match
+
+    def __cinit__(self):
+        self.key_db = NULL
+        self.ev_kid = NULL
+        self.ev = NULL
+
+    def __init__(self, normalize, select, dict selections, dict fid_of, new_fid, int match, int no_match):
+        """`normalize(str) -> str`: the normalized, truncated facet string; `select(name) -> int`
+        caching into `selections`; `new_fid(name) -> int` registering into `fid_of`."""
+        self.keys = []
+        self.prefixes = []
+        self.flag_kids = []
+        self.number_kids = []
+        self.string_kids = []
+        self.norm_cache = {}
+        self.normalize = normalize
+        self.select = select
+        self.selections = selections
+        self.fid_of = fid_of
+        self.new_fid = new_fid
+        self.match_ = match
+        self.no_match = no_match
+        self.n = 0
+        self.cap = 0
+        self.key_cap = 0
+
+    def __dealloc__(self):
+        free(self.key_db)
+        free(self.ev_kid)
+        free(self.ev)
+
+    def __len__(self):
+        """The number of logged changes."""
+        return self.n
+
+    # -- keys ---------------------------------------------------------------------------------------
+
+    cdef int _grow_fids(self, Py_ssize_t fid) except -1:
+        while len(self.prefixes) <= fid:
+            self.prefixes.append(_fid_prefix(len(self.prefixes)))
+            self.flag_kids.append([-1, -1, -1])
+            self.number_kids.append({})
+            self.string_kids.append({})
+        return 0
+
+    cdef Py_ssize_t _new_key(self, bytes key, unsigned char db) except -1:
+        cdef Py_ssize_t kid = len(self.keys)
+        cdef unsigned char *grown
+        if kid >= self.key_cap:
+            grown = <unsigned char *> realloc(self.key_db, (self.key_cap * 2 + 1024) * sizeof(unsigned char))
+            if grown == NULL:
+                raise MemoryError()
+            self.key_db = grown
+            self.key_cap = self.key_cap * 2 + 1024
+        self.keys.append(key)
+        self.key_db[kid] = db
+        return kid
+
+    cdef int _push(self, Py_ssize_t kid, int64_t event) except -1:
+        cdef uint32_t *k
+        cdef int64_t *e
+        cdef Py_ssize_t cap
+        if self.n >= self.cap:
+            cap = self.cap * 2 + 4096
+            k = <uint32_t *> realloc(self.ev_kid, cap * sizeof(uint32_t))
+            if k == NULL:
+                raise MemoryError()
+            self.ev_kid = k
+            e = <int64_t *> realloc(self.ev, cap * sizeof(int64_t))
+            if e == NULL:
+                raise MemoryError()
+            self.ev = e
+            self.cap = cap
+        self.ev_kid[self.n] = <uint32_t> kid
+        self.ev[self.n] = event
+        self.n += 1
+        return 0
+
+    cdef int _log(self, int64_t event, dict forward) except -1:
+        cdef Py_ssize_t fid, kid
+        cdef long flags
+        cdef list flag_kids
+        cdef dict kids
+        cdef bytes prefix
+        cdef str norm
+        cdef int i
+        cdef long bit
+        for fid_obj, entry in forward.items():
+            fid = fid_obj
+            if fid >= len(self.prefixes):
+                self._grow_fids(fid)
+            prefix = self.prefixes[fid]
+            flags = entry[0]
+            if flags:
+                flag_kids = self.flag_kids[fid]
+                for i in range(3):
+                    bit = 1 << i
+                    if flags & bit:
+                        kid = flag_kids[i]
+                        if kid < 0:
+                            kid = self._new_key((b"e", b"n", b"m")[i] + prefix, DB_FLAGS)
+                            flag_kids[i] = kid
+                        self._push(kid, event)
+            kids = self.number_kids[fid]
+            for number in entry[1]:
+                found = kids.get(number)
+                if found is None:
+                    kid = self._new_key(_f64_key(prefix, number), DB_NUMBERS)
+                    kids[number] = kid
+                else:
+                    kid = found
+                self._push(kid, event)
+            kids = self.string_kids[fid]
+            for pair in entry[2]:
+                norm = pair[0]
+                found = kids.get(norm)
+                if found is None:
+                    kid = self._new_key(prefix + norm.encode(), DB_STRINGS)
+                    kids[norm] = kid
+                else:
+                    kid = found
+                self._push(kid, event)
+        return 0
+
+    def log(self, int64_t docid, dict forward, bint add):
+        """Log the keys of a forward entry `{fid: [flags, numbers, [[normalized, original], ...]]}`:
+        `docid` added to each (add) or removed from each."""
+        self._log(docid if add else ~docid, forward)
+
+    # -- the fast walk -------------------------------------------------------------------------------
+
+    cdef str _norm(self, str value):
+        found = self.norm_cache.get(value)
+        if found is not None:
+            return <str> found
+        if len(self.norm_cache) >= NORM_CACHE_MAX:
+            self.norm_cache.clear()
+        cdef str norm = self.normalize(value)
+        self.norm_cache[value] = norm
+        return norm
+
+    cdef int _value(self, list fv, object value, bint on_base) except -1:
+        """milli's per-value rule (`facets._Walk.add`) for a scalar (or empty container) `value`;
+        `fv` is [flags, numbers, {normalized: original}]."""
+        cdef object t = type(value)
+        cdef long flags = fv[0] | FLAG_EXISTS
+        cdef double d
+        cdef list numbers
+        cdef dict strings
+        if t is str:
+            if value:
+                strings = fv[2]
+                norm = self._norm(value)
+                if norm not in strings:
+                    strings[norm] = value
+            elif on_base:
+                flags |= FLAG_EMPTY
+        elif t is int or t is float:
+            d = value
+            d = d + 0.0
+            number = d
+            numbers = fv[1]
+            if number not in numbers:
+                numbers.append(number)
+        elif t is bool:
+            strings = fv[2]
+            text = "true" if value else "false"
+            if text not in strings:
+                strings[text] = text
+        elif on_base and value is None:
+            flags |= FLAG_NULL
+        elif on_base and (t is list or t is dict) and not value:
+            flags |= FLAG_EMPTY
+        fv[0] = flags
+        return 0
+
+    def add_document(self, int64_t docid, dict document):
+        """The forward entry of `document` with its keys logged as added for `docid` ({} when nothing
+        is faceted), or None, nothing logged, when a faceted or parent field holds a nested value."""
+        cdef list fields = []
+        cdef list fv
+        cdef object t
+        cdef int selection
+        for key, value in document.items():
+            if key == "_geo" or key == "_vectors" or key == "_geojson":
+                continue
+            found = self.selections.get(key)
+            selection = self.select(key) if found is None else found
+            if selection == self.no_match:
+                continue
+            t = type(value)
+            if selection != self.match_:  # a parent of a faceted field
+                if t is dict or t is list:
+                    return None
+                continue
+            if t is dict:
+                if value:
+                    return None
+            elif t is list:
+                for item in <list> value:
+                    if type(item) is dict or type(item) is list:
+                        return None
+            fv = [0, [], {}]
+            fields.append((key, fv))
+            if t is list or t is dict:
+                for item in value:
+                    self._value(fv, item, False)
+            self._value(fv, value, True)
+        cdef dict forward = {}
+        cdef list numbers
+        if not fields:
+            return forward
+        for key, fv in fields:
+            fid = self.fid_of.get(key)
+            if fid is None:
+                fid = self.new_fid(key)
+            numbers = fv[1]
+            if len(numbers) > 1:
+                numbers.sort()
+            forward[fid] = [fv[0], numbers, [[k, v] for k, v in (<dict> fv[2]).items()]]
+        self._log(docid, forward)
+        return forward
+
+    # -- flush ---------------------------------------------------------------------------------------
+
+    def clear(self):
+        """Forget the logged changes (the key cache stays: keys do not depend on stored data)."""
+        self.n = 0
+
+    def flush(self, txn, tuple dbs, decode_bitmap, encode_bitmap, bitmap_type, array_type):
+        """Merge the logged changes into the databases `dbs` (strings, numbers, flags) of `txn`."""
+        cdef Py_ssize_t nkeys = len(self.keys)
+        cdef Py_ssize_t n = self.n
+        if n == 0:
+            return
+        cdef Py_ssize_t *start = <Py_ssize_t *> calloc(nkeys + 1, sizeof(Py_ssize_t))
+        cdef Py_ssize_t *fill = <Py_ssize_t *> malloc((nkeys + 1) * sizeof(Py_ssize_t))
+        cdef int64_t *grouped = <int64_t *> malloc(n * sizeof(int64_t))
+        cdef KeyRef *refs = <KeyRef *> malloc((nkeys + 1) * sizeof(KeyRef))
+        cdef uint32_t *docids = <uint32_t *> malloc(n * sizeof(uint32_t))
+        cdef Py_ssize_t i, k, a, b, m, j, t, nrefs
+        cdef dict stored
+        cdef int64_t e
+        cdef uint32_t x
+        cdef bint removals
+        cdef bytes key
+        cdef unsigned char code
+        cdef list items
+        try:
+            if start == NULL or fill == NULL or grouped == NULL or refs == NULL or docids == NULL:
+                raise MemoryError()
+            for i in range(n):
+                start[self.ev_kid[i] + 1] += 1
+            for k in range(nkeys):
+                start[k + 1] += start[k]
+            memcpy(fill, start, (nkeys + 1) * sizeof(Py_ssize_t))
+            for i in range(n):
+                k = self.ev_kid[i]
+                grouped[fill[k]] = self.ev[i]
+                fill[k] += 1
+            for code in range(3):
+                db = dbs[code]
+                nrefs = 0
+                for k in range(nkeys):
+                    if self.key_db[k] == code and start[k + 1] > start[k]:
+                        key = self.keys[k]
+                        refs[nrefs].data = PyBytes_AS_STRING(key)
+                        refs[nrefs].size = PyBytes_GET_SIZE(key)
+                        refs[nrefs].kid = <uint32_t> k
+                        nrefs += 1
+                if nrefs == 0:
+                    continue
+                qsort(refs, nrefs, sizeof(KeyRef), _cmp_keys)
+                stored = {}
+                cursor = txn.cursor(db)
+                if txn.stat(db)["entries"]:
+                    stored = dict(cursor.getmulti([self.keys[refs[i].kid] for i in range(nrefs)]))
+                items = []
+                for i in range(nrefs):
+                    k = refs[i].kid
+                    key = self.keys[k]
+                    a = start[k]
+                    b = start[k + 1]
+                    removals = False
+                    for j in range(a, b):
+                        if grouped[j] < 0:
+                            removals = True
+                            break
+                    raw = stored.get(key) if stored else None
+                    if raw is None and not removals:
+                        # sorted distinct docids (insertion sort: keys hold few events)
+                        m = 0
+                        if b - a <= 64:
+                            for j in range(a, b):
+                                x = <uint32_t> grouped[j]
+                                t = m
+                                while t > 0 and docids[t - 1] > x:
+                                    t -= 1
+                                if t > 0 and docids[t - 1] == x:
+                                    continue
+                                if t < m:
+                                    memmove(&docids[t + 1], &docids[t], (m - t) * sizeof(uint32_t))
+                                docids[t] = x
+                                m += 1
+                        else:
+                            m = CBO_THRESHOLD + 1  # at least, in the roaring form
+                        if m <= CBO_THRESHOLD:
+                            items.append((key, PyBytes_FromStringAndSize(<char *> docids, m * 4)))
+                            continue
+                    if not removals:
+                        bitmap = decode_bitmap(raw) if raw is not None else bitmap_type()
+                        added = array_type("I")
+                        for j in range(a, b):
+                            added.append(grouped[j])
+                        bitmap |= bitmap_type(added)
+                    else:
+                        bitmap = decode_bitmap(raw) if raw is not None else bitmap_type()
+                        for j in range(a, b):
+                            e = grouped[j]
+                            if e >= 0:
+                                bitmap.add(e)
+                            else:
+                                bitmap.discard(~e)
+                    if bitmap:
+                        items.append((key, encode_bitmap(bitmap)))
+                    elif raw is not None:
+                        txn.delete(key, db=db)
+                if items:
+                    cursor.putmulti(items)
+        finally:
+            free(start)
+            free(fill)
+            free(grouped)
+            free(refs)
+            free(docids)
+        self.n = 0
