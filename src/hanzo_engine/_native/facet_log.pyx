@@ -1,18 +1,20 @@
 # cython: language_level=3
 """The facet change log of one write transaction (native), for `engine/update/facets.py`.
 
-Each facet key (a `facet-strings`, `facet-numbers` or `facet-flags` key) gets a small integer id the
-first time it is seen; its bytes are built once and cached per field id and value. A logged change is
-one (key id, event) pair in two C arrays, the event being the docid (added) or `~docid` (removed), so
-a transaction holds a few long-lived objects whatever the number of changes.
+A logged change is a key and an event, the event being the docid (added) or `~docid` (removed), kept
+in C arrays so that a transaction holds a few long-lived objects whatever the number of changes. A
+`facet-strings` or `facet-flags` key gets a small integer id the first time it is seen (its bytes
+built once, cached per field id and value); a `facet-numbers` change is a (fid, encoded f64) record
+instead, as most numbers (dates, popularity scores) are distinct.
 
-`flush` groups the events by key keeping their order (a counting sort), sorts each database's keys
-bytewise, reads the stored bitmaps in one `Cursor.getmulti` (none on an empty database) and writes the
-merged ones in one `Cursor.putmulti`. A key with additions only, no stored bitmap and at most 7
-docids (the common case of a high-cardinality number) is encoded here as the plain little-endian
-u32s of the CboRoaringBitmap codec; the other keys go through the caller's `decode_bitmap` /
-`encode_bitmap` with the same bitmap operations as the Python definition (union of the additions,
-or the events replayed in order when there are removals), so the stored bytes are identical.
+`flush` groups the events by key keeping their order (a counting sort of key ids, a sort of the
+number records by fid, number and position), puts each database's keys in byte order, reads the
+stored bitmaps in one `Cursor.getmulti` (none on an empty database) and writes the merged ones in
+one `Cursor.putmulti`. A key with additions only, no stored bitmap and at most 7 docids (the common
+case of a high-cardinality field) is encoded here as the plain little-endian u32s of the
+CboRoaringBitmap codec; the other keys go through the caller's `decode_bitmap` / `encode_bitmap`
+with the same bitmap operations as the Python definition (union of the additions, or the events
+replayed in order when there are removals), so the stored bytes are identical.
 
 `add_document` walks a document whose faceted fields are all top-level scalars or arrays of scalars
 (the common shape) and returns its forward entry, logging its keys; any other shape returns None
@@ -52,18 +54,38 @@ cdef int _cmp_keys(const void *a, const void *b) noexcept nogil:
     return (x.size > y.size) - (x.size < y.size)
 
 
-cdef bytes _f64_key(bytes prefix, double value):
-    """`prefix` + the order-preserving 8 bytes of `value` (`codecs.encode_f64`)."""
-    cdef double v = value + 0.0
+cdef struct NumberEvent:
+    uint64_t bits  # the order-preserving f64 (`codecs.encode_f64`)
+    Py_ssize_t seq  # position in the log: events of a key stay in order
+    int64_t event
+    uint32_t fid
+
+
+cdef int _cmp_numbers(const void *a, const void *b) noexcept nogil:
+    cdef const NumberEvent *x = <const NumberEvent *> a
+    cdef const NumberEvent *y = <const NumberEvent *> b
+    if x.fid != y.fid:
+        return -1 if x.fid < y.fid else 1
+    if x.bits != y.bits:
+        return -1 if x.bits < y.bits else 1
+    return (x.seq > y.seq) - (x.seq < y.seq)
+
+
+cdef inline uint64_t _f64_bits(double value) noexcept nogil:
+    cdef double v = value + 0.0  # -0.0 is 0.0
     cdef uint64_t bits
     memcpy(&bits, &v, 8)
     if bits >> 63:
-        bits = ~bits
-    else:
-        bits |= (<uint64_t> 1) << 63
+        return ~bits
+    return bits | ((<uint64_t> 1) << 63)
+
+
+cdef bytes _number_key(uint32_t fid, uint64_t bits):
+    """FID (u16 BE) + the 8 bytes of `bits`, big-endian: a `facet-numbers` key."""
     cdef char buf[10]
-    memcpy(buf, PyBytes_AS_STRING(prefix), 2)
     cdef int i
+    buf[0] = <char> ((fid >> 8) & 0xFF)
+    buf[1] = <char> (fid & 0xFF)
     for i in range(8):
         buf[2 + i] = <char> ((bits >> (56 - 8 * i)) & 0xFF)
     return PyBytes_FromStringAndSize(buf, 10)
@@ -84,11 +106,12 @@ cdef class FacetLog:
     cdef Py_ssize_t key_cap
     cdef list prefixes  # fid -> FID bytes
     cdef list flag_kids  # fid -> [exists, null, empty] key ids (-1: none yet)
-    cdef list number_kids  # fid -> {float: key id}
     cdef list string_kids  # fid -> {normalized: key id}
     cdef uint32_t *ev_kid
     cdef int64_t *ev
     cdef Py_ssize_t n, cap
+    cdef NumberEvent *numbers  # `facet-numbers` changes, not interned: most numbers are distinct
+    cdef Py_ssize_t n_numbers, numbers_cap
     # the fast document walk
     cdef dict norm_cache  # original string -> normalized facet string
     cdef object normalize
@@ -102,6 +125,7 @@ cdef class FacetLog:
         self.key_db = NULL
         self.ev_kid = NULL
         self.ev = NULL
+        self.numbers = NULL
 
     def __init__(self, normalize, select, dict selections, dict fid_of, new_fid, int match, int no_match):
         """`normalize(str) -> str`: the normalized, truncated facet string; `select(name) -> int`
@@ -109,7 +133,6 @@ cdef class FacetLog:
         self.keys = []
         self.prefixes = []
         self.flag_kids = []
-        self.number_kids = []
         self.string_kids = []
         self.norm_cache = {}
         self.normalize = normalize
@@ -122,15 +145,18 @@ cdef class FacetLog:
         self.n = 0
         self.cap = 0
         self.key_cap = 0
+        self.n_numbers = 0
+        self.numbers_cap = 0
 
     def __dealloc__(self):
         free(self.key_db)
         free(self.ev_kid)
         free(self.ev)
+        free(self.numbers)
 
     def __len__(self):
         """The number of logged changes."""
-        return self.n
+        return self.n + self.n_numbers
 
     # -- keys ---------------------------------------------------------------------------------------
 
@@ -138,7 +164,6 @@ cdef class FacetLog:
         while len(self.prefixes) <= fid:
             self.prefixes.append(_fid_prefix(len(self.prefixes)))
             self.flag_kids.append([-1, -1, -1])
-            self.number_kids.append({})
             self.string_kids.append({})
         return 0
 
@@ -175,6 +200,24 @@ cdef class FacetLog:
         self.n += 1
         return 0
 
+    cdef int _push_number(self, uint32_t fid, double value, int64_t event) except -1:
+        cdef NumberEvent *grown
+        cdef Py_ssize_t cap
+        if self.n_numbers >= self.numbers_cap:
+            cap = self.numbers_cap * 2 + 4096
+            grown = <NumberEvent *> realloc(self.numbers, cap * sizeof(NumberEvent))
+            if grown == NULL:
+                raise MemoryError()
+            self.numbers = grown
+            self.numbers_cap = cap
+        cdef NumberEvent *r = &self.numbers[self.n_numbers]
+        r.bits = _f64_bits(value)
+        r.seq = self.n_numbers
+        r.event = event
+        r.fid = fid
+        self.n_numbers += 1
+        return 0
+
     cdef int _log(self, int64_t event, dict forward) except -1:
         cdef Py_ssize_t fid, kid
         cdef long flags
@@ -200,15 +243,8 @@ cdef class FacetLog:
                             kid = self._new_key((b"e", b"n", b"m")[i] + prefix, DB_FLAGS)
                             flag_kids[i] = kid
                         self._push(kid, event)
-            kids = self.number_kids[fid]
             for number in entry[1]:
-                found = kids.get(number)
-                if found is None:
-                    kid = self._new_key(_f64_key(prefix, number), DB_NUMBERS)
-                    kids[number] = kid
-                else:
-                    kid = found
-                self._push(kid, event)
+                self._push_number(<uint32_t> fid, number, event)
             kids = self.string_kids[fid]
             for pair in entry[2]:
                 norm = pair[0]
@@ -325,28 +361,38 @@ cdef class FacetLog:
     def clear(self):
         """Forget the logged changes (the key cache stays: keys do not depend on stored data)."""
         self.n = 0
+        self.n_numbers = 0
 
     def flush(self, txn, tuple dbs, decode_bitmap, encode_bitmap, bitmap_type, array_type):
         """Merge the logged changes into the databases `dbs` (strings, numbers, flags) of `txn`."""
+        merge = _Merge(txn, decode_bitmap, encode_bitmap, bitmap_type, array_type)
+        try:
+            if self.n:
+                self._flush_interned(merge, dbs)
+            if self.n_numbers:
+                self._flush_numbers(merge, dbs[DB_NUMBERS])
+        finally:
+            self.n = 0
+            self.n_numbers = 0
+
+    cdef int _flush_interned(self, _Merge merge, tuple dbs) except -1:
+        """The string and flag keys: events grouped by key id (a stable counting sort), each
+        database's keys in byte order."""
         cdef Py_ssize_t nkeys = len(self.keys)
         cdef Py_ssize_t n = self.n
-        if n == 0:
-            return
         cdef Py_ssize_t *start = <Py_ssize_t *> calloc(nkeys + 1, sizeof(Py_ssize_t))
         cdef Py_ssize_t *fill = <Py_ssize_t *> malloc((nkeys + 1) * sizeof(Py_ssize_t))
         cdef int64_t *grouped = <int64_t *> malloc(n * sizeof(int64_t))
+        cdef int64_t *ordered = <int64_t *> malloc(n * sizeof(int64_t))
+        cdef Py_ssize_t *bounds = <Py_ssize_t *> malloc((nkeys + 1) * sizeof(Py_ssize_t))
         cdef KeyRef *refs = <KeyRef *> malloc((nkeys + 1) * sizeof(KeyRef))
-        cdef uint32_t *docids = <uint32_t *> malloc(n * sizeof(uint32_t))
-        cdef Py_ssize_t i, k, a, b, m, j, t, nrefs
-        cdef dict stored
-        cdef int64_t e
-        cdef uint32_t x
-        cdef bint removals
-        cdef bytes key
+        cdef Py_ssize_t i, k, nrefs, at
         cdef unsigned char code
-        cdef list items
+        cdef bytes key
+        cdef list keys
         try:
-            if start == NULL or fill == NULL or grouped == NULL or refs == NULL or docids == NULL:
+            if (start == NULL or fill == NULL or grouped == NULL or ordered == NULL or bounds == NULL
+                    or refs == NULL):
                 raise MemoryError()
             for i in range(n):
                 start[self.ev_kid[i] + 1] += 1
@@ -357,8 +403,7 @@ cdef class FacetLog:
                 k = self.ev_kid[i]
                 grouped[fill[k]] = self.ev[i]
                 fill[k] += 1
-            for code in range(3):
-                db = dbs[code]
+            for code in (DB_STRINGS, DB_FLAGS):
                 nrefs = 0
                 for k in range(nkeys):
                     if self.key_db[k] == code and start[k + 1] > start[k]:
@@ -370,66 +415,125 @@ cdef class FacetLog:
                 if nrefs == 0:
                     continue
                 qsort(refs, nrefs, sizeof(KeyRef), _cmp_keys)
-                stored = {}
-                cursor = txn.cursor(db)
-                if txn.stat(db)["entries"]:
-                    stored = dict(cursor.getmulti([self.keys[refs[i].kid] for i in range(nrefs)]))
-                items = []
+                keys = []
+                at = 0
                 for i in range(nrefs):
                     k = refs[i].kid
-                    key = self.keys[k]
-                    a = start[k]
-                    b = start[k + 1]
-                    removals = False
-                    for j in range(a, b):
-                        if grouped[j] < 0:
-                            removals = True
-                            break
-                    raw = stored.get(key) if stored else None
-                    if raw is None and not removals:
-                        # sorted distinct docids (insertion sort: keys hold few events)
-                        m = 0
-                        if b - a <= 64:
-                            for j in range(a, b):
-                                x = <uint32_t> grouped[j]
-                                t = m
-                                while t > 0 and docids[t - 1] > x:
-                                    t -= 1
-                                if t > 0 and docids[t - 1] == x:
-                                    continue
-                                if t < m:
-                                    memmove(&docids[t + 1], &docids[t], (m - t) * sizeof(uint32_t))
-                                docids[t] = x
-                                m += 1
-                        else:
-                            m = CBO_THRESHOLD + 1  # at least, in the roaring form
-                        if m <= CBO_THRESHOLD:
-                            items.append((key, PyBytes_FromStringAndSize(<char *> docids, m * 4)))
-                            continue
-                    if not removals:
-                        bitmap = decode_bitmap(raw) if raw is not None else bitmap_type()
-                        added = array_type("I")
-                        for j in range(a, b):
-                            added.append(grouped[j])
-                        bitmap |= bitmap_type(added)
-                    else:
-                        bitmap = decode_bitmap(raw) if raw is not None else bitmap_type()
-                        for j in range(a, b):
-                            e = grouped[j]
-                            if e >= 0:
-                                bitmap.add(e)
-                            else:
-                                bitmap.discard(~e)
-                    if bitmap:
-                        items.append((key, encode_bitmap(bitmap)))
-                    elif raw is not None:
-                        txn.delete(key, db=db)
-                if items:
-                    cursor.putmulti(items)
+                    keys.append(self.keys[k])
+                    bounds[i] = at
+                    memcpy(&ordered[at], &grouped[start[k]], (start[k + 1] - start[k]) * sizeof(int64_t))
+                    at += start[k + 1] - start[k]
+                bounds[nrefs] = at
+                merge.run(dbs[code], keys, bounds, ordered)
         finally:
             free(start)
             free(fill)
             free(grouped)
+            free(ordered)
+            free(bounds)
             free(refs)
-            free(docids)
-        self.n = 0
+        return 0
+
+    cdef int _flush_numbers(self, _Merge merge, db) except -1:
+        """The number keys: events sorted by (fid, number, position in the log)."""
+        cdef Py_ssize_t n = self.n_numbers
+        cdef int64_t *ordered = <int64_t *> malloc(n * sizeof(int64_t))
+        cdef Py_ssize_t *bounds = <Py_ssize_t *> malloc((n + 1) * sizeof(Py_ssize_t))
+        cdef Py_ssize_t i, ngroups = 0
+        cdef NumberEvent *r = self.numbers
+        cdef list keys = []
+        try:
+            if ordered == NULL or bounds == NULL:
+                raise MemoryError()
+            qsort(r, n, sizeof(NumberEvent), _cmp_numbers)
+            for i in range(n):
+                if i == 0 or r[i].fid != r[i - 1].fid or r[i].bits != r[i - 1].bits:
+                    keys.append(_number_key(r[i].fid, r[i].bits))
+                    bounds[ngroups] = i
+                    ngroups += 1
+                ordered[i] = r[i].event
+            bounds[ngroups] = n
+            merge.run(db, keys, bounds, ordered)
+        finally:
+            free(ordered)
+            free(bounds)
+        return 0
+
+
+cdef class _Merge:
+    """Writes keys' merged bitmaps: `run(db, keys, bounds, events)` takes keys in byte order, the
+    events of `keys[i]` being `events[bounds[i]:bounds[i + 1]]` in log order."""
+
+    cdef object txn, decode_bitmap, encode_bitmap, bitmap_type, array_type
+
+    def __init__(self, txn, decode_bitmap, encode_bitmap, bitmap_type, array_type):
+        self.txn = txn
+        self.decode_bitmap = decode_bitmap
+        self.encode_bitmap = encode_bitmap
+        self.bitmap_type = bitmap_type
+        self.array_type = array_type
+
+    cdef int run(self, db, list keys, Py_ssize_t *bounds, int64_t *events) except -1:
+        cdef Py_ssize_t nkeys = len(keys)
+        cdef Py_ssize_t i, j, a, b, m, t
+        cdef int64_t e
+        cdef uint32_t x
+        cdef uint32_t docids[CBO_THRESHOLD + 1]
+        cdef bint removals, small
+        cdef dict stored = {}
+        cdef list items = []
+        txn = self.txn
+        cursor = txn.cursor(db)
+        if txn.stat(db)["entries"]:
+            stored = dict(cursor.getmulti(keys))
+        for i in range(nkeys):
+            key = keys[i]
+            a = bounds[i]
+            b = bounds[i + 1]
+            removals = False
+            for j in range(a, b):
+                if events[j] < 0:
+                    removals = True
+                    break
+            raw = stored.get(key) if stored else None
+            if raw is None and not removals:
+                # sorted distinct docids while they fit the plain form
+                m = 0
+                small = True
+                for j in range(a, b):
+                    x = <uint32_t> events[j]
+                    t = m
+                    while t > 0 and docids[t - 1] > x:
+                        t -= 1
+                    if t > 0 and docids[t - 1] == x:
+                        continue
+                    if m == CBO_THRESHOLD:
+                        small = False
+                        break
+                    if t < m:
+                        memmove(&docids[t + 1], &docids[t], (m - t) * sizeof(uint32_t))
+                    docids[t] = x
+                    m += 1
+                if small:
+                    items.append((key, PyBytes_FromStringAndSize(<char *> docids, m * 4)))
+                    continue
+            bitmap = self.decode_bitmap(raw) if raw is not None else self.bitmap_type()
+            if not removals:
+                added = self.array_type("I")
+                for j in range(a, b):
+                    added.append(events[j])
+                bitmap |= self.bitmap_type(added)
+            else:  # replayed in order: the last event of a docid decides
+                for j in range(a, b):
+                    e = events[j]
+                    if e >= 0:
+                        bitmap.add(e)
+                    else:
+                        bitmap.discard(~e)
+            if bitmap:
+                items.append((key, self.encode_bitmap(bitmap)))
+            elif raw is not None:
+                txn.delete(key, db=db)
+        if items:
+            cursor.putmulti(items)
+        return 0
