@@ -45,17 +45,24 @@ static int feed(const hz_batch *b, size_t i, hz_doc *d, hz_tok_out *out)
 static void *run(void *arg)
 {
     worker *w = arg;
+    /* The buffers written per token and per byte are local copies: the workers (and the tokenizer
+     * outputs) sit next to each other, and sharing their cache lines would serialize the threads. */
+    hz_tok_out out = *w->out;
+    hz_buf buf = w->buf;
     hz_doc *d = hz_doc_new();
-    w->rc = d == NULL ? -1 : 0;
-    for (size_t i = w->lo; i < w->hi && w->rc == 0; i++) {
-        if (feed(w->b, i, d, w->out) != 0 || hz_doc_encode(d, &w->buf) != 0
+    int rc = d == NULL ? -1 : 0;
+    for (size_t i = w->lo; i < w->hi && rc == 0; i++) {
+        if (feed(w->b, i, d, &out) != 0 || hz_doc_encode(d, &buf) != 0
             || hz_postings_mark(w->acc, d, w->b->docs[i].docid, 1) != 0) {
-            w->rc = -1;
+            rc = -1;
             break;
         }
-        w->ends[i] = w->buf.n;
+        w->ends[i] = buf.n;
     }
     hz_doc_free(d);
+    *w->out = out;
+    w->buf = buf;
+    w->rc = rc;
     return NULL;
 }
 

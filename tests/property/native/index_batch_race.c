@@ -1,0 +1,83 @@
+/* Built with -fsanitize=thread by test_index_batch_props.py: csrc/index_batch.c on 1 to 4 threads over
+ * the real tokenizer, checking that every thread count gives the same forward entries and keys (exit
+ * status 3 or 4 otherwise) while ThreadSanitizer watches the workers for data races. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index_batch.h"
+#include "tokenizer.h"
+
+static int tokenize(void *ctx, const char *text, size_t size, uint32_t max_positions, hz_tok_out *out)
+{
+    return hz_tokenize(ctx, text, size, HZ_MODE_INDEX, max_positions, out);
+}
+
+int main(void)
+{
+    static const char *words[] = {"alpha", "beta", "the", "東京", "café", "x", "hello", "world", "a", "ok"};
+    enum { N = 1500, FIELDS = 3, TEXTS = 2 };
+    if (hz_tok_init() != 0) {
+        return 1;
+    }
+    hz_tok_config *cfg = hz_tok_config_new();
+    hz_batch_doc *docs = calloc(N, sizeof *docs);
+    hz_batch_field *fields = calloc(N * FIELDS, sizeof *fields);
+    hz_batch_text *texts = calloc(N * FIELDS * TEXTS, sizeof *texts);
+    if (cfg == NULL || docs == NULL || fields == NULL || texts == NULL
+        || hz_tok_config_add_pattern(cfg, " ", 1, HZ_PAT_SOFT) != 0) {
+        return 1;
+    }
+    size_t nf = 0, nt = 0;
+    unsigned seed = 7;
+    for (size_t d = 0; d < N; d++) {
+        docs[d] = (hz_batch_doc){(uint32_t)(d * 13 % 100000), nf, FIELDS};
+        for (int f = 0; f < FIELDS; f++) {
+            fields[nf++] = (hz_batch_field){(uint16_t)(f * 5), nt, TEXTS};
+            for (int t = 0; t < TEXTS; t++) {
+                char *text = malloc(512);
+                size_t n = 0;
+                int k = (int)(rand_r(&seed) % 30) + 1;
+                for (int w = 0; w < k; w++) {
+                    n += (size_t)sprintf(text + n, "%s ", words[rand_r(&seed) % 10]);
+                }
+                texts[nt++] = (hz_batch_text){text, n};
+            }
+        }
+    }
+    hz_batch batch = {tokenize, cfg, docs, N, fields, texts};
+    hz_buf ref = {0};
+    size_t ref_words = 0, ref_keys = 0;
+    for (unsigned threads = 1; threads <= 4; threads++) {
+        hz_tok_out outs[4];
+        memset(outs, 0, sizeof outs);
+        hz_postings *acc = hz_postings_new();
+        hz_buf forward = {0};
+        size_t *ends = calloc(N, sizeof(size_t));
+        if (acc == NULL || ends == NULL || hz_index_batch(&batch, threads, outs, acc, &forward, ends) != 0
+            || hz_postings_prepare(acc) != 0) {
+            return 2;
+        }
+        size_t n_words = hz_postings_n_keys(acc, HZ_TABLE_WORD), n_keys = hz_postings_n_keys(acc, HZ_TABLE_WORD_FID);
+        if (threads == 1) {
+            ref = forward;
+            ref_words = n_words;
+            ref_keys = n_keys;
+        } else {
+            if (forward.n != ref.n || memcmp(forward.p, ref.p, ref.n) != 0) {
+                return 3;
+            }
+            if (n_words != ref_words || n_keys != ref_keys) {
+                return 4;
+            }
+            hz_buf_free(&forward);
+        }
+        for (int i = 0; i < 4; i++) {
+            hz_tok_out_free(&outs[i]);
+        }
+        hz_postings_free(acc);
+        free(ends);
+    }
+    printf("%zu bytes of forward entries, %zu words, %zu word-fid keys\n", ref.n, ref_words, ref_keys);
+    return 0;
+}
