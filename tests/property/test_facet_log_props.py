@@ -207,3 +207,23 @@ def test_many_documents_per_key() -> None:
             expected = build(Path(tmp) / "ref", first, index_ops)
     assert got == expected
     assert got["facet-strings"]
+
+
+def test_msgpack_forms_of_forward_entries() -> None:
+    """Forward entries with the longer msgpack forms: 16+ fields (map16), field ids past 127 (uint8),
+    16+ numbers or strings of a field (array16), strings of 32-255 and 256+ bytes (str8, str16)."""
+    names = [f"f{i}" for i in range(150)]
+    doc: dict[str, Any] = {name: i for i, name in enumerate(names)}
+    doc["f3"] = [float(i) / 3 for i in range(20)]
+    doc["f4"] = [f"value number {i} " * (i % 4 + 1) for i in range(20)]
+    doc["f5"] = "é" * 20
+    doc["f6"] = "w" * 300
+    doc["f149"] = ["a" * 40, "b" * 200, True, None, "", 3]
+    first = {"filterableAttributes": names}
+    ops: list[Any] = [("put", 1, doc, False), ("put", 2, {"f149": "x", "f0": []}, False)]
+    with tempfile.TemporaryDirectory() as tmp:
+        got = build(Path(tmp) / "new", first, [(None, ops)])
+        with reference():
+            expected = build(Path(tmp) / "ref", first, [(None, ops)])
+    assert got == expected
+    assert len(got["facet-docs"]) == 2

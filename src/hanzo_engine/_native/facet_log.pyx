@@ -17,11 +17,12 @@ with the same bitmap operations as the Python definition (union of the additions
 replayed in order when there are removals), so the stored bytes are identical.
 
 `add_document` walks a document whose faceted fields are all top-level scalars or arrays of scalars
-(the common shape) and returns its forward entry, logging its keys; any other shape returns None
-with nothing logged, and the caller runs the full walk.
+(the common shape), logs its keys and stores its forward entry, encoded here as msgspec encodes it;
+any other shape returns False with nothing done, and the caller runs the full walk.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcmp, memcpy, memmove
@@ -120,16 +121,26 @@ cdef class FacetLog:
     cdef dict fid_of  # field name -> fid (the caller's map)
     cdef object new_fid
     cdef int match_, no_match
+    cdef object put
+    cdef dict put_kwargs
+    cdef unsigned char *out  # the forward entry being encoded
+    cdef Py_ssize_t out_len, out_cap
 
     def __cinit__(self):
         self.key_db = NULL
         self.ev_kid = NULL
         self.ev = NULL
         self.numbers = NULL
+        self.out = NULL
+        self.out_cap = 0
 
-    def __init__(self, normalize, select, dict selections, dict fid_of, new_fid, int match, int no_match):
+    def __init__(self, normalize, select, dict selections, dict fid_of, new_fid, int match, int no_match,
+                 put, docs_db):
         """`normalize(str) -> str`: the normalized, truncated facet string; `select(name) -> int`
-        caching into `selections`; `new_fid(name) -> int` registering into `fid_of`."""
+        caching into `selections`; `new_fid(name) -> int` registering into `fid_of`; `put(key, value,
+        db=docs_db)` stores a forward entry."""
+        self.put = put
+        self.put_kwargs = {"db": docs_db}
         self.keys = []
         self.prefixes = []
         self.flag_kids = []
@@ -153,6 +164,7 @@ cdef class FacetLog:
         free(self.ev_kid)
         free(self.ev)
         free(self.numbers)
+        free(self.out)
 
     def __len__(self):
         """The number of logged changes."""
@@ -310,8 +322,9 @@ cdef class FacetLog:
         return 0
 
     def add_document(self, int64_t docid, dict document):
-        """The forward entry of `document` with its keys logged as added for `docid` ({} when nothing
-        is faceted), or None, nothing logged, when a faceted or parent field holds a nested value."""
+        """Store the forward entry of `document` for `docid` (none when nothing is faceted) and log
+        its keys as added: True; False, nothing done, when a faceted or parent field holds a nested
+        value (the caller walks it)."""
         cdef list fields = []
         cdef list fv
         cdef object t
@@ -326,35 +339,151 @@ cdef class FacetLog:
             t = type(value)
             if selection != self.match_:  # a parent of a faceted field
                 if t is dict or t is list:
-                    return None
+                    return False
                 continue
             if t is dict:
                 if value:
-                    return None
+                    return False
             elif t is list:
                 for item in <list> value:
                     if type(item) is dict or type(item) is list:
-                        return None
+                        return False
             fv = [0, [], {}]
             fields.append((key, fv))
             if t is list or t is dict:
                 for item in value:
                     self._value(fv, item, False)
             self._value(fv, value, True)
-        cdef dict forward = {}
-        cdef list numbers
         if not fields:
-            return forward
-        for key, fv in fields:
-            fid = self.fid_of.get(key)
-            if fid is None:
-                fid = self.new_fid(key)
+            return True
+        self._entry(docid, fields)
+        return True
+
+    cdef int _entry(self, int64_t docid, list fields) except -1:
+        """Encode the forward entry of `fields` ((name, [flags, numbers, {normalized: original}])) as
+        msgspec's msgpack encodes `{fid: [flags, numbers, [[normalized, original], ...]]}`, store it
+        and log its keys."""
+        cdef Py_ssize_t fid, kid
+        cdef long flags
+        cdef list numbers, flag_kids
+        cdef dict strings, kids
+        cdef bytes prefix
+        cdef double d
+        cdef uint64_t bits
+        cdef int i
+        cdef char key[4]
+        self.out_len = 0
+        self._header(len(fields), 0x80, 0xDE, 0xDF)
+        for name, fv in fields:
+            found = self.fid_of.get(name)
+            fid = self.new_fid(name) if found is None else found
+            if fid >= len(self.prefixes):
+                self._grow_fids(fid)
+            flags = fv[0]
             numbers = fv[1]
+            strings = fv[2]
             if len(numbers) > 1:
                 numbers.sort()
-            forward[fid] = [fv[0], numbers, [[k, v] for k, v in (<dict> fv[2]).items()]]
-        self._log(docid, forward)
-        return forward
+            self._uint(<uint64_t> fid)
+            self._reserve(1)
+            self.out[self.out_len] = 0x93
+            self.out_len += 1
+            self._uint(<uint64_t> flags)
+            if flags:
+                flag_kids = self.flag_kids[fid]
+                prefix = self.prefixes[fid]
+                for i in range(3):
+                    if flags & (1 << i):
+                        kid = flag_kids[i]
+                        if kid < 0:
+                            kid = self._new_key((b"e", b"n", b"m")[i] + prefix, DB_FLAGS)
+                            flag_kids[i] = kid
+                        self._push(kid, docid)
+            self._header(len(numbers), 0x90, 0xDC, 0xDD)
+            for number in numbers:
+                d = number
+                memcpy(&bits, &d, 8)
+                self._reserve(9)
+                self.out[self.out_len] = 0xCB
+                for i in range(8):
+                    self.out[self.out_len + 1 + i] = <unsigned char> ((bits >> (56 - 8 * i)) & 0xFF)
+                self.out_len += 9
+                self._push_number(<uint32_t> fid, d, docid)
+            self._header(len(strings), 0x90, 0xDC, 0xDD)
+            kids = self.string_kids[fid]
+            for norm, original in strings.items():
+                self._reserve(1)
+                self.out[self.out_len] = 0x92
+                self.out_len += 1
+                self._str(norm)
+                self._str(original)
+                found = kids.get(norm)
+                if found is None:
+                    kid = self._new_key(self.prefixes[fid] + (<str> norm).encode(), DB_STRINGS)
+                    kids[norm] = kid
+                else:
+                    kid = found
+                self._push(kid, docid)
+        for i in range(4):
+            key[i] = <char> ((docid >> (24 - 8 * i)) & 0xFF)
+        self.put(PyBytes_FromStringAndSize(key, 4),
+                 PyBytes_FromStringAndSize(<char *> self.out, self.out_len), **self.put_kwargs)
+        return 0
+
+    cdef int _reserve(self, Py_ssize_t more) except -1:
+        cdef unsigned char *grown
+        cdef Py_ssize_t cap
+        if self.out_len + more > self.out_cap:
+            cap = (self.out_len + more) * 2 + 256
+            grown = <unsigned char *> realloc(self.out, cap)
+            if grown == NULL:
+                raise MemoryError()
+            self.out = grown
+            self.out_cap = cap
+        return 0
+
+    cdef int _be(self, unsigned char head, uint64_t x, int n) except -1:
+        cdef int i
+        self._reserve(1 + n)
+        self.out[self.out_len] = head
+        for i in range(n):
+            self.out[self.out_len + 1 + i] = <unsigned char> ((x >> (8 * (n - 1 - i))) & 0xFF)
+        self.out_len += 1 + n
+        return 0
+
+    cdef int _uint(self, uint64_t x) except -1:
+        if x < 0x80:
+            return self._be(<unsigned char> x, 0, 0)
+        if x <= 0xFF:
+            return self._be(0xCC, x, 1)
+        if x <= 0xFFFF:
+            return self._be(0xCD, x, 2)
+        if x <= 0xFFFFFFFF:
+            return self._be(0xCE, x, 4)
+        return self._be(0xCF, x, 8)
+
+    cdef int _header(self, Py_ssize_t n, unsigned char fix, unsigned char h16, unsigned char h32) except -1:
+        if n < 16:
+            return self._be(fix | <unsigned char> n, 0, 0)
+        if n <= 0xFFFF:
+            return self._be(h16, <uint64_t> n, 2)
+        return self._be(h32, <uint64_t> n, 4)
+
+    cdef int _str(self, str value) except -1:
+        cdef Py_ssize_t n
+        cdef const char *data = PyUnicode_AsUTF8AndSize(value, &n)
+        if n < 32:
+            self._be(0xA0 | <unsigned char> n, 0, 0)
+        elif n <= 0xFF:
+            self._be(0xD9, <uint64_t> n, 1)
+        elif n <= 0xFFFF:
+            self._be(0xDA, <uint64_t> n, 2)
+        else:
+            self._be(0xDB, <uint64_t> n, 4)
+        self._reserve(n)
+        memcpy(&self.out[self.out_len], data, n)
+        self.out_len += n
+        return 0
 
     # -- flush ---------------------------------------------------------------------------------------
 

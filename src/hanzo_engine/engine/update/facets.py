@@ -532,12 +532,20 @@ class FacetIndexer:
         self.fid_of = {name: i for i, name in enumerate(self.fields)}
         self.fields_dirty = False
         rules = self.rules
+        self.docs_db = self.dbs[DB_FACET_DOCS]
         self.log = FacetLog(
-            _normalized, rules.selection, rules._selection, self.fid_of, self._fid, MATCH, NO_MATCH
+            _normalized,
+            rules.selection,
+            rules._selection,
+            self.fid_of,
+            self._fid,
+            MATCH,
+            NO_MATCH,
+            self.txn.put,
+            self.docs_db,
         )
         # documents of the common shape take the native walk (`FacetLog.add_document`)
         self.fast_walk = not (rules.geo or rules.geojson)
-        self.docs_db = self.dbs[DB_FACET_DOCS]
 
     def _fid(self, name: str) -> int:
         fid = self.fid_of.get(name)
@@ -554,16 +562,13 @@ class FacetIndexer:
     def add(self, docid: int, document: dict[str, Any], external_id: str = "") -> None:
         if not self.rules.active:
             return
-        forward = self.log.add_document(docid, document) if self.fast_walk else None
-        if forward is None:
+        if not (self.fast_walk and self.log.add_document(docid, document)):
             values = extract_facets(document, self.rules, external_id)
             if not values:
                 return
             forward = {self._fid(name): fv.to_entry() for name, fv in values.items()}
             self.log.log(docid, forward, True)
-        elif not forward:
-            return
-        self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.docs_db)
+            self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.docs_db)
         if len(self.log) > MAX_PENDING_CHANGES:
             self.flush()
 
