@@ -561,17 +561,9 @@ def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
 
 
 async def run_federated(
-    request: Request,
-    searcher: Federated,
-    queries: list[MultiQuery],
-    request_uid: str,
-    with_metadata: bool,
-    *,
-    inline: bool = False,
+    request: Request, searcher: Federated, queries: list[MultiQuery], request_uid: str, with_metadata: bool
 ) -> dict[str, Any]:
-    """A federated search whose remote queries (if any) run while the local ones do. `inline`: the
-    queries never wait on the network (no embedding), so without remotes they run on the event loop's
-    thread, as a keyword search does (`search_queue.run_queued`)."""
+    """A federated search whose remote queries (if any) run while the local ones do."""
     started = time.perf_counter()
     groups = searcher.partition(queries)
     if not searcher.remote_queries:
@@ -580,7 +572,7 @@ async def run_federated(
             results = searcher.run_local(groups)
             return searcher.finish(results, RemoteResults(), queries, request_uid, with_metadata, started)
 
-        return local_only() if inline else await run_in_threadpool(local_only)
+        return await run_in_threadpool(local_only)
     remote_task = asyncio.ensure_future(
         search_remotes(searcher, with_metadata, remotes.deadline_from_env(), state(request).options.db_path)
     )

@@ -50,7 +50,6 @@ from ..foreign_keys import ForeignIndexes
 from ..http import IndexSource, JSONResponse, read_body, read_index
 from ..search import NETWORK_DISCUSSION, fused_query, include_metadata, perform, search_rules, uuid7
 from ..search_queue import search_queue
-from .search import is_keyword_only
 
 # -------------------------------------------------------------------------------------------------
 # Request body
@@ -292,9 +291,6 @@ async def multi_search(request: Request) -> Response:
     features = runtime_features(request)
     request_uid, with_metadata = uuid7(), include_metadata(request)
     indexes = state(request).indexes
-    # queries that embed nothing never wait on the network: they run on the event loop's thread, as a
-    # keyword search does (`search_queue.run_queued`), sparing the round trip through the thread pool
-    keyword_only = all(is_keyword_only(q.query) for q in queries)
     async with search_queue(request).permit():
         visible = auth_filter(request)
         for i, q in enumerate(queries):
@@ -315,13 +311,9 @@ async def multi_search(request: Request) -> Response:
                         )
                     }
                 )
-            rules = search_rules(request)
-            if keyword_only:
-                results = multi(indexes, queries, features, request_uid, with_metadata, rules=rules)
-            else:
-                results = await run_in_threadpool(
-                    multi, indexes, queries, features, request_uid, with_metadata, rules=rules
-                )
+            results = await run_in_threadpool(
+                multi, indexes, queries, features, request_uid, with_metadata, rules=search_rules(request)
+            )
             return JSONResponse({"results": results})
         is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
         if is_proxy and not features.enabled("network"):
@@ -329,6 +321,4 @@ async def multi_search(request: Request) -> Response:
         network = await read_network_of(request, features)
         searcher = Federated(indexes, federation, features, network, is_proxy)
         searcher.rules = search_rules(request)
-        return JSONResponse(
-            await run_federated(request, searcher, queries, request_uid, with_metadata, inline=keyword_only)
-        )
+        return JSONResponse(await run_federated(request, searcher, queries, request_uid, with_metadata))
