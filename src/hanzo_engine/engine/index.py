@@ -247,6 +247,11 @@ class IndexReader:
         raw = self.txn.get(U32.pack(docid), db=self.index.db_documents)
         return _decode(raw) if raw is not None else None
 
+    def stored_document(self, docid: int) -> bytes | None:
+        """The document's stored JSON (keys in fields-ids-map order, compact, as msgspec encodes it)."""
+        raw = self.txn.get(U32.pack(docid), db=self.index.db_documents)
+        return None if raw is None else bytes(raw)
+
     def get_document(self, external_id: str) -> dict[str, Any] | None:
         docid = self.internal_id(external_id)
         return None if docid is None else self.document_by_internal_id(docid)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
 from pyroaring import BitMap
 from starlette.requests import Request
 
@@ -63,6 +64,7 @@ from .pins import apply_pins, plan_pins
 
 SEARCH_PATH: Final = "/indexes/{index_uid}/search"
 VECTORS: Final = "_vectors"
+_encode_json: Final = msgspec.json.Encoder().encode
 INCLUDE_METADATA_HEADER: Final = "meili-include-metadata"
 NETWORK_DISCUSSION: Final = "https://github.com/orgs/meilisearch/discussions/805"
 DEFAULT_MAX_TOTAL_HITS: Final = 1000
@@ -335,6 +337,19 @@ class HitMaker:
         else:
             wanted_set, displayed_set = set(wanted), set(self.displayed)
             self.to_retrieve = [f for f in self.fields if f in wanted_set and f in displayed_set]
+        # A stored document holds its keys in fields-ids-map order and only names from that map
+        # (`engine/index.py` `_ordered`): when the page shows every one of them as stored, a hit is the
+        # stored JSON itself (`raw_hit`), never decoded nor encoded again.
+        stored_names = reader.fields_ids_map()
+        self.stored_as_is = (
+            not self.retrieve_vectors
+            and self.geo_point is None
+            and not (query.show_matches_position or self.wants_format)
+            and VECTORS not in stored_names
+            and set(stored_names) <= set(self.to_retrieve)
+            # a name with a dot is also a path into its own value: `select_fields` may keep part of it
+            and not any("." in name for name in stored_names)
+        )
         # the highlighter's tokenizer and options cost more than a plain hit: made only when used
         self.formatter: tuple[Highlighter, Any] | None = None
         if query.show_matches_position or self.wants_format:
@@ -380,6 +395,21 @@ class HitMaker:
         if q.show_ranking_score_details:
             hit["_rankingScoreDetails"] = details
         return hit
+
+    def raw_hit(self, stored: bytes, score: float, details: dict[str, Any]) -> msgspec.Raw:
+        """What `make` gives the decoded `stored` document, encoded, when `stored_as_is`: the stored JSON
+        with the scores appended as `make` appends them."""
+        q = self.query
+        extra = []
+        if q.show_ranking_score:
+            extra.append(b'"_rankingScore":' + _encode_json(score))
+        if q.show_ranking_score_details:
+            extra.append(b'"_rankingScoreDetails":' + _encode_json(details))
+        if not extra:
+            return msgspec.Raw(stored)
+        head = stored[:-1]  # the object without its closing brace
+        joined = b",".join(extra)
+        return msgspec.Raw(head + (joined if head == b"{" else b"," + joined) + b"}")
 
 
 # Meilisearch's `insert_geo_distance` finds the sort's point with this pattern.
@@ -589,13 +619,19 @@ def perform(
         result = apply_pins(result, pins, offset, limit)
 
     maker = HitMaker(reader, query, settings, result)
-    hits = []
-    for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
-        document = reader.document_by_internal_id(docid)
-        if document is not None:
-            hits.append(maker.make(document, score, details))
-    if foreign is not None:
-        hydrate_hits(hits, settings, foreign)
+    hits: list[Any] = []
+    if maker.stored_as_is and foreign is None:  # (foreign keys hydrate hits: they need them decoded)
+        for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
+            stored = reader.stored_document(docid)
+            if stored is not None:
+                hits.append(maker.raw_hit(stored, score, details))
+    else:
+        for docid, score, details in zip(result.docids, result.scores, result.details, strict=True):
+            document = reader.document_by_internal_id(docid)
+            if document is not None:
+                hits.append(maker.make(document, score, details))
+        if foreign is not None:
+            hydrate_hits(hits, settings, foreign)
 
     facets = None
     if query.facets is not None:
