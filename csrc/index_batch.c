@@ -66,6 +66,128 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* ---- the pool: threads kept between batches (a thread created per batch would start behind every
+ * runnable thread of a busy machine, and the batch waits for its slowest share) ---------------- */
+
+typedef struct {
+    pthread_t tid;
+    worker *task;       /* set by the submitter, NULL once run */
+} pool_slot;
+
+struct hz_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    pool_slot *slots;
+    unsigned n_slots, cap_slots;
+    unsigned pending;   /* tasks given and not finished */
+    int stop;
+};
+
+typedef struct {
+    hz_pool *pool;
+    unsigned slot;
+} pool_arg;
+
+static void *pool_thread(void *arg)
+{
+    pool_arg a = *(pool_arg *)arg;
+    free(arg);
+    hz_pool *p = a.pool;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stop && p->slots[a.slot].task == NULL) {
+            pthread_cond_wait(&p->work, &p->lock);
+        }
+        if (p->stop) {
+            break;
+        }
+        worker *w = p->slots[a.slot].task;
+        pthread_mutex_unlock(&p->lock);
+        run(w);
+        pthread_mutex_lock(&p->lock);
+        p->slots[a.slot].task = NULL;
+        if (--p->pending == 0) {
+            pthread_cond_signal(&p->done);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+hz_pool *hz_pool_new(void)
+{
+    hz_pool *p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        return NULL;
+    }
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->work, NULL) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->work);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void hz_pool_free(hz_pool *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 0; i < p->n_slots; i++) {
+        pthread_join(p->slots[i].tid, NULL);
+    }
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->lock);
+    free(p->slots);
+    free(p);
+}
+
+/* Makes the pool hold up to n threads (fewer when the system has no more to give); their number. */
+static unsigned pool_reserve(hz_pool *p, unsigned n)
+{
+    pthread_mutex_lock(&p->lock);   /* idle threads read their slot on spurious wakeups */
+    if (n > p->cap_slots) {
+        pool_slot *s = realloc(p->slots, n * sizeof(pool_slot));
+        if (s == NULL) {
+            n = p->n_slots;
+        } else {
+            p->slots = s;
+            p->cap_slots = n;
+        }
+    }
+    while (p->n_slots < n) {
+        pool_arg *a = malloc(sizeof(*a));
+        if (a == NULL) {
+            break;
+        }
+        *a = (pool_arg){p, p->n_slots};
+        p->slots[p->n_slots].task = NULL;
+        if (pthread_create(&p->slots[p->n_slots].tid, NULL, pool_thread, a) != 0) {
+            free(a);
+            break;
+        }
+        p->n_slots++;
+    }
+    n = p->n_slots;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
 static size_t doc_bytes(const hz_batch *b, size_t i)
 {
     const hz_batch_doc *doc = &b->docs[i];
@@ -78,8 +200,8 @@ static size_t doc_bytes(const hz_batch *b, size_t i)
     return n;
 }
 
-int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_tok_out *outs, hz_postings *acc, hz_buf *forward,
-                   size_t *ends)
+int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_pool *pool, hz_tok_out *outs, hz_postings *acc,
+                   hz_buf *forward, size_t *ends)
 {
     if (n_threads < 1) {
         n_threads = 1;
@@ -125,7 +247,28 @@ int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_tok_out *outs, hz_p
             rc = -1;
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && pool != NULL) {
+        unsigned helpers = n_threads > 1 ? pool_reserve(pool, n_threads - 1) : 0;
+        pthread_mutex_lock(&pool->lock);
+        for (unsigned t = 1; t <= helpers && t < n_threads; t++) {
+            pool->slots[t - 1].task = &ws[t];
+            pool->pending++;
+            started[t] = 1;
+        }
+        pthread_cond_broadcast(&pool->work);
+        pthread_mutex_unlock(&pool->lock);
+        run(&ws[0]);
+        for (unsigned t = 1; t < n_threads; t++) {
+            if (!started[t]) {
+                run(&ws[t]);   /* no thread to spare: this share runs here */
+            }
+        }
+        pthread_mutex_lock(&pool->lock);
+        while (pool->pending) {
+            pthread_cond_wait(&pool->done, &pool->lock);
+        }
+        pthread_mutex_unlock(&pool->lock);
+    } else if (rc == 0) {
         for (unsigned t = 1; t < n_threads; t++) {
             started[t] = pthread_create(&tids[t], NULL, run, &ws[t]) == 0;
         }
@@ -137,6 +280,8 @@ int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_tok_out *outs, hz_p
                 run(&ws[t]);   /* no thread to spare: this share runs here */
             }
         }
+    }
+    if (rc == 0) {
         /* merged in share order: the same as one thread marking every document in turn */
         for (unsigned t = 0; t < n_threads && rc == 0; t++) {
             size_t base = forward->n;

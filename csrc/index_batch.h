@@ -52,11 +52,18 @@ typedef struct {
     const hz_batch_text *texts;
 } hz_batch;
 
-/* Indexes the batch into acc on up to n_threads threads (`outs`: one zeroed tokenizer output per thread,
- * the caller frees them). The forward entries are appended to `forward`, entry i ending at ends[i]. 0, or
- * -1 on OOM / a prepared accumulator (acc then holds an unspecified part of the batch). */
-int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_tok_out *outs, hz_postings *acc, hz_buf *forward,
-                   size_t *ends);
+/* Threads kept for the batches of one caller (one batch at a time), created as batches need them and
+ * stopped by hz_pool_free. */
+typedef struct hz_pool hz_pool;
+hz_pool *hz_pool_new(void);
+void hz_pool_free(hz_pool *p);
+
+/* Indexes the batch into acc on up to n_threads threads, the calling one and those of `pool` (NULL:
+ * threads started for this batch); `outs`: one zeroed tokenizer output per thread, the caller frees
+ * them. The forward entries are appended to `forward`, entry i ending at ends[i]. 0, or -1 on OOM / a
+ * prepared accumulator (acc then holds an unspecified part of the batch). */
+int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_pool *pool, hz_tok_out *outs, hz_postings *acc,
+                   hz_buf *forward, size_t *ends);
 
 #ifdef __cplusplus
 }

@@ -107,8 +107,13 @@ cdef extern from "index_batch.h" nogil:
         const hz_batch_field *fields
         const hz_batch_text *texts
 
-    int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_tok_out *outs, hz_postings *acc,
-                       hz_buf *forward, size_t *ends)
+    ctypedef struct hz_pool:
+        pass
+
+    hz_pool *hz_pool_new()
+    void hz_pool_free(hz_pool *p)
+    int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_pool *pool, hz_tok_out *outs,
+                       hz_postings *acc, hz_buf *forward, size_t *ends)
 
 
 cdef extern from "bitmap_merge.h" nogil:
@@ -497,6 +502,7 @@ cdef class PostingAccumulator:
     cdef hz_postings *acc
     cdef hz_bitmap_work *work
     cdef _Analyzer an
+    cdef hz_pool *pool  # the threads of add_batch, started at its first call with threads > 1
 
     def __cinit__(self):
         self.acc = hz_postings_new()
@@ -506,6 +512,7 @@ cdef class PostingAccumulator:
         self.an = _Analyzer()
 
     def __dealloc__(self):
+        hz_pool_free(self.pool)
         hz_postings_free(self.acc)
         hz_bitmap_work_free(self.work)
 
@@ -544,8 +551,12 @@ cdef class PostingAccumulator:
             b.n_docs = n_docs
             b.fields = batch.fields
             b.texts = batch.texts
+            if n_threads > 1 and self.pool == NULL:
+                self.pool = hz_pool_new()
+                if self.pool == NULL:
+                    raise MemoryError()
             with nogil:
-                rc = hz_index_batch(&b, n_threads, outs, self.acc, &buf, ends)
+                rc = hz_index_batch(&b, n_threads, self.pool, outs, self.acc, &buf, ends)
             if rc != 0:
                 raise MemoryError()
             result = [None] * <Py_ssize_t>n_docs
