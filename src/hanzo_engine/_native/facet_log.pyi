@@ -8,14 +8,14 @@ class FacetLog:
         self,
         normalize: Callable[[str], str],
         select: Callable[[str], int],
-        selections: dict[str, int],
         fid_of: dict[str, int],
         new_fid: Callable[[str], int],
         match: int,
         no_match: int,
-        put: Callable[..., Any],
+        txn: Any,
         docs_db: Any,
     ) -> None: ...
+    def take_doc(self, docid: int) -> bytes | None: ...
     def __len__(self) -> int: ...
     def log(self, docid: int, forward: dict[int, list[Any]], add: bool) -> None: ...
     def add_document(self, docid: int, document: dict[str, Any]) -> bool: ...

@@ -17,8 +17,10 @@ with the same bitmap operations as the Python definition (union of the additions
 replayed in order when there are removals), so the stored bytes are identical.
 
 `add_document` walks a document whose faceted fields are all top-level scalars or arrays of scalars
-(the common shape), logs its keys and stores its forward entry, encoded here as msgspec encodes it;
-any other shape returns False with nothing done, and the caller runs the full walk.
+(the common shape), logs its keys and encodes its forward entry as msgspec encodes it; the entries
+are held (`take_doc` hands one back to un-index its document) and written in docid order by
+`putmulti` batches. Any other shape returns False with nothing done, and the caller runs the full
+walk.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -37,6 +39,8 @@ cdef enum:
     DB_FLAGS = 2
 
 cdef Py_ssize_t NORM_CACHE_MAX = 1 << 17
+cdef Py_ssize_t PUT_BATCH = 4096  # keys written per `putmulti`
+cdef Py_ssize_t DOCS_BATCH = 1 << 16  # forward entries held before they are written
 
 
 cdef struct KeyRef:
@@ -116,13 +120,13 @@ cdef class FacetLog:
     # the fast document walk
     cdef dict norm_cache  # original string -> normalized facet string
     cdef object normalize
-    cdef dict selections  # field name -> selection (the caller's cache)
+    cdef dict selections  # top-level field name -> selection in the walk
     cdef object select
     cdef dict fid_of  # field name -> fid (the caller's map)
     cdef object new_fid
     cdef int match_, no_match
-    cdef object put
-    cdef dict put_kwargs
+    cdef object txn, docs_db
+    cdef dict docs  # docid -> forward entry not written yet
     cdef unsigned char *out  # the forward entry being encoded
     cdef Py_ssize_t out_len, out_cap
 
@@ -134,13 +138,13 @@ cdef class FacetLog:
         self.out = NULL
         self.out_cap = 0
 
-    def __init__(self, normalize, select, dict selections, dict fid_of, new_fid, int match, int no_match,
-                 put, docs_db):
-        """`normalize(str) -> str`: the normalized, truncated facet string; `select(name) -> int`
-        caching into `selections`; `new_fid(name) -> int` registering into `fid_of`; `put(key, value,
-        db=docs_db)` stores a forward entry."""
-        self.put = put
-        self.put_kwargs = {"db": docs_db}
+    def __init__(self, normalize, select, dict fid_of, new_fid, int match, int no_match, txn, docs_db):
+        """`normalize(str) -> str`: the normalized, truncated facet string; `select(name) -> int`:
+        milli's `match_faceted_field`; `new_fid(name) -> int` registering into `fid_of`; forward
+        entries go to `docs_db` of `txn`."""
+        self.txn = txn
+        self.docs_db = docs_db
+        self.docs = {}
         self.keys = []
         self.prefixes = []
         self.flag_kids = []
@@ -148,7 +152,7 @@ cdef class FacetLog:
         self.norm_cache = {}
         self.normalize = normalize
         self.select = select
-        self.selections = selections
+        self.selections = {}
         self.fid_of = fid_of
         self.new_fid = new_fid
         self.match_ = match
@@ -276,6 +280,15 @@ cdef class FacetLog:
 
     # -- the fast walk -------------------------------------------------------------------------------
 
+    cdef int _select(self, str name) except? -1:
+        """The selection of a top-level field for this walk: `_geo`, `_geojson` and `_vectors` are
+        never walked."""
+        cdef int selection = self.no_match
+        if name != "_geo" and name != "_vectors" and name != "_geojson":
+            selection = self.select(name)
+        self.selections[name] = selection
+        return selection
+
     cdef str _norm(self, str value):
         found = self.norm_cache.get(value)
         if found is not None:
@@ -330,10 +343,8 @@ cdef class FacetLog:
         cdef object t
         cdef int selection
         for key, value in document.items():
-            if key == "_geo" or key == "_vectors" or key == "_geojson":
-                continue
             found = self.selections.get(key)
-            selection = self.select(key) if found is None else found
+            selection = self._select(key) if found is None else found
             if selection == self.no_match:
                 continue
             t = type(value)
@@ -371,7 +382,6 @@ cdef class FacetLog:
         cdef double d
         cdef uint64_t bits
         cdef int i
-        cdef char key[4]
         self.out_len = 0
         self._header(len(fields), 0x80, 0xDE, 0xDF)
         for name, fv in fields:
@@ -424,10 +434,32 @@ cdef class FacetLog:
                 else:
                     kid = found
                 self._push(kid, docid)
-        for i in range(4):
-            key[i] = <char> ((docid >> (24 - 8 * i)) & 0xFF)
-        self.put(PyBytes_FromStringAndSize(key, 4),
-                 PyBytes_FromStringAndSize(<char *> self.out, self.out_len), **self.put_kwargs)
+        self.docs[docid] = PyBytes_FromStringAndSize(<char *> self.out, self.out_len)
+        if len(self.docs) >= DOCS_BATCH:
+            self._write_docs()
+        return 0
+
+    def take_doc(self, int64_t docid):
+        """The forward entry of `docid` stored by `add_document` and not written yet, forgotten."""
+        return self.docs.pop(docid, None)
+
+    cdef int _write_docs(self) except -1:
+        """Write the pending forward entries, in docid order, by `putmulti` batches."""
+        cdef list items = []
+        cdef int64_t docid
+        cdef char key[4]
+        cdef int i
+        cursor = self.txn.cursor(self.docs_db)
+        for docid, value in sorted(self.docs.items()):
+            for i in range(4):
+                key[i] = <char> ((docid >> (24 - 8 * i)) & 0xFF)
+            items.append((PyBytes_FromStringAndSize(key, 4), value))
+            if len(items) >= PUT_BATCH:
+                cursor.putmulti(items)
+                items = []
+        if items:
+            cursor.putmulti(items)
+        self.docs.clear()
         return 0
 
     cdef int _reserve(self, Py_ssize_t more) except -1:
@@ -491,10 +523,13 @@ cdef class FacetLog:
         """Forget the logged changes (the key cache stays: keys do not depend on stored data)."""
         self.n = 0
         self.n_numbers = 0
+        self.docs.clear()
 
     def flush(self, txn, tuple dbs, decode_bitmap, encode_bitmap, bitmap_type, array_type):
         """Merge the logged changes into the databases `dbs` (strings, numbers, flags) of `txn`."""
         merge = _Merge(txn, decode_bitmap, encode_bitmap, bitmap_type, array_type)
+        if self.docs:
+            self._write_docs()
         try:
             if self.n:
                 self._flush_interned(merge, dbs)
@@ -663,6 +698,9 @@ cdef class _Merge:
                 items.append((key, self.encode_bitmap(bitmap)))
             elif raw is not None:
                 txn.delete(key, db=db)
+            if len(items) >= PUT_BATCH:
+                cursor.putmulti(items)
+                items = []
         if items:
             cursor.putmulti(items)
         return 0

@@ -34,7 +34,8 @@ Bitmap changes are logged per write transaction (per key, the docids added and r
 and merged once per key at `flush`, replaying the log where a docid is both added and removed, so
 add-then-remove sequences within one transaction come out right. The log, the merge and the walk of
 documents whose faceted fields are top-level scalars or arrays of scalars are native
-(`_native/facet_log.pyx`); other documents take the `_Walk` below.
+(`_native/facet_log.pyx`); other documents take the `_Walk` below. The forward entries of the native
+walk are held until the flush too (written in docid order), like the bitmap changes.
 """
 
 from __future__ import annotations
@@ -536,12 +537,11 @@ class FacetIndexer:
         self.log = FacetLog(
             _normalized,
             rules.selection,
-            rules._selection,
             self.fid_of,
             self._fid,
             MATCH,
             NO_MATCH,
-            self.txn.put,
+            self.txn,
             self.docs_db,
         )
         # documents of the common shape take the native walk (`FacetLog.add_document`)
@@ -573,9 +573,11 @@ class FacetIndexer:
             self.flush()
 
     def remove(self, docid: int) -> None:
-        raw = self.txn.pop(U32.pack(docid), db=self.dbs[DB_FACET_DOCS])
+        raw: bytes | memoryview | None = self.log.take_doc(docid)
         if raw is None:
-            return
+            raw = self.txn.pop(U32.pack(docid), db=self.docs_db)
+            if raw is None:
+                return
         self.log.log(docid, decode_facet_entry(raw), False)
 
     def clear(self) -> None:
