@@ -10,6 +10,11 @@ packed (`fid << 16 | offset + position`, +8 between array elements, nothing past
 forward entry is encoded as msgpack and the document's words and (word, fid) pairs are appended to
 the accumulator's per-key docid lists. Python objects are only made once per key at flush time.
 
+Many documents at once: `DocumentBatch.push` collects them (their UTF-8 views in C arrays) and
+`PostingAccumulator.add_batch` indexes them with the GIL released for the whole batch, split over
+threads (csrc/index_batch.h: contiguous shares, one hz_doc and accumulator per thread, absorbed in
+share order), giving exactly what `add` on each in turn gives.
+
 `analyze` is the same analysis returned as Python objects (tests, debugging, tools).
 
 Texts must encode to UTF-8 strictly: a str with lone surrogates raises UnicodeEncodeError (the
