@@ -4,6 +4,7 @@ documents of each level (`query_graph` describes the model)."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Sequence
 
@@ -135,39 +136,64 @@ def adjacent_docs(ctx: SearchContext, docs: BitMap, left: str, right: str) -> Bi
 
 def _typo_alts(ctx: SearchContext, word: str, budget: int, is_prefix: bool) -> tuple[tuple[int, Alt], ...]:
     """(typos, derivation) of the dictionary words within `budget` typos of `word`, shared by the
-    searches of one dictionary state. The matcher keeps the first MAX_TYPO_WORDS[d] words of d
-    typos natively (numbers dropped when typos on numbers are off)."""
-    key = (
-        str(ctx.reader.index.path),
-        dictionary_version(ctx.reader),
-        word,
-        budget,
-        is_prefix,
-        ctx.no_number_typos,
-    )
-    found: tuple[tuple[int, Alt], ...] | None = TYPO_ALTS.get(key)
-    if found is None:
-        found = tuple(
-            (d, Alt((w,), tolerant=True))
-            for w, d in word_table(ctx.reader).matches(
-                word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos
-            )
+    searches of the index. The matcher keeps the first MAX_TYPO_WORDS[d] words of d typos natively
+    (numbers dropped when typos on numbers are off).
+
+    An entry computed for an earlier dictionary version still holds when none of the words added or
+    removed since is within `budget` typos of `word` (the matcher's answer is a function of each
+    dictionary word alone): a stream of small writes keeps most derivations."""
+    version = dictionary_version(ctx.reader)
+    key = (str(ctx.reader.index.path), word, budget, is_prefix, ctx.no_number_typos)
+    entry: tuple[int, tuple[tuple[int, Alt], ...]] | None = TYPO_ALTS.get(key)
+    table = None
+    if entry is not None:
+        at, found = entry
+        if at == version:
+            return found
+        if at < version:
+            table = word_table(ctx.reader)
+            changed = table.changed_since(at)
+            if changed is not None and not changed.matches(word, budget, is_prefix, 1):
+                TYPO_ALTS.put(key, (version, found))
+                return found
+    table = table or word_table(ctx.reader)
+    found = tuple(
+        (d, Alt((w,), tolerant=True))
+        for w, d in table.matches(
+            word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos
         )
-        TYPO_ALTS.put(key, found)
+    )
+    TYPO_ALTS.put(key, (version, found))
     return found
 
 
 def _prefix_alts(ctx: SearchContext, prefix: str, tolerant: bool) -> tuple[Alt, ...]:
-    """The derivations of a prefix's expansions, shared by the searches of one dictionary state
-    (index directories are never reused)."""
-    key = (str(ctx.reader.index.path), dictionary_version(ctx.reader), prefix, tolerant)
-    found: tuple[Alt, ...] | None = PREFIX_ALTS.get(key)
-    if found is None:
-        found = tuple(
-            Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS)
-        )
-        PREFIX_ALTS.put(key, found)
+    """The derivations of a prefix's expansions, shared by the searches of the index (index
+    directories are never reused); an entry of an earlier dictionary version holds while no word
+    added or removed since starts with the prefix."""
+    version = dictionary_version(ctx.reader)
+    key = (str(ctx.reader.index.path), prefix, tolerant)
+    entry: tuple[int, tuple[Alt, ...]] | None = PREFIX_ALTS.get(key)
+    if entry is not None:
+        at, found = entry
+        if at == version:
+            return found
+        if at < version:
+            changed = word_table(ctx.reader).changed_since(at)
+            if changed is not None and not _any_with_prefix(changed.words, prefix):
+                PREFIX_ALTS.put(key, (version, found))
+                return found
+    found = tuple(
+        Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS)
+    )
+    PREFIX_ALTS.put(key, (version, found))
     return found
+
+
+def _any_with_prefix(words: Sequence[str], prefix: str) -> bool:
+    """Whether sorted `words` hold one starting with `prefix`."""
+    i = bisect.bisect_left(words, prefix)
+    return i < len(words) and words[i].startswith(prefix)
 
 
 def _word_node(

@@ -71,11 +71,12 @@ class PlanCache:
 
 
 # sized for ~1,000 derivations an entry (~100-150 KB): a few MB at most
-PREFIX_ALTS = PlanCache(64)  # `derivations._prefix_alts`: a prefix's expansions per dictionary state
+# `derivations._prefix_alts`: a prefix's expansions, with the dictionary version they were checked for
+PREFIX_ALTS = PlanCache(64)
 MATCHING = PlanCache(256)  # `matching_words._highlighted`: what a node makes the formatter highlight
 QUERY_WORDS = PlanCache(64)  # `ranking_rules.bm25.query_words` tables
 BUCKET_QUERIES = PlanCache(32)  # `native_bucket_keys.NativeBuckets._build` queries, taken while in use
-# `derivations._typo_alts`: a word's typo derivations per dictionary state (at most 200 words an
-# entry); search traffic repeats its words (search as you type), and the dictionary walk is the largest
-# per-word cost of a search on real text
+# `derivations._typo_alts`: a word's typo derivations and the dictionary version they hold for (at
+# most 200 words an entry); search traffic repeats its words (search as you type), and the dictionary
+# walk is the largest per-word cost of a search on real text
 TYPO_ALTS = PlanCache(16384)  # a query of three words makes ~5 entries (words and ngrams)
