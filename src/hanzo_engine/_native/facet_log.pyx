@@ -40,7 +40,9 @@ cdef enum:
     DB_NUMBERS = 1
     DB_FLAGS = 2
 
-cdef Py_ssize_t NORM_CACHE_MAX = 1 << 17
+# normalized strings cached per transaction: facet values repeat, long ones seldom
+cdef Py_ssize_t NORM_CACHE_MAX = 1 << 13
+cdef Py_ssize_t NORM_CACHE_LONGEST = 64
 cdef Py_ssize_t PUT_BATCH = 4096  # keys written per `putmulti`
 cdef Py_ssize_t DOCS_BATCH = 1 << 16  # forward entries held before they are written
 
@@ -292,6 +294,8 @@ cdef class FacetLog:
         return selection
 
     cdef str _norm(self, str value):
+        if len(value) > NORM_CACHE_LONGEST:
+            return self.normalize(value)
         found = self.norm_cache.get(value)
         if found is not None:
             return <str> found

@@ -40,6 +40,7 @@ walk are held until the flush too (written in docid order), like the bitmap chan
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from array import array
 from collections.abc import Iterable
@@ -108,6 +109,13 @@ def truncate_facet(value: str) -> str:
 
 def _normalized(value: str) -> str:
     """The facet string of a non-empty string value, as stored in keys and forward entries."""
+    if len(value) > 64:  # long values seldom repeat
+        return truncate_facet(normalize_facet(value))
+    return _normalized_short(value)
+
+
+@functools.lru_cache(maxsize=4096)  # facet values repeat a lot
+def _normalized_short(value: str) -> str:
     return truncate_facet(normalize_facet(value))
 
 
@@ -310,7 +318,7 @@ class _Walk:
         t = type(value)
         if t is str:
             if value:
-                fv.strings.setdefault(truncate_facet(normalize_facet(value)), value)
+                fv.strings.setdefault(_normalized(value), value)
             elif depth == ON_BASE:
                 fv.flags |= FLAG_EMPTY
         elif t is int or t is float:
