@@ -72,6 +72,7 @@ def create_app(options: Options, *, scheduler: Scheduler | None = None) -> Starl
             max_batched_tasks=options.experimental_max_number_of_batched_tasks,
             batch_size_limit=options.experimental_limit_batched_tasks_total_size,
             max_indexing_memory=options.max_indexing_memory,
+            max_indexing_threads=options.max_indexing_threads,
             dump_dir=options.dump_dir,
             snapshot_dir=options.snapshot_dir,
         )

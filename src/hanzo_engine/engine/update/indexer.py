@@ -83,6 +83,9 @@ MAX_PENDING_BYTES: Final = 256 << 20
 # Added documents indexed per native batch: enough for every thread to get a long share, few enough
 # that their flattened texts stay small beside the accumulated changes.
 BATCH_DOCUMENTS: Final = 2048
+# ... and at most this many characters of text: a batch holds its documents' flattened texts alive
+# (two batches with several threads), which must stay small beside large documents too
+BATCH_TEXT_CHARS: Final = 1 << 20
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 _json_decode = msgspec.json.decode
@@ -236,6 +239,7 @@ class SearchIndexer:
         self.inflight: _BatchJob | None = None
         self.removals: list[tuple[int, bytes]] = []
         self.batch_documents = BATCH_DOCUMENTS
+        self.queued_chars = 0  # text characters in `queue`
         self.threads = 1
         self.dirty = False
         db_main = writer.index.db_main
@@ -254,11 +258,14 @@ class SearchIndexer:
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
         # fids are given here, in document order, as indexing one by one would
-        self.queue.push(docid, document_fields(flatten(document), self.fid_of, self.fields))
+        fields = document_fields(flatten(document), self.fid_of, self.fields)
+        self.queue.push(docid, fields)
         self.pending.add(docid)
         self.dirty = True
-        if len(self.queue) < self.batch_documents:
+        self.queued_chars += sum(len(text) for _, texts in fields for text in texts)
+        if len(self.queue) < self.batch_documents and self.queued_chars < BATCH_TEXT_CHARS:
             return
+        self.queued_chars = 0
         if self.threads > 1:
             self._index_in_background()
         else:
@@ -303,6 +310,7 @@ class SearchIndexer:
         self._join()
         if len(self.queue):
             self._store(self.queue, self.changes.add_batch(self.tokenizer, self.queue, self.threads))
+        self.queued_chars = 0
 
     def remove(self, docid: int) -> None:
         if docid in self.pending:
@@ -326,6 +334,7 @@ class SearchIndexer:
         self.changes.clear()
         self.pending.clear()
         self.queue.clear()
+        self.queued_chars = 0
         self.stats = {}
         self.first_words = FIRST_WORDS_LEVEL
         self.dirty = True
