@@ -3,6 +3,10 @@
 from collections.abc import Callable
 from typing import Any
 
+WALK_IT: int
+ADDED: int
+ADDED_FLUSH_DUE: int
+
 class FacetLog:
     def __init__(
         self,
@@ -14,11 +18,12 @@ class FacetLog:
         no_match: int,
         txn: Any,
         docs_db: Any,
+        max_pending: int,
     ) -> None: ...
     def take_doc(self, docid: int) -> bytes | None: ...
     def __len__(self) -> int: ...
     def log(self, docid: int, forward: dict[int, list[Any]], add: bool) -> None: ...
-    def add_document(self, docid: int, document: dict[str, Any]) -> bool: ...
+    def add_document(self, docid: int, document: dict[str, Any]) -> int: ...
     def clear(self) -> None: ...
     def flush(
         self,

@@ -19,8 +19,8 @@ replayed in order when there are removals), so the stored bytes are identical.
 `add_document` walks a document whose faceted fields are all top-level scalars or arrays of scalars
 (the common shape), logs its keys and encodes its forward entry as msgspec encodes it; the entries
 are held (`take_doc` hands one back to un-index its document) and written in docid order by
-`putmulti` batches. Any other shape returns False with nothing done, and the caller runs the full
-walk.
+`putmulti` batches. Any other shape returns WALK_IT with nothing done, and the caller runs the
+full walk.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -45,6 +45,12 @@ cdef Py_ssize_t NORM_CACHE_MAX = 1 << 13
 cdef Py_ssize_t NORM_CACHE_LONGEST = 64
 cdef Py_ssize_t PUT_BATCH = 4096  # keys written per `putmulti`
 cdef Py_ssize_t DOCS_BATCH = 1 << 16  # forward entries held before they are written
+
+
+# what `FacetLog.add_document` did
+WALK_IT = 0
+ADDED = 1
+ADDED_FLUSH_DUE = 2
 
 
 cdef struct KeyRef:
@@ -130,6 +136,7 @@ cdef class FacetLog:
     cdef object new_fid
     cdef int match_, no_match
     cdef object txn, docs_db
+    cdef Py_ssize_t max_pending
     cdef dict docs  # docid -> forward entry not written yet
     cdef unsigned char *out  # the forward entry being encoded
     cdef Py_ssize_t out_len, out_cap
@@ -142,10 +149,13 @@ cdef class FacetLog:
         self.out = NULL
         self.out_cap = 0
 
-    def __init__(self, normalize, select, dict fid_of, new_fid, int match, int no_match, txn, docs_db):
+    def __init__(self, normalize, select, dict fid_of, new_fid, int match, int no_match, txn, docs_db,
+                 Py_ssize_t max_pending):
         """`normalize(str) -> str`: the normalized, truncated facet string; `select(name) -> int`:
         milli's `match_faceted_field`; `new_fid(name) -> int` registering into `fid_of`; forward
-        entries go to `docs_db` of `txn`."""
+        entries go to `docs_db` of `txn`; past `max_pending` changes, `add_document` says a flush
+        is due."""
+        self.max_pending = max_pending
         self.txn = txn
         self.docs_db = docs_db
         self.docs = {}
@@ -342,8 +352,8 @@ cdef class FacetLog:
 
     def add_document(self, int64_t docid, dict document):
         """Store the forward entry of `document` for `docid` (none when nothing is faceted) and log
-        its keys as added: True; False, nothing done, when a faceted or parent field holds a nested
-        value (the caller walks it)."""
+        its keys as added: ADDED, or ADDED_FLUSH_DUE past `max_pending` changes; WALK_IT, nothing
+        done, when a faceted or parent field holds a nested value (the caller walks it)."""
         cdef list fields = []
         cdef list fv
         cdef object t
@@ -363,15 +373,15 @@ cdef class FacetLog:
             t = type(value)
             if selection != self.match_:  # a parent of a faceted field
                 if t is dict or t is list:
-                    return False
+                    return WALK_IT
                 continue
             if t is dict:
                 if value:
-                    return False
+                    return WALK_IT
             elif t is list:
                 for item in <list> value:
                     if type(item) is dict or type(item) is list:
-                        return False
+                        return WALK_IT
             fv = [0, [], {}]
             fields.append((key, fv))
             if t is list or t is dict:
@@ -379,9 +389,9 @@ cdef class FacetLog:
                     self._value(fv, item, False)
             self._value(fv, value, True)
         if not fields:
-            return True
+            return ADDED
         self._entry(docid, fields)
-        return True
+        return ADDED_FLUSH_DUE if self.n + self.n_numbers > self.max_pending else ADDED
 
     cdef int _entry(self, int64_t docid, list fields) except -1:
         """Encode the forward entry of `fields` ((name, [flags, numbers, {normalized: original}])) as

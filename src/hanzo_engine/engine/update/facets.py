@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 from pyroaring import BitMap
 
-from hanzo_engine._native.facet_log import FacetLog
+from hanzo_engine._native.facet_log import ADDED, ADDED_FLUSH_DUE, FacetLog
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.attribute_patterns import MATCH, NO_MATCH, PARENT, is_faceted_by, match_pattern
 from hanzo_engine.engine.attribute_patterns import match_field_legacy as match_legacy
@@ -551,9 +551,10 @@ class FacetIndexer:
             NO_MATCH,
             self.txn,
             self.docs_db,
+            MAX_PENDING_CHANGES,
         )
         # documents of the common shape take the native walk (`FacetLog.add_document`)
-        self.fast_walk = not (rules.geo or rules.geojson)
+        self.fast_walk = rules.active and not (rules.geo or rules.geojson)
 
     def _fid(self, name: str) -> int:
         fid = self.fid_of.get(name)
@@ -568,15 +569,21 @@ class FacetIndexer:
         return fid
 
     def add(self, docid: int, document: dict[str, Any], external_id: str = "") -> None:
-        if not self.rules.active:
-            return
-        if not (self.fast_walk and self.log.add_document(docid, document)):
-            values = extract_facets(document, self.rules, external_id)
-            if not values:
+        if self.fast_walk:
+            done = self.log.add_document(docid, document)
+            if done == ADDED:
                 return
-            forward = {self._fid(name): fv.to_entry() for name, fv in values.items()}
-            self.log.log(docid, forward, True)
-            self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.docs_db)
+            if done == ADDED_FLUSH_DUE:
+                self.flush()
+                return
+        elif not self.rules.active:
+            return
+        values = extract_facets(document, self.rules, external_id)
+        if not values:
+            return
+        forward = {self._fid(name): fv.to_entry() for name, fv in values.items()}
+        self.log.log(docid, forward, True)
+        self.txn.put(U32.pack(docid), encode_facet_entry(forward), db=self.docs_db)
         if len(self.log) > MAX_PENDING_CHANGES:
             self.flush()
 
