@@ -395,8 +395,9 @@ cdef class FacetLog:
 
     cdef int _entry(self, int64_t docid, list fields) except -1:
         """Encode the forward entry of `fields` ((name, [flags, numbers, {normalized: original}])) as
-        msgspec's msgpack encodes `{fid: [flags, numbers, [[normalized, original], ...]]}`, store it
-        and log its keys."""
+        msgspec's msgpack encodes `{fid: [flags, numbers, [[normalized, original], ...]]}`, hold it
+        and log its keys. Whatever can fail (a new fid past the limit, a string UTF-8 cannot encode)
+        fails while encoding, before anything is logged."""
         cdef Py_ssize_t fid, kid
         cdef long flags
         cdef list numbers, flag_kids
@@ -405,13 +406,14 @@ cdef class FacetLog:
         cdef double d
         cdef uint64_t bits
         cdef int i
+        cdef Py_ssize_t f
+        cdef list fids = []
         self.out_len = 0
         self._header(len(fields), 0x80, 0xDE, 0xDF)
         for name, fv in fields:
             found = self.fid_of.get(name)
             fid = self.new_fid(name) if found is None else found
-            if fid >= len(self.prefixes):
-                self._grow_fids(fid)
+            fids.append(fid)
             flags = fv[0]
             numbers = fv[1]
             strings = fv[2]
@@ -422,6 +424,29 @@ cdef class FacetLog:
             self.out[self.out_len] = 0x93
             self.out_len += 1
             self._uint(<uint64_t> flags)
+            self._header(len(numbers), 0x90, 0xDC, 0xDD)
+            for number in numbers:
+                d = number
+                memcpy(&bits, &d, 8)
+                self._reserve(9)
+                self.out[self.out_len] = 0xCB
+                for i in range(8):
+                    self.out[self.out_len + 1 + i] = <unsigned char> ((bits >> (56 - 8 * i)) & 0xFF)
+                self.out_len += 9
+            self._header(len(strings), 0x90, 0xDC, 0xDD)
+            for norm, original in strings.items():
+                self._reserve(1)
+                self.out[self.out_len] = 0x92
+                self.out_len += 1
+                self._str(norm)
+                self._str(original)
+        entry = PyBytes_FromStringAndSize(<char *> self.out, self.out_len)
+        for f in range(len(fields)):
+            fid = fids[f]
+            fv = (<tuple> fields[f])[1]
+            if fid >= len(self.prefixes):
+                self._grow_fids(fid)
+            flags = fv[0]
             if flags:
                 flag_kids = self.flag_kids[fid]
                 prefix = self.prefixes[fid]
@@ -432,24 +457,10 @@ cdef class FacetLog:
                             kid = self._new_key((b"e", b"n", b"m")[i] + prefix, DB_FLAGS)
                             flag_kids[i] = kid
                         self._push(kid, docid)
-            self._header(len(numbers), 0x90, 0xDC, 0xDD)
-            for number in numbers:
-                d = number
-                memcpy(&bits, &d, 8)
-                self._reserve(9)
-                self.out[self.out_len] = 0xCB
-                for i in range(8):
-                    self.out[self.out_len + 1 + i] = <unsigned char> ((bits >> (56 - 8 * i)) & 0xFF)
-                self.out_len += 9
-                self._push_number(<uint32_t> fid, d, docid)
-            self._header(len(strings), 0x90, 0xDC, 0xDD)
+            for number in <list> fv[1]:
+                self._push_number(<uint32_t> fid, number, docid)
             kids = self.string_kids[fid]
-            for norm, original in strings.items():
-                self._reserve(1)
-                self.out[self.out_len] = 0x92
-                self.out_len += 1
-                self._str(norm)
-                self._str(original)
+            for norm in <dict> fv[2]:
                 found = kids.get(norm)
                 if found is None:
                     kid = self._new_key(self.prefixes[fid] + (<str> norm).encode(), DB_STRINGS)
@@ -457,7 +468,7 @@ cdef class FacetLog:
                 else:
                     kid = found
                 self._push(kid, docid)
-        self.docs[docid] = PyBytes_FromStringAndSize(<char *> self.out, self.out_len)
+        self.docs[docid] = entry
         if len(self.docs) >= DOCS_BATCH:
             self._write_docs()
         return 0
