@@ -80,8 +80,20 @@ SEARCH_TEXT = st.lists(st.sampled_from(SEARCH_WORDS), min_size=1, max_size=4).ma
 WRITE = st.tuples(st.integers(0, 8), st.one_of(st.none(), SEARCH_TEXT))  # (document, text or delete)
 
 
-@settings(max_examples=40, deadline=None)
-@given(writes=st.lists(st.lists(WRITE, min_size=1, max_size=3), min_size=1, max_size=8))
+SPLIT_TEXT = st.lists(st.sampled_from(["river", "forest", "rover", "driver"]), min_size=1, max_size=4).map(
+    " ".join
+)
+SPLIT_WRITE = st.tuples(st.integers(0, 5), st.one_of(st.none(), SPLIT_TEXT))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    writes=st.one_of(
+        st.lists(st.lists(WRITE, min_size=1, max_size=3), min_size=1, max_size=8),
+        # few words, so that two of them glued often split into a pair adjacent somewhere
+        st.lists(st.lists(SPLIT_WRITE, min_size=1, max_size=3), min_size=1, max_size=8),
+    )
+)
 def test_searches_after_each_write_equal_searches_on_cold_caches(
     writes: list[list[tuple[int, str | None]]],
 ) -> None:
@@ -91,10 +103,21 @@ def test_searches_after_each_write_equal_searches_on_cold_caches(
     from hanzo_engine.apitypes.settings import complete_settings
     from hanzo_engine.engine.index import Index
     from hanzo_engine.engine.search import engine
-    from hanzo_engine.engine.search.plan_cache import PREFIX_ALTS, TYPO_ALTS
+    from hanzo_engine.engine.search.plan_cache import PREFIX_ALTS, SPLITS, TYPO_ALTS
     from hanzo_engine.engine.search.types import SearchRequest
 
-    queries = ["rivers", "rivr", "drivers", "forest", "fortres", "riv", "rovers for"]
+    # typos, prefixes, and words that split into two indexed words (`derivations.split_word`)
+    queries = [
+        "rivers",
+        "rivr",
+        "drivers",
+        "forest",
+        "fortres",
+        "riv",
+        "rovers for",
+        "riverforest",
+        "forestsriver",
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         index = Index.create(Path(tmp) / "i", primary_key="id", created_at=0)
         try:
@@ -111,18 +134,17 @@ def test_searches_after_each_write_equal_searches_on_cold_caches(
                     warm = [engine.search(r, SearchRequest(q=q, limit=20), settings_view) for q in queries]
                 # the same searches with no dictionary nor derivation cached, then the warm state back:
                 # the next write's searches must find the entries of this version
-                saved = (
-                    getattr(index, "_word_table", None),
-                    TYPO_ALTS._entries.copy(),
-                    PREFIX_ALTS._entries.copy(),
-                )
+                caches = (TYPO_ALTS, PREFIX_ALTS, SPLITS)
+                saved_table = getattr(index, "_word_table", None)
+                saved = [cache._entries.copy() for cache in caches]
                 index._word_table = None  # type: ignore[attr-defined]
-                TYPO_ALTS._entries.clear()
-                PREFIX_ALTS._entries.clear()
+                for cache in caches:
+                    cache._entries.clear()
                 with index.read() as r:
                     cold = [engine.search(r, SearchRequest(q=q, limit=20), settings_view) for q in queries]
-                index._word_table = saved[0]  # type: ignore[attr-defined]
-                TYPO_ALTS._entries, PREFIX_ALTS._entries = saved[1], saved[2]
+                index._word_table = saved_table  # type: ignore[attr-defined]
+                for cache, entries in zip(caches, saved, strict=True):
+                    cache._entries = entries
                 for a, b in zip(warm, cold, strict=True):
                     assert (a.docids, a.scores, a.candidates) == (b.docids, b.scores, b.candidates)
         finally:

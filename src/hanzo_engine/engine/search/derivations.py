@@ -12,11 +12,16 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
-from hanzo_engine.engine.update.indexer import dictionary_version, forward_entries
+from hanzo_engine.engine.update.indexer import (
+    dictionary_version,
+    forward_delta,
+    forward_entries,
+    forward_version,
+)
 
 from .context import SearchContext
 from .dictionary import prefix_words, word_table
-from .plan_cache import PREFIX_ALTS, TYPO_ALTS
+from .plan_cache import PREFIX_ALTS, SPLITS, TYPO_ALTS
 from .query import MAX_WORD_BYTES, QueryTerm
 from .query_graph import Alt, Node
 from .union_cache import cached_union
@@ -77,36 +82,68 @@ def split_word(ctx: SearchContext, word: str) -> tuple[str, str] | None:
 
     milli reads adjacency from its word-pair database; here it is checked in the forward index,
     so a split whose halves appear together in more than SPLIT_SCAN_LIMIT documents is not
-    considered (such pairs are common words, e.g. `in to`). The choice and the documents where
-    the halves are adjacent are cached per index version.
+    considered (such pairs are common words, e.g. `in to`). Each candidate's documents and the ones
+    where its halves are adjacent are cached with the forward index's version they hold for; at a
+    later version only the documents whose forward entry changed since (`indexer.forward_delta`)
+    are scanned again, so a stream of small writes does not redo every word's splits.
     """
-    index = ctx.reader.index
-    version = ctx.reader.updated_at
-    cache = getattr(index, "_split_cache", None)
-    if cache is None or cache[0] != version:
-        cache = (version, {})
-        index._split_cache = cache  # type: ignore[attr-defined]
-    splits: dict[str, tuple[str, str, BitMap] | None] = cache[1]
-    if word not in splits:
-        best: tuple[int, str, str, BitMap] | None = None
-        for i in range(1, len(word)):
-            left, right = word[:i], word[i:]
-            if not (ctx.in_dictionary(left) and ctx.in_dictionary(right)):
-                continue
-            both = ctx.unrestricted_docids(left) & ctx.unrestricted_docids(right)
-            if len(both) > SPLIT_SCAN_LIMIT:
-                continue
+    version = forward_version(ctx.reader)
+    key = (str(ctx.reader.index.path), word)
+    entry: SplitEntry | None = SPLITS.get(key)
+    known: dict[tuple[str, str], tuple[BitMap, BitMap]] = {}
+    changed: BitMap | None = None
+    if entry is not None and entry[0] == version:
+        return _chosen(ctx, entry[2])
+    if entry is not None and entry[0] < version:
+        known = entry[1]
+        changed = _forward_changes(ctx, entry[0], version)
+    candidates: dict[tuple[str, str], tuple[BitMap, BitMap]] = {}
+    best: tuple[int, str, str, BitMap] | None = None
+    for i in range(1, len(word)):
+        left, right = word[:i], word[i:]
+        if not (ctx.in_dictionary(left) and ctx.in_dictionary(right)):
+            continue
+        both = ctx.unrestricted_docids(left) & ctx.unrestricted_docids(right)
+        if len(both) > SPLIT_SCAN_LIMIT:
+            continue
+        cached = known.get((left, right))
+        if cached is not None and changed is not None:
+            # documents whose forward entry did not change keep their adjacency (and their
+            # membership in `both`): only the changed ones are scanned
+            adjacent = (cached[1] - changed) | adjacent_docs(ctx, both & changed, left, right)
+        else:
             adjacent = adjacent_docs(ctx, both, left, right)
-            if adjacent and (best is None or len(adjacent) > best[0]):
-                best = (len(adjacent), left, right, adjacent)
-        splits[word] = None if best is None else best[1:]
-    found = splits[word]
-    if found is None:
+        candidates[(left, right)] = (both, adjacent)
+        if adjacent and (best is None or len(adjacent) > best[0]):
+            best = (len(adjacent), left, right, adjacent)
+    chosen = None if best is None else best[1:]
+    SPLITS.put(key, (version, candidates, chosen))
+    return _chosen(ctx, chosen)
+
+
+# (forward version, per candidate split: its documents and those where its halves are adjacent, the
+# chosen split with its adjacent documents)
+SplitEntry = tuple[int, dict[tuple[str, str], tuple[BitMap, BitMap]], tuple[str, str, BitMap] | None]
+
+
+def _chosen(ctx: SearchContext, chosen: tuple[str, str, BitMap] | None) -> tuple[str, str] | None:
+    if chosen is None:
         return None
-    left, right, adjacent = found
-    # the phrase `left right` in any field: exactly the documents found adjacent above
+    left, right, adjacent = chosen
+    # the phrase `left right` in any field: exactly the documents found adjacent
     ctx.know_phrase((left, right), adjacent)
     return left, right
+
+
+def _forward_changes(ctx: SearchContext, since: int, version: int) -> BitMap | None:
+    """The docids whose forward entry changed after version `since` up to `version` (None: unknown)."""
+    out = BitMap()
+    for v in range(since + 1, version + 1):
+        delta = forward_delta(ctx.reader, v)
+        if delta is None:
+            return None
+        out |= delta
+    return out
 
 
 def adjacent_docs(ctx: SearchContext, docs: BitMap, left: str, right: str) -> BitMap:

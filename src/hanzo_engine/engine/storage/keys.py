@@ -51,6 +51,10 @@ FIRST_WORDS_LEVEL: Final = 4  # what this version writes
 # The word dictionary's version (u64 BE) and, per version, the words a write added and removed.
 KEY_DICTIONARY_VERSION: Final = b"dictionary-version"
 KEY_DICTIONARY_DELTA: Final = b"dictionary-delta/"
+# The forward index's version (u64 BE, bumped by every flush that changes `docid-words`) and, per
+# version, the docids whose forward entry changed (a roaring bitmap; absent: too many, or all).
+KEY_FORWARD_VERSION: Final = b"forward-version"
+KEY_FORWARD_DELTA: Final = b"forward-delta/"
 # facets: faceted field names (the index of a name is its facet fid)
 KEY_FACET_FIELDS: Final = b"facet-fields"
 

@@ -53,6 +53,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
+from pyroaring import BitMap
 
 from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator, analyze, document_fields
 from hanzo_engine._native.tokenizer import TokenizerConfig
@@ -68,6 +69,8 @@ from hanzo_engine.engine.storage.keys import (
     KEY_DICTIONARY_VERSION,
     KEY_FIELD_STATS,
     KEY_FIRST_WORDS,
+    KEY_FORWARD_DELTA,
+    KEY_FORWARD_VERSION,
     KEY_SEARCH_FIELDS,
 )
 
@@ -158,6 +161,30 @@ def record_dictionary_change(
         txn.delete(KEY_DICTIONARY_DELTA + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
 
 
+def forward_version(reader: IndexReader) -> int:
+    """Bumped by every flush that changes a forward entry (`docid-words`); 0: never."""
+    raw = reader._main(KEY_FORWARD_VERSION)
+    return 0 if raw is None else int(U64.unpack(raw)[0])
+
+
+def forward_delta(reader: IndexReader, version: int) -> BitMap | None:
+    """The docids whose forward entry the flush that made `version` changed, when it was recorded."""
+    raw = reader._main(KEY_FORWARD_DELTA + U64.pack(version))
+    return None if raw is None else BitMap.deserialize(raw)
+
+
+def record_forward_change(txn: Any, db_main: Any, changed: BitMap | None) -> None:
+    """Bumps the forward version, keeping which docids changed (None: every one) when few enough; only
+    the last DICTIONARY_DELTAS are kept."""
+    raw = txn.get(KEY_FORWARD_VERSION, db=db_main)
+    version = (0 if raw is None else int(U64.unpack(bytes(raw))[0])) + 1
+    txn.put(KEY_FORWARD_VERSION, U64.pack(version), db=db_main)
+    if changed is not None and len(changed) <= DICTIONARY_DELTA_MAX:
+        txn.put(KEY_FORWARD_DELTA + U64.pack(version), changed.serialize(), db=db_main)
+    if version > DICTIONARY_DELTAS:
+        txn.delete(KEY_FORWARD_DELTA + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
+
+
 def first_words_level(reader: IndexReader) -> int:
     """How complete the FIRST_WORD_FID keys are (`KEY_FIRST_WORDS`): 0 not, 1 first words, 2 also
     sole and second words (fields below PSEUDO_FID_LIMIT), 3 also next words by a hash of the whole
@@ -240,6 +267,8 @@ class SearchIndexer:
         self.removals: list[tuple[int, bytes]] = []
         self.batch_documents = BATCH_DOCUMENTS
         self.queued_chars = 0  # text characters in `queue`
+        # docids whose forward entry this transaction changed since the last flush (None: all of them)
+        self.touched: BitMap | None = BitMap()
         self.threads = 1
         self.dirty = False
         db_main = writer.index.db_main
@@ -260,6 +289,8 @@ class SearchIndexer:
         # fids are given here, in document order, as indexing one by one would
         fields = document_fields(flatten(document), self.fid_of, self.fields)
         self.queue.push(docid, fields)
+        if self.touched is not None:
+            self.touched.add(docid)
         self.pending.add(docid)
         self.dirty = True
         self.queued_chars += sum(len(text) for _, texts in fields for text in texts)
@@ -320,6 +351,8 @@ class SearchIndexer:
         raw = self.txn.pop(U32.pack(docid), db=self.db_forward)
         if raw is None:
             return
+        if self.touched is not None:
+            self.touched.add(docid)
         if self.inflight is not None:
             # not one of its documents (they are pending): the merge rule lets it wait
             self.removals.append((docid, bytes(raw)))
@@ -335,6 +368,7 @@ class SearchIndexer:
         self.pending.clear()
         self.queue.clear()
         self.queued_chars = 0
+        self.touched = None
         self.stats = {}
         self.first_words = FIRST_WORDS_LEVEL
         self.dirty = True
@@ -357,6 +391,9 @@ class SearchIndexer:
         )
         if created or deleted:
             record_dictionary_change(txn, self.writer.index.db_main, created, deleted)
+        if self.touched is None or self.touched:
+            record_forward_change(txn, self.writer.index.db_main, self.touched)
+        self.touched = BitMap()
         for fid, docs, words in changes.field_stats_changes():
             st = self.stats.setdefault(fid, [0, 0])
             st[0] += docs
