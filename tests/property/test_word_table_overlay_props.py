@@ -135,14 +135,14 @@ def test_searches_after_each_write_equal_searches_on_cold_caches(
                 # the same searches with no dictionary nor derivation cached, then the warm state back:
                 # the next write's searches must find the entries of this version
                 caches = (TYPO_ALTS, PREFIX_ALTS, SPLITS)
-                saved_table = getattr(index, "_word_table", None)
+                saved_table = getattr(index, "_word_table", None), getattr(index, "_word_tables", None)
                 saved = [cache._entries.copy() for cache in caches]
-                index._word_table = None  # type: ignore[attr-defined]
+                index._word_table = index._word_tables = None  # type: ignore[attr-defined]
                 for cache in caches:
                     cache._entries.clear()
                 with index.read() as r:
                     cold = [engine.search(r, SearchRequest(q=q, limit=20), settings_view) for q in queries]
-                index._word_table = saved_table  # type: ignore[attr-defined]
+                index._word_table, index._word_tables = saved_table  # type: ignore[attr-defined]
                 for cache, entries in zip(caches, saved, strict=True):
                     cache._entries = entries
                 for a, b in zip(warm, cold, strict=True):

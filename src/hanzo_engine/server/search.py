@@ -290,6 +290,19 @@ def facet_distribution(
 # --------------------------------------------------------------------------------------------------
 
 
+def stored_fields(reader: IndexReader) -> tuple[str, ...]:
+    """The fields-ids map (every top-level name a stored document may hold), kept on the index per
+    committed state as `known_fields` is."""
+    txn_id = reader.txn.id() if type(reader) is IndexReader else -1
+    cached: tuple[int, tuple[str, ...]] | None = getattr(reader.index, "_stored_fields", None)
+    if cached is not None and cached[0] == txn_id >= 0:
+        return cached[1]
+    names = tuple(reader.fields_ids_map())
+    if txn_id >= 0:
+        reader.index._stored_fields = (txn_id, names)  # type: ignore[attr-defined]
+    return names
+
+
 def known_fields(reader: IndexReader) -> list[str]:
     """Top-level and nested field names in first-seen order (stand-in for milli's fields-ids map).
 
@@ -340,7 +353,7 @@ class HitMaker:
         # A stored document holds its keys in fields-ids-map order and only names from that map
         # (`engine/index.py` `_ordered`): when the page shows every one of them as stored, a hit is the
         # stored JSON itself (`raw_hit`), never decoded nor encoded again.
-        stored_names = reader.fields_ids_map()
+        stored_names = stored_fields(reader)
         self.stored_as_is = (
             not self.retrieve_vectors
             and self.geo_point is None

@@ -136,13 +136,25 @@ def _chosen(ctx: SearchContext, chosen: tuple[str, str, BitMap] | None) -> tuple
 
 
 def _forward_changes(ctx: SearchContext, since: int, version: int) -> BitMap | None:
-    """The docids whose forward entry changed after version `since` up to `version` (None: unknown)."""
-    out = BitMap()
+    """The docids whose forward entry changed after version `since` up to `version` (None: unknown),
+    kept on the index for the next words (the entries of one search share their `since`)."""
+    index = ctx.reader.index
+    memo: dict[tuple[int, int], BitMap | None] | None = getattr(index, "_forward_changes", None)
+    if memo is None:
+        memo = index._forward_changes = {}  # type: ignore[attr-defined]
+    if (since, version) in memo:
+        return memo[(since, version)]
+    union = BitMap()
+    out: BitMap | None = union
     for v in range(since + 1, version + 1):
         delta = forward_delta(ctx.reader, v)
         if delta is None:
-            return None
-        out |= delta
+            out = None
+            break
+        union |= delta
+    if len(memo) >= 64:
+        memo.clear()
+    memo[(since, version)] = out
     return out
 
 

@@ -23,6 +23,7 @@ from hanzo_engine.engine.update.indexer import dictionary_delta, dictionary_vers
 # the base is built again once the changes since it reach this share of it (or this many words)
 REBUILD_SHARE: Final = 50
 REBUILD_MIN: Final = 1000
+RECENT_TABLES: Final = 8
 
 
 class WordTable:
@@ -189,17 +190,24 @@ def _prefixed(words: Sequence[str], prefix: str, limit: int) -> list[str]:
 
 def word_table(reader: IndexReader) -> WordTable:
     """The index's words, sorted by code point (as LMDB orders UTF-8 keys), for `reader`'s
-    dictionary version; the typo matcher walks them as a trie (`_native/typo_matcher.pyx`)."""
+    dictionary version; the typo matcher walks them as a trie (`_native/typo_matcher.pyx`).
+
+    The tables of the last RECENT_TABLES versions are kept: while writes commit, searches that began
+    before a commit still read the version before it, and must not make the next ones start over."""
     index = reader.index
     version = dictionary_version(reader)
-    cached = getattr(index, "_word_table", None)
-    if cached is not None and cached[0] == version:
-        table: WordTable = cached[1]
-        return table
+    tables: dict[int, WordTable] | None = getattr(index, "_word_tables", None)
+    if tables is None:
+        tables = index._word_tables = {}  # type: ignore[attr-defined]
+    found = tables.get(version)
+    if found is not None:
+        return found
+    older = [v for v in tables if v < version]
     advanced: WordTable | None = None
-    if cached is not None and cached[0] < version:
-        advanced = cached[1]
-        for v in range(cached[0] + 1, version + 1):
+    if older:
+        start = max(older)
+        advanced = tables[start]
+        for v in range(start + 1, version + 1):
             delta = dictionary_delta(reader, v)
             if delta is None or advanced is None:
                 advanced = None
@@ -213,17 +221,19 @@ def word_table(reader: IndexReader) -> WordTable:
         with reader.txn.cursor(db=index.db(DB_WORD_DOCIDS)) as cursor:
             words = [bytes(k).decode() for k in cursor.iternext(keys=True, values=False)]
         advanced = WordTable(SortedWords(words), version)
-    index._word_table = (version, advanced)  # type: ignore[attr-defined]
+    tables[version] = advanced
+    while len(tables) > RECENT_TABLES:
+        del tables[min(tables)]
+    latest = getattr(index, "_word_table", None)
+    if latest is None or latest[0] <= version:
+        index._word_table = (version, advanced)  # type: ignore[attr-defined]
     return advanced
 
 
 def cached_word_table(reader: IndexReader) -> WordTable | None:
-    """The cached table when it is `reader`'s dictionary version (None otherwise: nothing is built)."""
-    cached = getattr(reader.index, "_word_table", None)
-    if cached is not None and cached[0] == dictionary_version(reader):
-        table: WordTable = cached[1]
-        return table
-    return None
+    """The cached table of `reader`'s dictionary version (None when there is none: nothing is built)."""
+    tables: dict[int, WordTable] | None = getattr(reader.index, "_word_tables", None)
+    return None if tables is None else tables.get(dictionary_version(reader))
 
 
 def prefix_words(reader: IndexReader, prefix: str, limit: int) -> list[str]:
