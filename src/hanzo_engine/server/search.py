@@ -527,6 +527,12 @@ class PreparedQuery:
     ordering: Ordering | None
 
 
+def is_keyword_only(query: SearchQuery) -> bool:
+    """The search embeds nothing, so it never waits on an embedder's network round trip (it may then
+    run on the event loop's thread: `search_queue.run_queued`)."""
+    return query.hybrid is None and query.vector is None and query.media is None
+
+
 def prepare_query(
     reader: IndexReader,
     uid: str,

@@ -561,9 +561,17 @@ def _metadata(uid: str, primary_key: str | None) -> dict[str, Any]:
 
 
 async def run_federated(
-    request: Request, searcher: Federated, queries: list[MultiQuery], request_uid: str, with_metadata: bool
+    request: Request,
+    searcher: Federated,
+    queries: list[MultiQuery],
+    request_uid: str,
+    with_metadata: bool,
+    *,
+    inline: bool = False,
 ) -> dict[str, Any]:
-    """A federated search whose remote queries (if any) run while the local ones do."""
+    """A federated search whose remote queries (if any) run while the local ones do. `inline`: the
+    queries embed nothing, so without remotes they run on the event loop's thread after one loop turn
+    (as `search_queue.run_queued` runs a keyword search)."""
     started = time.perf_counter()
     groups = searcher.partition(queries)
     if not searcher.remote_queries:
@@ -572,6 +580,9 @@ async def run_federated(
             results = searcher.run_local(groups)
             return searcher.finish(results, RemoteResults(), queries, request_uid, with_metadata, started)
 
+        if inline:
+            await asyncio.sleep(0)
+            return local_only()
         return await run_in_threadpool(local_only)
     remote_task = asyncio.ensure_future(
         search_remotes(searcher, with_metadata, remotes.deadline_from_env(), state(request).options.db_path)

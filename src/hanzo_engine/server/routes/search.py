@@ -25,16 +25,12 @@ from ..search import (
     filter_features,
     fused_query,
     include_metadata,
+    is_keyword_only,
     perform,
     search_rules,
     uuid7,
 )
 from ..search_queue import run_queued
-
-
-def is_keyword_only(query: SearchQuery) -> bool:
-    """The search embeds nothing, so it never waits on an embedder's network round trip."""
-    return query.hybrid is None and query.vector is None and query.media is None
 
 
 async def _search(request: Request, uid: str, query: SearchQuery) -> Response:
