@@ -131,10 +131,32 @@ def read_forward(reader: IndexReader, docid: int) -> Forward | None:
     return None if raw is None else decode_forward(raw)
 
 
+# Versions with deltas (the dictionary's, the forward index's): a counter in the main db bumped by each
+# change, and per version what changed, the last DICTIONARY_DELTAS kept, so that what a search process
+# caches can follow small writes (`engine/search/dictionary.py`, `derivations.split_word`).
+
+
+def _version(reader: IndexReader, key: bytes) -> int:
+    raw = reader._main(key)
+    return 0 if raw is None else int(U64.unpack(raw)[0])
+
+
+def _record_version(
+    txn: Any, db_main: Any, version_key: bytes, delta_key: bytes, delta: bytes | None
+) -> None:
+    """Bumps the version under `version_key`, keeping `delta` (None: not recorded) for the new one."""
+    raw = txn.get(version_key, db=db_main)
+    version = (0 if raw is None else int(U64.unpack(bytes(raw))[0])) + 1
+    txn.put(version_key, U64.pack(version), db=db_main)
+    if delta is not None:
+        txn.put(delta_key + U64.pack(version), delta, db=db_main)
+    if version > DICTIONARY_DELTAS:
+        txn.delete(delta_key + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
+
+
 def dictionary_version(reader: IndexReader) -> int:
     """Bumped by every write that adds words to or removes words from `word-docids` (0: never)."""
-    raw = reader._main(KEY_DICTIONARY_VERSION)
-    return 0 if raw is None else int(U64.unpack(raw)[0])
+    return _version(reader, KEY_DICTIONARY_VERSION)
 
 
 def dictionary_delta(reader: IndexReader, version: int) -> tuple[list[bytes], list[bytes]] | None:
@@ -151,20 +173,17 @@ def record_dictionary_change(
 ) -> None:
     """Bumps the dictionary version; keeps the change as a delta (searches then patch their cached
     dictionary instead of reading every word again) unless it is None (everything dropped) or too
-    large to be worth it. Only the last DICTIONARY_DELTAS deltas are kept."""
-    raw = txn.get(KEY_DICTIONARY_VERSION, db=db_main)
-    version = (0 if raw is None else int(U64.unpack(bytes(raw))[0])) + 1
-    txn.put(KEY_DICTIONARY_VERSION, U64.pack(version), db=db_main)
-    if created is not None and deleted is not None and len(created) + len(deleted) <= DICTIONARY_DELTA_MAX:
-        txn.put(KEY_DICTIONARY_DELTA + U64.pack(version), _pack([created, deleted]), db=db_main)
-    if version > DICTIONARY_DELTAS:
-        txn.delete(KEY_DICTIONARY_DELTA + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
+    large to be worth it."""
+    known = (
+        created is not None and deleted is not None and len(created) + len(deleted) <= DICTIONARY_DELTA_MAX
+    )
+    delta = _pack([created, deleted]) if known else None
+    _record_version(txn, db_main, KEY_DICTIONARY_VERSION, KEY_DICTIONARY_DELTA, delta)
 
 
 def forward_version(reader: IndexReader) -> int:
     """Bumped by every flush that changes a forward entry (`docid-words`); 0: never."""
-    raw = reader._main(KEY_FORWARD_VERSION)
-    return 0 if raw is None else int(U64.unpack(raw)[0])
+    return _version(reader, KEY_FORWARD_VERSION)
 
 
 def forward_delta(reader: IndexReader, version: int) -> BitMap | None:
@@ -174,15 +193,9 @@ def forward_delta(reader: IndexReader, version: int) -> BitMap | None:
 
 
 def record_forward_change(txn: Any, db_main: Any, changed: BitMap | None) -> None:
-    """Bumps the forward version, keeping which docids changed (None: every one) when few enough; only
-    the last DICTIONARY_DELTAS are kept."""
-    raw = txn.get(KEY_FORWARD_VERSION, db=db_main)
-    version = (0 if raw is None else int(U64.unpack(bytes(raw))[0])) + 1
-    txn.put(KEY_FORWARD_VERSION, U64.pack(version), db=db_main)
-    if changed is not None and len(changed) <= DICTIONARY_DELTA_MAX:
-        txn.put(KEY_FORWARD_DELTA + U64.pack(version), changed.serialize(), db=db_main)
-    if version > DICTIONARY_DELTAS:
-        txn.delete(KEY_FORWARD_DELTA + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
+    """Bumps the forward version, keeping which docids changed (None: every one) when few enough."""
+    delta = changed.serialize() if changed is not None and len(changed) <= DICTIONARY_DELTA_MAX else None
+    _record_version(txn, db_main, KEY_FORWARD_VERSION, KEY_FORWARD_DELTA, delta)
 
 
 def first_words_level(reader: IndexReader) -> int:
