@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
+from hanzo_engine._native.typo_matcher import SortedWords
 from hanzo_engine.engine.update.indexer import (
     dictionary_version,
     forward_delta,
@@ -21,7 +23,7 @@ from hanzo_engine.engine.update.indexer import (
 
 from .context import SearchContext
 from .dictionary import prefix_words, word_table
-from .plan_cache import PREFIX_ALTS, SPLITS, TYPO_ALTS
+from .plan_cache import PREFIX_ALTS, SPLITS, TYPO_ALTS, PlanCache
 from .query import MAX_WORD_BYTES, QueryTerm
 from .query_graph import Alt, Node
 from .union_cache import cached_union
@@ -193,26 +195,19 @@ def _typo_alts(ctx: SearchContext, word: str, budget: int, is_prefix: bool) -> t
     dictionary word alone): a stream of small writes keeps most derivations."""
     version = dictionary_version(ctx.reader)
     key = (str(ctx.reader.index.path), word, budget, is_prefix, ctx.no_number_typos)
-    entry: tuple[int, tuple[tuple[int, Alt], ...]] | None = TYPO_ALTS.get(key)
-    table = None
-    if entry is not None:
-        at, found = entry
-        if at == version:
-            return found
-        if at < version:
-            table = word_table(ctx.reader)
-            changed = table.changed_since(at)
-            if changed is not None and not changed.matches(word, budget, is_prefix, 1):
-                TYPO_ALTS.put(key, (version, found))
-                return found
-    table = table or word_table(ctx.reader)
-    found = tuple(
-        (d, Alt((w,), tolerant=True))
-        for w, d in table.matches(
-            word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos
+
+    def holds(changed: SortedWords) -> bool:
+        return not changed.matches(word, budget, is_prefix, 1)
+
+    found: tuple[tuple[int, Alt], ...] | None = _still_current(ctx, TYPO_ALTS, key, version, holds)
+    if found is None:
+        found = tuple(
+            (d, Alt((w,), tolerant=True))
+            for w, d in word_table(ctx.reader).matches(
+                word, budget, is_prefix, MAX_PREFIX_EXPANSIONS, MAX_TYPO_WORDS, ctx.no_number_typos
+            )
         )
-    )
-    TYPO_ALTS.put(key, (version, found))
+        TYPO_ALTS.put(key, (version, found))
     return found
 
 
@@ -222,21 +217,34 @@ def _prefix_alts(ctx: SearchContext, prefix: str, tolerant: bool) -> tuple[Alt, 
     added or removed since starts with the prefix."""
     version = dictionary_version(ctx.reader)
     key = (str(ctx.reader.index.path), prefix, tolerant)
-    entry: tuple[int, tuple[Alt, ...]] | None = PREFIX_ALTS.get(key)
-    if entry is not None:
-        at, found = entry
-        if at == version:
-            return found
-        if at < version:
-            changed = word_table(ctx.reader).changed_since(at)
-            if changed is not None and not _any_with_prefix(changed.words, prefix):
-                PREFIX_ALTS.put(key, (version, found))
-                return found
-    found = tuple(
-        Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS)
+    found: tuple[Alt, ...] | None = _still_current(
+        ctx, PREFIX_ALTS, key, version, lambda changed: not _any_with_prefix(changed.words, prefix)
     )
-    PREFIX_ALTS.put(key, (version, found))
+    if found is None:
+        found = tuple(
+            Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS)
+        )
+        PREFIX_ALTS.put(key, (version, found))
     return found
+
+
+def _still_current(
+    ctx: SearchContext, cache: PlanCache, key: Hashable, version: int, holds: Callable[[SortedWords], bool]
+) -> Any | None:
+    """The value cached under `key` (as `(dictionary version, value)`) when it is `version`'s: computed
+    for it, or for an earlier one and `holds(words changed since)`; None otherwise."""
+    entry = cache.get(key)
+    if entry is None:
+        return None
+    at, found = entry
+    if at == version:
+        return found
+    if at < version:
+        changed = word_table(ctx.reader).changed_since(at)
+        if changed is not None and holds(changed):
+            cache.put(key, (version, found))
+            return found
+    return None
 
 
 def _any_with_prefix(words: Sequence[str], prefix: str) -> bool:
