@@ -27,7 +27,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -290,38 +290,40 @@ def facet_distribution(
 # --------------------------------------------------------------------------------------------------
 
 
-def stored_fields(reader: IndexReader) -> tuple[str, ...]:
-    """The fields-ids map (every top-level name a stored document may hold), kept on the index per
-    committed state as `known_fields` is."""
+def _per_committed_state(
+    reader: IndexReader, name: str, compute: Callable[[], tuple[str, ...]]
+) -> tuple[str, ...]:
+    """`compute()` kept on the index under `name` per committed state (the id of the last write
+    transaction the reader sees): every search of an unchanged index asks for the same names."""
+    # only read transactions: an aborted write transaction's id is given again to the next one
     txn_id = reader.txn.id() if type(reader) is IndexReader else -1
-    cached: tuple[int, tuple[str, ...]] | None = getattr(reader.index, "_stored_fields", None)
+    cached: tuple[int, tuple[str, ...]] | None = getattr(reader.index, name, None)
     if cached is not None and cached[0] == txn_id >= 0:
         return cached[1]
-    names = tuple(reader.fields_ids_map())
+    names = compute()
     if txn_id >= 0:
-        reader.index._stored_fields = (txn_id, names)  # type: ignore[attr-defined]
+        setattr(reader.index, name, (txn_id, names))
     return names
+
+
+def stored_fields(reader: IndexReader) -> tuple[str, ...]:
+    """The fields-ids map: every top-level name a stored document may hold."""
+    return _per_committed_state(reader, "_stored_fields", lambda: tuple(reader.fields_ids_map()))
 
 
 def known_fields(reader: IndexReader) -> list[str]:
-    """Top-level and nested field names in first-seen order (stand-in for milli's fields-ids map).
+    """Top-level and nested field names in first-seen order (stand-in for milli's fields-ids map)."""
 
-    Kept on the index per committed state (the id of the last write transaction the reader sees):
-    every search of an unchanged index asks for the same names."""
-    # only read transactions: an aborted write transaction's id is given again to the next one
-    txn_id = reader.txn.id() if type(reader) is IndexReader else -1
-    cached: tuple[int, tuple[str, ...]] | None = getattr(reader.index, "_known_fields", None)
-    if cached is not None and cached[0] == txn_id >= 0:
-        return list(cached[1])
-    names = list(reader.fields_ids_map())
-    seen = set(names)
-    for name in search_fields(reader):
-        if name not in seen:
-            seen.add(name)
-            names.append(name)
-    if txn_id >= 0:
-        reader.index._known_fields = (txn_id, tuple(names))  # type: ignore[attr-defined]
-    return names
+    def compute() -> tuple[str, ...]:
+        names = list(stored_fields(reader))
+        seen = set(names)
+        for name in search_fields(reader):
+            if name not in seen:
+                seen.add(name)
+                names.append(name)
+        return tuple(names)
+
+    return list(_per_committed_state(reader, "_known_fields", compute))
 
 
 class HitMaker:

@@ -148,20 +148,24 @@ def search_queue(request: Request) -> SearchQueue:
     return queue
 
 
-async def run_queued(request: Request, func: Callable[..., T], *args: Any, inline: bool = False) -> T:
-    """`func(*args)` holding a search permit while it runs: in the thread pool, or with `inline` on the
-    event loop's own thread.
+async def run_search(func: Callable[..., T], *args: Any, inline: bool) -> T:
+    """`func(*args)` in the thread pool, or with `inline` on the event loop's own thread.
 
-    `inline` is for work that never waits on the network (a keyword search): such work holds the GIL
+    `inline` is for work that never waits on the network (keyword searches): such work holds the GIL
     for most of its run, so a pool thread would not let the loop do much meanwhile, and handing it to
     the pool and back costs about half of what the search of a short query costs. Every process runs
     its own loop, so the instance still searches on every core."""
+    if inline:
+        # one turn of the loop first (the caller's permit held): the loop polls its sockets between
+        # searches and the searches beyond `parallelism` wait in the queue's arrival order. Run straight
+        # away, under 500 connections some requests waited seconds (wrk: p99 4 s, timeouts; with the
+        # turn: p99 0.6-0.75 s, none)
+        await asyncio.sleep(0)
+        return func(*args)
+    return await run_in_threadpool(func, *args)
+
+
+async def run_queued(request: Request, func: Callable[..., T], *args: Any, inline: bool = False) -> T:
+    """`func(*args)` holding a search permit while it runs (`run_search`)."""
     async with search_queue(request).permit():
-        if inline:
-            # one turn of the loop first, permit held: the loop polls its sockets between searches and
-            # the searches beyond `parallelism` wait in the queue's arrival order. Run straight away,
-            # under 500 connections some requests waited seconds (wrk: p99 4 s, timeouts; with the
-            # turn: p99 0.6-0.75 s, none)
-            await asyncio.sleep(0)
-            return func(*args)
-        return await run_in_threadpool(func, *args)
+        return await run_search(func, *args, inline=inline)

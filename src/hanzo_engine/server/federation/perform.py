@@ -73,7 +73,7 @@ from ..search import (
     prepare_query,
     uuid7,
 )
-from ..search_queue import search_queue
+from ..search_queue import run_search, search_queue
 from .facets import ComputedFacets, FederatedFacets
 from .merge import Ranked, RankingRules, incompatibility, merge_ranked, ranked
 from .remote import RemoteResults, query_json, score_values_json, search_remotes
@@ -570,8 +570,7 @@ async def run_federated(
     inline: bool = False,
 ) -> dict[str, Any]:
     """A federated search whose remote queries (if any) run while the local ones do. `inline`: the
-    queries embed nothing, so without remotes they run on the event loop's thread after one loop turn
-    (as `search_queue.run_queued` runs a keyword search)."""
+    queries embed nothing, so without remotes they run on the event loop's thread (`run_search`)."""
     started = time.perf_counter()
     groups = searcher.partition(queries)
     if not searcher.remote_queries:
@@ -580,10 +579,7 @@ async def run_federated(
             results = searcher.run_local(groups)
             return searcher.finish(results, RemoteResults(), queries, request_uid, with_metadata, started)
 
-        if inline:
-            await asyncio.sleep(0)
-            return local_only()
-        return await run_in_threadpool(local_only)
+        return await run_search(local_only, inline=inline)
     remote_task = asyncio.ensure_future(
         search_remotes(searcher, with_metadata, remotes.deadline_from_env(), state(request).options.db_path)
     )

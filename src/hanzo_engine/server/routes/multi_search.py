@@ -12,8 +12,8 @@ With `federation`, the queries run as one federated search: `server/federation/p
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+from functools import partial
 from typing import Any, Final
 
 from starlette.concurrency import run_in_threadpool
@@ -58,7 +58,7 @@ from ..search import (
     search_rules,
     uuid7,
 )
-from ..search_queue import search_queue
+from ..search_queue import run_search, search_queue
 
 # -------------------------------------------------------------------------------------------------
 # Request body
@@ -300,8 +300,7 @@ async def multi_search(request: Request) -> Response:
     features = runtime_features(request)
     request_uid, with_metadata = uuid7(), include_metadata(request)
     indexes = state(request).indexes
-    # queries that embed nothing never wait on the network: run on the event loop's thread, as a
-    # keyword search does (`search_queue.run_queued`, one loop turn first), sparing the pool's round trip
+    # queries that embed nothing never wait on the network: on the event loop's thread (`run_search`)
     inline = all(is_keyword_only(q.query) for q in queries)
     async with search_queue(request).permit():
         visible = auth_filter(request)
@@ -323,14 +322,15 @@ async def multi_search(request: Request) -> Response:
                         )
                     }
                 )
-            rules = search_rules(request)
-            if inline:
-                await asyncio.sleep(0)
-                results = multi(indexes, queries, features, request_uid, with_metadata, rules=rules)
-            else:
-                results = await run_in_threadpool(
-                    multi, indexes, queries, features, request_uid, with_metadata, rules=rules
-                )
+            results = await run_search(
+                partial(multi, rules=search_rules(request)),
+                indexes,
+                queries,
+                features,
+                request_uid,
+                with_metadata,
+                inline=inline,
+            )
             return JSONResponse({"results": results})
         is_proxy = request.headers.get(remotes.PROXY_SEARCH_HEADER) == "true"
         if is_proxy and not features.enabled("network"):
