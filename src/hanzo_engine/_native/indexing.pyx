@@ -145,6 +145,24 @@ if _DOCIDS.itemsize != 4:
 _json_encode = msgspec.json.Encoder().encode
 
 
+cdef inline uint16_t _checked_fid(object fid_obj) except? 0xFFFF:
+    """A field id of `[(fid, [text, ...]), ...]`, refused outside 0..65535."""
+    cdef long long fid = fid_obj
+    if fid < 0 or fid > 0xFFFF:
+        raise OverflowError(f"field id {fid} out of range 0..65535")
+    return <uint16_t>fid
+
+
+cdef inline const char *_utf8_view(object text, Py_ssize_t *size) except NULL:
+    """The UTF-8 bytes CPython caches in the str `text` (no copy), refused past 1 GiB."""
+    if type(text) is not str and not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+    cdef const char *data = PyUnicode_AsUTF8AndSize(text, size)
+    if size[0] > _MAX_TEXT_BYTES:
+        raise ValueError("text longer than 1 GiB")
+    return data
+
+
 cdef struct _Text:
     const char *data
     size_t size
@@ -207,21 +225,15 @@ cdef class _Analyzer:
         # With the GIL: the UTF-8 view of every non-empty text; `fields` keeps the strs alive.
         for item in fields:
             fid_obj, texts = item
-            fid = fid_obj
-            if fid < 0 or fid > 0xFFFF:
-                raise OverflowError(f"field id {fid} out of range 0..65535")
+            fid = _checked_fid(fid_obj)
             self._reserve(n_fields + 1, n_texts + len(texts))
             f = &self.fields[n_fields]
             f.fid = <uint16_t>fid
             f.first = n_texts
             for text in texts:
-                if type(text) is not str and not isinstance(text, str):
-                    raise TypeError(f"expected str, got {type(text).__name__}")
-                data = PyUnicode_AsUTF8AndSize(text, &size)
+                data = _utf8_view(text, &size)
                 if size == 0:
                     continue
-                if size > _MAX_TEXT_BYTES:
-                    raise ValueError("text longer than 1 GiB")
                 self.texts[n_texts].data = data
                 self.texts[n_texts].size = <size_t>size
                 n_texts += 1
@@ -452,21 +464,15 @@ cdef class DocumentBatch:
         try:
             for item in fields:
                 fid_obj, texts = item
-                fid = fid_obj
-                if fid < 0 or fid > 0xFFFF:
-                    raise OverflowError(f"field id {fid} out of range 0..65535")
+                fid = _checked_fid(fid_obj)
                 self._reserve(n_fields + 1 - self.n_fields, n_texts + len(texts) - self.n_texts)
                 f = &self.fields[n_fields]
                 f.fid = <uint16_t>fid
                 f.first_text = n_texts
                 for text in texts:
-                    if type(text) is not str and not isinstance(text, str):
-                        raise TypeError(f"expected str, got {type(text).__name__}")
-                    data = PyUnicode_AsUTF8AndSize(text, &size)
+                    data = _utf8_view(text, &size)
                     if size == 0:
                         continue
-                    if size > _MAX_TEXT_BYTES:
-                        raise ValueError("text longer than 1 GiB")
                     self.keep.append(text)
                     self.texts[n_texts].data = data
                     self.texts[n_texts].size = <size_t>size
