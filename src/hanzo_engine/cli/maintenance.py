@@ -295,7 +295,7 @@ def index_compaction(ctx: click.Context, index_name: str) -> None:
             index = _find_index(sched, index_name)
             data = index.path / "data.mdb"
             copy = index.path / "data.mdb.cpy"
-            before = data.stat().st_size
+            before = index.file_size()
             _say(f"Compacting the index `{index_name}`...")
             started = time.monotonic()
             after = _compact_with_bar(index.env, copy, before, compact_env_file)

@@ -26,7 +26,6 @@ the update layer sets to its subclass keeping the search, facet and vector struc
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -40,6 +39,7 @@ from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.storage.codecs import U32, U64
+from hanzo_engine.engine.storage.environment import file_bytes, open_index_env
 from hanzo_engine.engine.storage.keys import (
     DB_DOCUMENTS,
     DB_EXTERNAL,
@@ -103,28 +103,27 @@ class Index:
         self.path = path
         self.closed = False
         self.readonly = readonly
-        self.env = lmdb.open(
-            str(path),
-            map_size=map_size,
-            max_dbs=16,
-            subdir=True,
-            readahead=False,
-            max_readers=512,
-            lock=True,
-            readonly=readonly,
-            create=not readonly,
-        )
-        self.db_main = self._open_db(DB_MAIN)
-        self.db_documents = self._open_db(DB_DOCUMENTS)
-        self.db_external = self._open_db(DB_EXTERNAL)
-        # Every other database is opened here too: opening one later, inside a write transaction of
-        # this thread, would deadlock on LMDB's writer lock.
-        self._dbs = {name: self._open_db(name) for name in EXTRA_DBS}
+        self.env = open_index_env(path, map_size=map_size, readonly=readonly)
+        # Every database is opened here: opening one later, inside a write transaction of this thread,
+        # would deadlock on LMDB's writer lock. The writer opens (creates) them all in one transaction:
+        # one synced commit instead of one per database.
+        txn = None if readonly else self.env.begin(write=True)
+        try:
+            self.db_main = self._open_db(DB_MAIN, txn)
+            self.db_documents = self._open_db(DB_DOCUMENTS, txn)
+            self.db_external = self._open_db(DB_EXTERNAL, txn)
+            self._dbs = {name: self._open_db(name, txn) for name in EXTRA_DBS}
+        except BaseException:
+            if txn is not None:
+                txn.abort()
+            raise
+        if txn is not None:
+            txn.commit()
 
-    def _open_db(self, name: bytes) -> Any:
+    def _open_db(self, name: bytes, txn: lmdb.Transaction | None) -> Any:
         # read-only: every database exists, since the writer opened the index before any worker did
         # (`Scheduler.open_all_indexes` runs before the workers start; new indexes are created whole)
-        return self.env.open_db(name, create=not self.readonly)
+        return self.env.open_db(name, txn=txn, create=not self.readonly)
 
     def db(self, name: bytes) -> Any:
         return self._dbs[name]
@@ -173,10 +172,7 @@ class Index:
             raise
 
     def file_size(self) -> int:
-        try:
-            return os.path.getsize(self.path / "data.mdb")
-        except OSError:
-            return 0
+        return file_bytes(self.path / "data.mdb")
 
     def used_size(self) -> int:
         info = self.env.info()

@@ -14,6 +14,7 @@ from hanzo_engine.apitypes.deserr import QueryField, parse_query
 from hanzo_engine.apitypes.errors import MeiliError, index_not_found
 from hanzo_engine.apitypes.tasks import format_timestamp
 from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.storage.environment import file_bytes
 from hanzo_engine.engine.vector.store import VectorStore
 from hanzo_engine.scheduler.stats import database_sizes, human_size
 
@@ -71,10 +72,7 @@ def _dir_size(path: Path) -> int:
     total = 0
     for root_dir, _dirs, files in os.walk(path):
         for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root_dir, name))
-            except OSError:
-                pass
+            total += file_bytes(os.path.join(root_dir, name))  # an index's data file is sparse
     return total
 
 

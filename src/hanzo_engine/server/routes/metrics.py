@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hanzo_engine.apitypes.tasks import TASK_STATUSES, TASK_TYPES
+from hanzo_engine.engine.storage.environment import file_bytes
 from hanzo_engine.scheduler.webhooks import metrics as webhook_metrics
 
 from ..features import feature_not_enabled, runtime_features
@@ -53,10 +54,7 @@ def _dir_size(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass
+            total += file_bytes(os.path.join(root, name))  # an index's data file is sparse
     return total
 
 
