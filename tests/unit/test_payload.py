@@ -8,6 +8,7 @@ and the csv crate's error rules.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -15,7 +16,12 @@ import pytest
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.documents.json_scan import JsonSyntaxError, scan_json
-from hanzo_engine.engine.documents.payload import PayloadFormat, convert_to_ndjson, payload_format
+from hanzo_engine.engine.documents.payload import (
+    PayloadFormat,
+    convert_to_ndjson,
+    payload_format,
+    read_documents,
+)
 
 ACCEPTED = "`application/json`, `application/x-ndjson`, `text/csv`"
 JSON, NDJSON, CSV = PayloadFormat.JSON, PayloadFormat.NDJSON, PayloadFormat.CSV
@@ -430,3 +436,19 @@ def test_meilisearch_errors_after_a_refused_value_come_first() -> None:
     )
     body = big_array(2000)[:-1] + b', {"a": "\\ud800"}, {"b": 1} x]'
     assert error_of(body, JSON) == json_error(f"expected `,` or `]` at line 1 column {len(body) - 1}")
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 7, 64, 1 << 20])
+def test_read_documents_in_chunks(tmp_path: Path, chunk_bytes: int) -> None:
+    # lines cut by the chunk boundaries, a line longer than a chunk, blank lines, no final newline
+    documents = [{"id": i, "text": "x" * (i * 13 % 50)} for i in range(40)]
+    lines = [msgspec.json.encode(d) for d in documents]
+    path = tmp_path / "update"
+    path.write_bytes(b"\n".join(lines[:20]) + b"\n\n" + b"\n".join(lines[20:]))
+    chunks = list(read_documents(path, chunk_bytes))
+    assert all(chunks)
+    assert [d for chunk in chunks for d in chunk] == documents
+    if chunk_bytes == 64:
+        assert len(chunks) > 5
+    path.write_bytes(b"")
+    assert list(read_documents(path, chunk_bytes)) == []

@@ -10,21 +10,21 @@ completely before any write, so the other tasks of the batch still apply.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import lmdb
-import msgspec
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import SettingsPatch, apply_patch, complete_settings
 from hanzo_engine.engine.chat import check_chat_template
+from hanzo_engine.engine.documents.payload import read_documents
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexWriter
 from hanzo_engine.engine.update.facets import check_geo
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
-from hanzo_engine.engine.vector.documents import check_embedders, prepare_documents, write_vectors
+from hanzo_engine.engine.vector.documents import Prepared, check_embedders, prepare_documents, write_vectors
 
 from .sharding import owned_documents
 from .store import Batch, Task
@@ -33,7 +33,6 @@ from .views import failed_details
 if TYPE_CHECKING:
     from .scheduler import Scheduler
 
-_decoder = msgspec.json.Decoder()
 # How often (in documents) a long batch checks whether a cancelation asked it to stop.
 INTERRUPT_CHECK_EVERY = 1024
 
@@ -254,8 +253,7 @@ def _delete_by_filter(w: IndexWriter, uid: str, value: Any) -> int:
 
 def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") -> TaskResult:
     kind = task["kind"]
-    with open(sched.update_files / kind["contentFile"], "rb") as f:
-        documents: list[dict[str, Any]] = _decoder.decode_lines(f.read())
+    path = sched.update_files / kind["contentFile"]
     current_pk = w.primary_key
     requested_pk = kind.get("primaryKey")
     if current_pk is not None and requested_pk is not None and requested_pk != current_pk:
@@ -263,24 +261,59 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") 
             "index_primary_key_already_exists", f"Index already has a primary key: `{current_pk}`."
         )
     pk = current_pk or requested_pk
-    if pk is None and documents:
-        pk = infer_primary_key(documents[0])
-    # Validate every id before the first write, so a bad document leaves the index untouched.
-    ids = [extract_document_id(doc, pk) for doc in documents] if pk is not None else []
-    ids, documents = owned_documents(
-        sched.store, ids, documents
-    )  # a sharded network: this node's shards only
-    check_geo(
-        w.settings(), zip(ids, documents, strict=False), uid
-    )  # `_geo` too: the task fails on the first bad one
+    settings = w.settings()
     merge = kind["method"] == "update"
-    # `_vectors` are validated (and normalized) for every document before the first write too
-    prepared = prepare_documents(w, uid, w.settings(), zip(ids, documents, strict=True), merge=merge)
+    # The payload is read a chunk at a time, twice: every document is checked before the first write
+    # (a bad one leaves the index untouched), then written; a task never holds it all decoded. With
+    # embedders, the embeddings are prepared for the whole payload before the first write instead.
+    whole = bool(settings.get("embedders"))
+    held: list[tuple[str, dict[str, Any]]] = []
+    geo_error: MeiliError | None = None
+    vectors_error: MeiliError | None = None
+    total = 0
+
+    def owned(documents: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        ids = [extract_document_id(doc, pk) for doc in documents] if pk is not None else []
+        ids, documents = owned_documents(
+            sched.store, ids, documents
+        )  # a sharded network: this node's shards only
+        return list(zip(ids, documents, strict=False))
+
+    for documents in read_documents(path):
+        if pk is None:
+            pk = infer_primary_key(documents[0])
+        pairs = owned(documents)  # id errors first, in document order
+        total += len(pairs)
+        if geo_error is None:  # then `_geo`: the task fails on the first bad one
+            try:
+                check_geo(settings, pairs, uid)
+            except MeiliError as err:
+                geo_error = err
+        if whole:
+            held += pairs
+        elif vectors_error is None:  # then `_vectors`, validated (and normalized) for every document
+            try:
+                prepare_documents(w, uid, settings, pairs, merge=merge)
+            except MeiliError as err:
+                vectors_error = err
+    if geo_error is not None:
+        raise geo_error
+    if vectors_error is not None:
+        raise vectors_error
+    prepared: Iterable[Prepared] = (
+        prepare_documents(w, uid, settings, held, merge=merge)
+        if whole
+        else (
+            item
+            for documents in read_documents(path)
+            for item in prepare_documents(w, uid, settings, owned(documents), merge=merge)
+        )
+    )
     if pk is not None and pk != current_pk:
         w.set_primary_key(pk)
     skip_creation = bool(kind.get("skipCreation"))
     indexed = 0
-    sched.progress.nested("indexing documents", len(ids))
+    sched.progress.nested("indexing documents", total)
     for i, (ext_id, doc, vectors) in enumerate(prepared):
         if i % INTERRUPT_CHECK_EVERY == 0:
             if w.interrupted():

@@ -25,6 +25,8 @@ It returns the number of documents. Errors are Meilisearch's:
 
 Where Meilisearch itself answers 500 (an array element or NDJSON value that is not an object), this
 module answers the `malformed_payload` "neither an object nor a list of objects" error instead.
+
+`read_documents` reads such a file back a chunk of documents at a time.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -53,6 +56,7 @@ __all__ = [
     "check_csv_delimiter",
     "convert_to_ndjson",
     "payload_format",
+    "read_documents",
 ]
 
 
@@ -78,6 +82,8 @@ _ESSENCE_RE: Final = re.compile(rf"({_TOKEN})/({_TOKEN})")
 _PARAM_RE: Final = re.compile(rf"\s*{_TOKEN}=(?:{_TOKEN}|\"(?:[^\"\\]|\\.)*\")\s*")
 
 _FLUSH_BYTES: Final = 1 << 20
+# Lines of an update file decoded at a time by `read_documents`.
+_READ_BYTES: Final = 1 << 20
 
 _decoder: Final = msgspec.json.Decoder()
 _raw_list_decoder: Final = msgspec.json.Decoder(list[msgspec.Raw])
@@ -226,6 +232,27 @@ def convert_to_ndjson(body: bytes, fmt: PayloadFormat, out: typing.BinaryIO, del
         writer.write(document)
     writer.flush()
     return writer.count
+
+
+def read_documents(path: Path, chunk_bytes: int = _READ_BYTES) -> Iterator[list[dict[str, Any]]]:
+    """The documents of an update file (`convert_to_ndjson`'s output: one object per line), decoded
+    about `chunk_bytes` of lines at a time, so a task holds one chunk of its payload decoded, never all
+    of it."""
+    with open(path, "rb") as f:
+        pending: list[bytes] = []  # the start of the line the last block ended in
+        while block := f.read(chunk_bytes):
+            cut = block.rfind(b"\n") + 1
+            if not cut:
+                pending.append(block)
+                continue
+            pending.append(block[:cut])
+            documents = _decoder.decode_lines(b"".join(pending))
+            pending = [block[cut:]]
+            if documents:
+                yield documents
+        tail = b"".join(pending)
+        if tail.strip():
+            yield _decoder.decode_lines(tail)
 
 
 # -- JSON / NDJSON ---------------------------------------------------------------------------
