@@ -132,6 +132,7 @@ def run(
     monkeypatch: pytest.MonkeyPatch,
     sort: list[str] | None = None,
     walk: bool = False,
+    lean: bool = False,
 ) -> list[Any]:
     with monkeypatch.context() as m:
         if fast:
@@ -150,7 +151,9 @@ def run(
             settings_view = complete_settings(r.settings())
             custom = any(rule.endswith((":asc", ":desc")) for rule in settings_view["rankingRules"])
             ordering = Ordering(r, settings_view, parse_sort(sort or [])) if sort or custom else None
-            request = SearchRequest(q=q, limit=7, offset=1, matching_strategy=strategy, ordering=ordering)
+            request = SearchRequest(
+                q=q, limit=7, offset=1, matching_strategy=strategy, ordering=ordering, scores_needed=not lean
+            )
             res = search(r, request, settings_view)
     return [res.docids, res.scores, res.details, res.candidates]
 
@@ -177,7 +180,12 @@ def test_fast_path_ranks_as_python(
         index = build_index(Path(tmp) / "i", [{"id": i, **doc} for i, doc in enumerate(docs)], cfg)
         for q in queries:
             fast = run(index, q, strategy, True, monkeypatch, sort, walk)
-            assert fast == run(index, q, strategy, False, monkeypatch, sort), q
+            slow = run(index, q, strategy, False, monkeypatch, sort)
+            assert fast == slow, q
+            # without scores (nobody shows them) the hits and their order stay the same
+            for lean_fast in (True, False):
+                lean = run(index, q, strategy, lean_fast, monkeypatch, sort, walk, lean=True)
+                assert (lean[0], lean[3]) == (slow[0], slow[3]), q
         index.close()
 
 

@@ -578,9 +578,16 @@ def check_query(reader: IndexReader, uid: str, query: SearchQuery) -> dict[str, 
 
 
 def engine_request(
-    prepared: PreparedQuery, query: SearchQuery, *, offset: int, limit: int, exhaustive: bool
+    prepared: PreparedQuery,
+    query: SearchQuery,
+    *,
+    offset: int,
+    limit: int,
+    exhaustive: bool,
+    scores_needed: bool = True,
 ) -> SearchRequest:
-    """The engine's request for a prepared query (`offset`/`limit` already capped)."""
+    """The engine's request for a prepared query (`offset`/`limit` already capped); `scores_needed`
+    False when the caller shows the hits without their ranking scores and details."""
     threshold = query.ranking_score_threshold
     search_on = query.attributes_to_search_on
     return SearchRequest(
@@ -596,6 +603,7 @@ def engine_request(
         locales=query.locales,
         filter_universe=prepared.universe,
         ordering=prepared.ordering,
+        scores_needed=scores_needed,
     )
 
 
@@ -632,7 +640,15 @@ def perform(
             prepared, query, offset=0, limit=offset + limit + len(pins), exhaustive=finite
         )
     else:
-        request = engine_request(prepared, query, offset=offset, limit=limit, exhaustive=finite)
+        shown = query.show_ranking_score or query.show_ranking_score_details
+        request = engine_request(
+            prepared,
+            query,
+            offset=offset,
+            limit=limit,
+            exhaustive=finite,
+            scores_needed=shown or not is_keyword_only(query),
+        )
     result, ai = keyword_or_ai_search(
         reader, request, settings, query, multimodal=features is not None and features.multimodal
     )

@@ -300,6 +300,8 @@ def bucket_sort(
     distinct = ordering.distinct if ordering is not None else None
     degraded = False
     exhaustive = request.exhaustive_count and threshold is not None  # every hit must be scored to count
+    # nobody reads the scores: a bucket's documents are only put in order (no details, no score)
+    lean = not request.scores_needed and threshold is None
     # large single-path buckets are keyed natively; only their best documents are scored here
     native = (
         NativeBuckets(ctx, graph.nodes, pipeline[2:], bm25.LEVELS, bm25.HALF)
@@ -339,7 +341,11 @@ def bucket_sort(
             best, rest = native.best(
                 bq, bm25_terms, bucket.paths[0], level, bucket.docids, want - len(ranked), deadline
             )
-            scored = native.scored(ranker, bucket, best)
+            scored = (
+                [((docid,), 0.0, {}) for docid, _, _ in best] if lean else native.scored(ranker, bucket, best)
+            )
+        elif lean and len(bucket.docids) == 1:
+            scored, rest = [((bucket.docids.min(),), 0.0, {})], BitMap()
         else:
             # every document of the bucket is scored on all the rules, one at a time (keeping only its
             # key and details: holding decoded forward entries for a large bucket costs more than it saves)

@@ -24,6 +24,9 @@ class SearchRequest:
     filter_universe: Any = None
     # `sorting.Ordering`: the request's `sort`, custom sort rules and `distinct` (None: none of them)
     ordering: Any = None
+    # whether the caller reads the hits' ranking scores and details (`_rankingScore`, hybrid or
+    # federated merging, pins); when not, the bucket sort only orders the hits and leaves them out
+    scores_needed: bool = True
 
 
 @dataclass
