@@ -1,0 +1,104 @@
+"""A document addition larger than one read chunk (`payload.read_documents`): every document is checked
+before the first write, errors keep their order (ids, then `_geo`, then `_vectors`), and the documents
+of every chunk are written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from hanzo_engine.scheduler.scheduler import Scheduler
+
+PAD = "lorem ipsum " * 40  # ~500 bytes a document: 6,000 documents span three 1 MiB chunks
+N = 6_000
+
+
+@pytest.fixture
+def sched(tmp_path: Path) -> Any:
+    s = Scheduler(tmp_path / "data.ms")
+    yield s
+    s.mapper.close()
+    s.store.close()
+
+
+def register(s: Scheduler, type_: str, kind: dict[str, Any], details: dict[str, Any]) -> int:
+    return int(s.register(type_, "big", details=details, kind=kind)["taskUid"])
+
+
+def add(s: Scheduler, docs: list[dict[str, Any]]) -> int:
+    file_uuid, path = s.new_update_file()
+    path.write_bytes(msgspec.json.Encoder().encode_lines(docs))
+    assert path.stat().st_size > 2 << 20
+    kind = {
+        "method": "replace",
+        "primaryKey": "id",
+        "contentFile": file_uuid,
+        "contentSize": path.stat().st_size,
+        "allowIndexCreation": True,
+    }
+    return register(
+        s, "documentAdditionOrUpdate", kind, {"receivedDocuments": len(docs), "indexedDocuments": None}
+    )
+
+
+def run(s: Scheduler, uid: int) -> dict[str, Any]:
+    while s.tick():
+        pass
+    task = s.get_task(uid)
+    assert task is not None
+    return task
+
+
+def docs() -> list[dict[str, Any]]:
+    return [{"id": i, "text": PAD} for i in range(N)]
+
+
+def count(s: Scheduler) -> int:
+    index = s.index("big")
+    if index is None:
+        return 0
+    with index.read() as r:
+        return r.number_of_documents()
+
+
+def test_every_chunk_is_written(sched: Scheduler) -> None:
+    payload = docs()
+    payload.append({"id": 3, "text": "the last of id 3"})  # a later chunk replaces an earlier one
+    task = run(sched, add(sched, payload))
+    assert task["status"] == "succeeded", task
+    assert task["details"]["indexedDocuments"] == N + 1
+    assert count(sched) == N
+    index = sched.index("big")
+    assert index is not None
+    with index.read() as r:
+        assert r.get_document("3") == {"id": 3, "text": "the last of id 3"}
+        assert r.get_document(str(N - 1)) == {"id": N - 1, "text": PAD}
+
+
+def test_a_bad_id_in_the_last_chunk_wins_over_an_earlier_bad_geo(sched: Scheduler) -> None:
+    settings = {"filterableAttributes": ["_geo"]}
+    run(sched, register(sched, "settingsUpdate", {"settings": settings}, settings))
+    payload = docs()
+    payload[0]["_geo"] = "nowhere"
+    payload[-1]["id"] = "not valid!"
+    task = run(sched, add(sched, payload))
+    assert task["status"] == "failed" and task["error"]["code"] == "invalid_document_id", task
+    assert count(sched) == 0
+
+
+def test_a_bad_geo_in_the_last_chunk_wins_over_an_earlier_bad_vectors(sched: Scheduler) -> None:
+    settings = {"filterableAttributes": ["_geo"]}
+    run(sched, register(sched, "settingsUpdate", {"settings": settings}, settings))
+    payload = docs()
+    payload[0]["_vectors"] = 3
+    payload[-1]["_geo"] = "nowhere"
+    task = run(sched, add(sched, payload))
+    assert task["status"] == "failed" and task["error"]["code"] == "invalid_document_geo_field", task
+    assert count(sched) == 0
+    payload[-1].pop("_geo")
+    task = run(sched, add(sched, payload))
+    assert task["status"] == "failed" and task["error"]["code"] == "invalid_vectors_type", task
+    assert count(sched) == 0
