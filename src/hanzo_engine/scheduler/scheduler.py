@@ -19,6 +19,7 @@ import dataclasses
 import gc
 import logging
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,6 +49,30 @@ _INDEXING_TYPES = frozenset(
 )
 # How many enqueued tasks the autobatcher looks at in one go.
 AUTOBATCH_WINDOW = 10_000
+
+
+class _FileRemover:
+    """Deletes the payload files of finished tasks on a thread of its own: an unlink waits for the
+    file system's journal, which the fsyncs of concurrent registrations keep busy, and the writer
+    thread need not wait with it. A file left behind by a crash is removed at the next start
+    (`Scheduler._recover`)."""
+
+    def __init__(self) -> None:
+        self._paths: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="hanzo-file-remover", daemon=True)
+        self._thread.start()
+
+    def remove(self, path: Path) -> None:
+        self._paths.put(path)
+
+    def close(self) -> None:
+        """Returns once every file handed over is deleted."""
+        self._paths.put(None)
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while (path := self._paths.get()) is not None:
+            _unlink(path)
 
 
 class _Registration:
@@ -122,6 +147,8 @@ class Scheduler:
         self._current_batch: int | None = None
         # the task webhooks' notifier (`webhooks.WebhookNotifier`), when the server installs one
         self.webhooks: WebhookNotifier | None = None
+        # deletes finished tasks' payload files while the writer thread runs (else they go inline)
+        self._remover: _FileRemover | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -129,6 +156,7 @@ class Scheduler:
         self._recover()
         if self.webhooks is not None:
             self.webhooks.start()
+        self._remover = _FileRemover()
         self._thread = threading.Thread(target=self._run, name="hanzo-scheduler", daemon=True)
         self._thread.start()
 
@@ -139,6 +167,9 @@ class Scheduler:
             self._wake.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self._remover is not None:
+            self._remover.close()
+            self._remover = None
         if self.webhooks is not None:
             self.webhooks.stop()
         self.mapper.close()
@@ -474,10 +505,11 @@ class Scheduler:
                 self.webhooks.record(txn, done)  # durable with the tasks' final status
         if self.webhooks is not None:
             self.webhooks.notify()
+        remove = _unlink if self._remover is None else self._remover.remove
         for task in done:
             content = task["kind"].get("contentFile")
             if content:
-                _unlink(self.update_files / content)
+                remove(self.update_files / content)
         for uuid in outcome.dropped_index_uuids:
             self.mapper.drop_uuid(uuid)
         if self.on_batch_finished is not None:

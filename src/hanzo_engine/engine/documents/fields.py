@@ -31,9 +31,37 @@ __all__ = ["field_names", "flatten", "select_fields"]
 VECTORS_FIELD: Final = "_vectors"
 
 
+_CONTAINERS: Final = frozenset({dict, list})
+
+
 def flatten(document: dict[str, Any]) -> dict[str, Any]:
     """The flattened form of `document` (see the module docstring for the exact rules)."""
     out: dict[str, Any] = {}
+    # Most documents hold only scalars and arrays of scalars: their keys cannot collide, an array of
+    # two or more scalars flattens to a copy of itself, of one to its element, and an empty one to []
+    # (after every other key, as the general walk adds the keys that received no value).
+    empty: list[str] | None = None
+    for key, value in document.items():
+        kind = type(value)
+        if kind is dict:
+            break
+        if kind is list:
+            if not value:
+                if empty is None:
+                    empty = []
+                empty.append(key)
+                continue
+            if not _CONTAINERS.isdisjoint(map(type, value)):
+                break
+            out[key] = value[0] if len(value) == 1 else list(value)
+        else:
+            out[key] = value
+    else:
+        if empty is not None:
+            for key in empty:
+                out[key] = []
+        return out
+    out = {}
     all_keys: list[str] = []
     _flatten_object(out, None, document, all_keys)
     for key in all_keys:

@@ -49,7 +49,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from functools import partial
-from itertools import repeat
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
@@ -93,6 +94,7 @@ _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.Encoder().encode
+_texts = itemgetter(1)  # of a `document_fields` entry (fid, texts)
 
 
 def tokenizer_for(settings: dict[str, Any]) -> TokenizerConfig:
@@ -306,7 +308,7 @@ class SearchIndexer:
             self.touched.add(docid)
         self.pending.add(docid)
         self.dirty = True
-        self.queued_chars += sum(len(text) for _, texts in fields for text in texts)
+        self.queued_chars += sum(map(len, chain.from_iterable(map(_texts, fields))))
         if len(self.queue) < self.batch_documents and self.queued_chars < BATCH_TEXT_CHARS:
             return
         self.queued_chars = 0

@@ -78,7 +78,9 @@ def _open_payload(request: Request, uid: int) -> tuple[BinaryIO, bool]:
         task = None
     if task is None:
         raise MeiliError("task_not_found", f"Task `{uid}` not found.")
-    content = task["kind"].get("contentFile") if task["type"] == "documentAdditionOrUpdate" else None
+    # a finished task's payload is deleted (maybe not yet: the scheduler deletes it in the background)
+    waiting = task["status"] in ("enqueued", "processing") and task["type"] == "documentAdditionOrUpdate"
+    content = task["kind"].get("contentFile") if waiting else None
     try:
         if not content:
             raise FileNotFoundError(uid)
