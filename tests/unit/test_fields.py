@@ -66,6 +66,44 @@ def test_flatten_empty_containers_and_does_not_alias_user_lists() -> None:
 # -- fieldDistribution -----------------------------------------------------------------------
 
 
+def _general_walk(document: dict[str, Any]) -> dict[str, Any]:
+    from hanzo_engine.engine.documents import fields
+
+    out: dict[str, Any] = {}
+    all_keys: list[str] = []
+    fields._flatten_object(out, None, document, all_keys)
+    for key in all_keys:
+        out.setdefault(key, [])
+    return out
+
+
+def test_flat_documents_flatten_as_the_general_walk() -> None:
+    """Documents of scalars and arrays of scalars take a shortcut: same values, same key order
+    (empty arrays last), lists copied."""
+    import random
+
+    rng = random.Random(5)
+    scalars = [0, 1.5, "x", "", None, True, False]
+    for _ in range(5000):
+        document: dict[str, Any] = {}
+        for key in rng.sample(["a", "b", "a.b", "c", "d"], rng.randint(0, 5)):
+            r = rng.random()
+            if r < 0.4:
+                document[key] = [rng.choice(scalars) for _ in range(rng.randint(0, 3))]
+            elif r < 0.5:
+                document[key] = [[1]] if rng.random() < 0.5 else [{"z": 1}]
+            elif r < 0.6:
+                document[key] = {"z": rng.choice(scalars)}
+            else:
+                document[key] = rng.choice(scalars)
+        flat = flatten(document)
+        expected = _general_walk(document)
+        assert flat == expected and list(flat) == list(expected), document
+        for key, value in document.items():
+            if type(value) is list and len(value) > 1 and type(flat[key]) is list:
+                assert flat[key] is not value
+
+
 def test_field_names_are_top_level_without_vectors() -> None:
     document = {
         "id": 1,
