@@ -200,3 +200,32 @@ def test_full_collections_are_deferred_while_a_batch_applies(
     run_all(sched)
     assert (sched.get_task(task) or {}).get("status") == "failed"
     assert gc.get_threshold() == before
+
+
+def test_when_finished_calls_back_once_the_outcome_is_committed(sched: Any) -> None:
+    first = add_docs(sched, "movies", [{"id": 1}])
+    second = add_docs(sched, "books", [{"id": 2}])
+    seen: list[tuple[int, str]] = []
+
+    def record(uid: int) -> Any:
+        return lambda: seen.append((uid, sched.get_task(uid)["status"]))
+
+    sched.when_finished(first, record(first))
+    forget = sched.when_finished(second, record(second))
+    forget()
+    forget()  # forgetting twice is harmless
+    run_all(sched)
+    assert seen == [(first, "succeeded")]
+    assert not sched._finish_callbacks
+
+
+def test_payload_files_are_deleted_by_the_remover_while_the_writer_runs(tmp_path: Path) -> None:
+    s = Scheduler(tmp_path / "data.ms")
+    s.start()
+    try:
+        uid = add_docs(s, "movies", [{"id": 1}])
+        assert s.wait_idle()
+        assert s.get_task(uid)["status"] == "succeeded"  # type: ignore[index]
+    finally:
+        s.stop()  # drains the remover
+    assert list((tmp_path / "data.ms" / "update_files").iterdir()) == []

@@ -149,6 +149,9 @@ class Scheduler:
         self.webhooks: WebhookNotifier | None = None
         # deletes finished tasks' payload files while the writer thread runs (else they go inline)
         self._remover: _FileRemover | None = None
+        # task uid -> what to call once its batch's outcome is committed (`when_finished`)
+        self._finish_callbacks: dict[int, list[Callable[[], None]]] = {}
+        self._finish_lock = threading.Lock()
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -267,6 +270,34 @@ class Scheduler:
                 if registration is not mine:
                     registration.error = error
                     registration.done.set()
+
+    def when_finished(self, uid: int, callback: Callable[[], None]) -> Callable[[], None]:
+        """Has `callback()` called (on the writer thread: it must be quick) once a batch finishing task
+        `uid` is committed; returns the function that forgets it. A task finished before the call is
+        not reported: callers read the task's status after registering."""
+        with self._finish_lock:
+            self._finish_callbacks.setdefault(uid, []).append(callback)
+
+        def forget() -> None:
+            with self._finish_lock:
+                callbacks = self._finish_callbacks.get(uid)
+                if callbacks is not None and callback in callbacks:
+                    callbacks.remove(callback)
+                    if not callbacks:
+                        del self._finish_callbacks[uid]
+
+        return forget
+
+    def _report_finished(self, done: list[Task]) -> None:
+        if not self._finish_callbacks:
+            return
+        with self._finish_lock:
+            callbacks = [cb for task in done for cb in self._finish_callbacks.pop(task["uid"], ())]
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("a task-finished callback failed")
 
     def get_task(self, uid: int) -> dict[str, Any] | None:
         task = self.store.get_task(uid)
@@ -503,6 +534,7 @@ class Scheduler:
             self.store.put_batch(txn, batch)
             if self.webhooks is not None:
                 self.webhooks.record(txn, done)  # durable with the tasks' final status
+        self._report_finished(done)
         if self.webhooks is not None:
             self.webhooks.notify()
         remove = _unlink if self._remover is None else self._remover.remove

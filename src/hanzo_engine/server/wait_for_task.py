@@ -9,6 +9,7 @@ never send the header, so nothing changes for them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any, Final
 
@@ -26,17 +27,25 @@ MAX_WAIT_MS: Final = 600_000
 
 
 async def wait_for_task(app_state: Any, task_uid: int, timeout: float) -> str | None:
-    """Poll the task until it is finished or `timeout` seconds passed; its last known status."""
+    """Wait until the task is finished or `timeout` seconds passed; its last known status. The
+    scheduler wakes the wait when the task's batch is committed; polls back it up (a deleted task)."""
     scheduler = app_state.hanzo.scheduler
-    deadline = time.monotonic() + timeout
-    delay = 0.002
-    while True:
-        task = scheduler.store.get_task(task_uid)
-        status: str | None = None if task is None else task["status"]
-        if status is None or status in FINISHED_STATUSES or time.monotonic() >= deadline:
-            return status
-        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 0.05)
+    loop = asyncio.get_running_loop()
+    finished = asyncio.Event()
+    forget = scheduler.when_finished(task_uid, lambda: loop.call_soon_threadsafe(finished.set))
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            task = scheduler.store.get_task(task_uid)
+            status: str | None = None if task is None else task["status"]
+            if status is None or status in FINISHED_STATUSES or time.monotonic() >= deadline:
+                return status
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished.wait(), min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.05)
+    finally:
+        forget()
 
 
 class WaitForTask:
