@@ -43,6 +43,9 @@ class ExperimentalFeatures:
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = (-1, -1)  # never read yet
         self._stored: dict[str, bool] = {}
+        # what the stored choices make of every feature, and the filters' part: read by every search
+        self._view: dict[str, bool] = {}
+        self._filters = FilterFeatures()
         self._reload()
 
     def _reload(self) -> None:
@@ -60,27 +63,32 @@ class ExperimentalFeatures:
             stored = {}
         self._stored = {k: bool(v) for k, v in stored.items() if k in FEATURES}
         self._stamp = stamp
-
-    def view(self) -> dict[str, bool]:
-        with self._lock:
-            self._reload()
-            stored = dict(self._stored)
-        out = {name: stored.get(name, False) or name in self.forced for name in FEATURES}
-        out["legacySearch"] = stored.get("legacySearch", self.legacy_search_default)
-        return out
-
-    def enabled(self, name: str) -> bool:
-        return self.view()[name]
-
-    def filter_features(self) -> FilterFeatures:
-        """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
-        view = self.view()
-        return FilterFeatures(
+        view = {name: self._stored.get(name, False) or name in self.forced for name in FEATURES}
+        view["legacySearch"] = self._stored.get("legacySearch", self.legacy_search_default)
+        self._view = view
+        self._filters = FilterFeatures(
             contains_filter=view["containsFilter"],
             multimodal=view["multimodal"],
             network=view["network"],
             foreign_keys=view["foreignKeys"],
         )
+
+    def _current(self) -> dict[str, bool]:
+        with self._lock:
+            self._reload()
+            return self._view
+
+    def view(self) -> dict[str, bool]:
+        return dict(self._current())
+
+    def enabled(self, name: str) -> bool:
+        return self._current()[name]
+
+    def filter_features(self) -> FilterFeatures:
+        """The experimental features filters may use (`containsFilter`, `network`, `multimodal`)."""
+        with self._lock:
+            self._reload()
+            return self._filters
 
     def update(self, patch: dict[str, bool | None]) -> dict[str, bool]:
         """Apply the non-null values of `patch` and persist them before answering."""
