@@ -27,8 +27,8 @@ from pyroaring import BitMap
 
 from .context import SearchContext
 from .features import DocFeatures
+from .native_bucket_keys import LEAN_MIN_DOCS, NativeBuckets
 from .native_bucket_keys import MIN_DOCS as NATIVE_MIN_DOCS
-from .native_bucket_keys import NativeBuckets
 from .query_graph import Combo, Node, Path, QueryGraph
 from .ranking_rules import attribute_rank, bm25, exactness, proximity, sort, typo, word_position, words
 from .ranking_rules.words import Step
@@ -302,6 +302,7 @@ def bucket_sort(
     exhaustive = request.exhaustive_count and threshold is not None  # every hit must be scored to count
     # nobody reads the scores: a bucket's documents are only put in order (no details, no score)
     lean = not request.scores_needed and threshold is None
+    native_min_docs = min(NATIVE_MIN_DOCS, LEAN_MIN_DOCS) if lean else NATIVE_MIN_DOCS
     # large single-path buckets are keyed natively; only their best documents are scored here
     native = (
         NativeBuckets(ctx, graph.nodes, pipeline[2:], bm25.LEVELS, bm25.HALF)
@@ -330,7 +331,7 @@ def bucket_sort(
             native is not None
             and bucket.typo is not None
             and len(bucket.paths) == 1
-            and len(bucket.docids) >= NATIVE_MIN_DOCS
+            and len(bucket.docids) >= native_min_docs
         ):
             bm25_terms = tuple(
                 i for i, n in enumerate(graph.nodes) if n.length == 1 and i not in bucket.step.removed

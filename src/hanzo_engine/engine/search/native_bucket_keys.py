@@ -49,6 +49,9 @@ RULE_CODES = {
     "bm25": bm25.NATIVE_CODE,
 }
 MIN_DOCS = 8  # smaller buckets are scored in Python directly (the native query costs more than they do)
+# ... unless nobody reads the scores: without rebuilding the score details, the native keys cost less
+# than the Python ranker from two documents on (a single document needs no ranking at all)
+LEAN_MIN_DOCS = 2
 CHUNK = 16_384  # documents keyed between two looks at the clock
 PREFILTER_MIN = 256  # from this size, a one-node bucket is first narrowed by its first words
 WALK_MIN = 20_000  # from this size, a bucket is put in sort order by walking the field's values
