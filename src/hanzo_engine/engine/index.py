@@ -71,10 +71,10 @@ def now_ns() -> int:
 
 def indexer_budget(max_indexing_memory: int) -> int:
     """The share of `--max-indexing-memory` the full-text indexer may accumulate before it flushes:
-    an eighth, leaving the rest to LMDB's dirty pages (up to 512 MiB before it spills), the decoded
-    payload of the task being applied and the merge buffers (the accumulator's arrays grow by
-    doubling, so its footprint runs up to twice what it accounts). At least 16 MiB, so a tiny budget
-    still flushes in batches rather than every few documents."""
+    an eighth, leaving the rest to the chunk of the payload being applied, the caches and the merge
+    buffers (the accumulator's arrays grow by doubling, so its footprint runs up to twice what it
+    accounts); LMDB's dirty pages are file-backed (`storage/environment.py`). At least 16 MiB, so a
+    tiny budget still flushes in batches rather than every few documents."""
     return max(max_indexing_memory // 8, 16 << 20)
 
 
