@@ -1109,6 +1109,15 @@ int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_
     memcpy(p->key, p->arena + w->off, w->len);
     *key = p->key;
     *len = klen;
+    if (table != HZ_TABLE_WORD) {
+        uint32_t fid = (uint32_t)(k >> KEY_FID_SHIFT) & 0xFFFF;
+        p->key[w->len] = 0;
+        p->key[w->len + 1] = (char)(fid >> 8);
+        p->key[w->len + 2] = (char)(fid & 0xFF);
+    }
+    if (added == NULL) {
+        return 0;
+    }
     if (table == HZ_TABLE_WORD) {
         /* a word's docids are spread over its fields' groups: gather them */
         size_t n = g->end - g->start, na = 0, nr = 0;
@@ -1128,10 +1137,6 @@ int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_
         *removed = p->gather_rem;
         *n_removed = nr;
     } else {
-        uint32_t fid = (uint32_t)(k >> KEY_FID_SHIFT) & 0xFFFF;
-        p->key[w->len] = 0;
-        p->key[w->len + 1] = (char)(fid >> 8);
-        p->key[w->len + 2] = (char)(fid & 0xFF);
         *removed = p->docids + g->start;
         *n_removed = g->mid - g->start;
         *added = p->docids + g->mid;

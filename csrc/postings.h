@@ -117,7 +117,8 @@ int hz_postings_prepare(hz_postings *p);
 /* Number of changed keys of a table (0 before hz_postings_prepare). */
 size_t hz_postings_n_keys(const hz_postings *p, int table);
 /* Key i of a table, in ascending key order, with the docids added and removed (not necessarily
- * sorted nor distinct). The pointers are valid until the next call. */
+ * sorted nor distinct). The pointers are valid until the next call. With added NULL, only the key is
+ * returned (the docid pointers are left alone). */
 int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_t *len,
                     const uint32_t **added, size_t *n_added, const uint32_t **removed, size_t *n_removed);
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
@@ -163,12 +164,17 @@ fields = st.lists(
 documents = st.lists(st.tuples(st.integers(0, 2**32 - 1), fields), max_size=60)
 
 
+def stored_in(db: dict[bytes, bytes]) -> Callable[[list[bytes]], list[tuple[bytes, bytes]]]:
+    """`getmulti` over a dict: the (key, value) of the stored keys, in the keys' order."""
+    return lambda keys: [(k, db[k]) for k in keys if k in db]
+
+
 def applied(acc: PostingAccumulator) -> tuple[Any, ...]:
     """What the accumulator writes into empty databases, and its field-stats deltas."""
     words: dict[bytes, bytes] = {}
     fids: dict[bytes, bytes] = {}
-    created = acc.apply_word_docids(words.get, words.__setitem__, words.__delitem__)
-    acc.apply_word_fid_docids(fids.get, fids.__setitem__, fids.__delitem__)
+    created = acc.apply_word_docids(stored_in(words), words.update, words.__delitem__)
+    acc.apply_word_fid_docids(stored_in(fids), fids.update, fids.__delitem__)
     return words, fids, created, acc.field_stats_changes()
 
 
@@ -222,6 +228,115 @@ def test_a_refused_document_leaves_the_batch_as_it_was() -> None:
     batch.clear()
     assert len(batch) == 0 and batch.docids() == []
     assert acc.add_batch(tokenizer, batch, 4) == []
+
+
+# -- applying to stored bitmaps ------------------------------------------------------------------
+
+
+def stored_after(docs: dict[int, list[tuple[int, list[str]]]]) -> tuple[dict[bytes, bytes], ...]:
+    """word-docids and word-fid-docids of `docs` applied at once to empty databases."""
+    acc = PostingAccumulator()
+    tokenizer = tokenizer_for({})
+    for docid, f in docs.items():
+        acc.add(tokenizer, docid, f)
+    words: dict[bytes, bytes] = {}
+    fids: dict[bytes, bytes] = {}
+    acc.apply_word_docids(stored_in(words), words.update, words.__delitem__)
+    acc.apply_word_fid_docids(stored_in(fids), fids.update, fids.__delitem__)
+    return words, fids
+
+
+def apply_change(
+    before: dict[int, list[tuple[int, list[str]]]],
+    removed: list[int],
+    added: dict[int, list[tuple[int, list[str]]]],
+    views: bool,
+) -> tuple[dict[bytes, bytes], dict[bytes, bytes], list[bytes], list[bytes]]:
+    """The stored databases of `before`, then one accumulator removing `removed` and adding `added`
+    applied to them (`views`: getmulti hands out memoryviews, as a `buffers=True` transaction does)."""
+    tokenizer = tokenizer_for({})
+    words, fids = stored_after(before)
+    acc = PostingAccumulator()
+    for docid in removed:
+        acc.remove(docid, PostingAccumulator().add(tokenizer, docid, before[docid]))
+    for docid, f in added.items():
+        acc.add(tokenizer, docid, f)
+    puts: dict[int, list[bytes]] = {id(words): [], id(fids): []}
+
+    def getmulti(db: dict[bytes, bytes]) -> Callable[[list[bytes]], list[tuple[bytes, Any]]]:
+        def get(keys: list[bytes]) -> list[tuple[bytes, Any]]:
+            assert keys == sorted(keys) and len(set(keys)) == len(keys)
+            return [(k, memoryview(db[k]) if views else db[k]) for k in keys if k in db]
+
+        return get
+
+    def putmulti(db: dict[bytes, bytes]) -> Callable[[list[tuple[bytes, bytes]]], None]:
+        def put(items: list[tuple[bytes, bytes]]) -> None:
+            puts[id(db)].extend(k for k, _ in items)
+            db.update(items)
+
+        return put
+
+    created, deleted = acc.apply_word_docids(getmulti(words), putmulti(words), words.__delitem__)
+    acc.apply_word_fid_docids(getmulti(fids), putmulti(fids), fids.__delitem__)
+    assert all(keys == sorted(keys) for keys in puts.values())  # each table written in key order
+    return words, fids, created, deleted
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(st.integers(0, 2**32 - 1), fields, max_size=30),
+    st.data(),
+    st.dictionaries(st.integers(0, 2**32 - 1), fields, max_size=30),
+    st.booleans(),
+)
+def test_applying_to_stored_bitmaps_equals_a_rebuild(
+    before: dict[int, list[tuple[int, list[str]]]],
+    data: st.DataObject,
+    new: dict[int, list[tuple[int, list[str]]]],
+    views: bool,
+) -> None:
+    # removals (the bitmaps that empty are deleted, the unchanged are not rewritten) and additions,
+    # some of them replacing a removed document by itself, merged into non-empty databases
+    removed = data.draw(st.lists(st.sampled_from(sorted(before)), unique=True) if before else st.just([]))
+    again = data.draw(st.lists(st.sampled_from(removed), unique=True) if removed else st.just([]))
+    added = {docid: f for docid, f in new.items() if docid not in before} | {d: before[d] for d in again}
+    after = {d: f for d, f in before.items() if d not in removed} | added
+    words_before, _ = stored_after(before)
+    words, fids, created, deleted = apply_change(before, removed, added, views)
+    assert (words, fids) == stored_after(after)
+    assert created == sorted(words.keys() - words_before.keys())
+    assert deleted == sorted(words_before.keys() - words.keys())
+
+
+def test_applying_many_keys_in_rounds() -> None:
+    # more keys than one round of getmulti/putmulti takes: stored, new, emptied and unchanged keys
+    # on both sides of the round boundaries
+    before = {
+        d: [(0, [" ".join(f"w{d}x{i}" for i in range(40))]), (1, [f"common w{d}x0"])] for d in range(60)
+    }
+    removed = list(range(0, 60, 3))
+    added = {100 + d: [(0, [" ".join(f"w{d}x{i}" for i in range(0, 40, 2))])] for d in range(0, 60, 2)}
+    added[3] = before[3]
+    after = {d: f for d, f in before.items() if d not in removed} | added
+    words_before, _ = stored_after(before)
+    words, fids, created, deleted = apply_change(before, removed, added, False)
+    assert len(words_before) > 2000
+    assert (words, fids) == stored_after(after)
+    assert created == sorted(words.keys() - words_before.keys())
+    assert deleted == sorted(words_before.keys() - words.keys()) and deleted
+
+
+def test_a_malformed_stored_bitmap_names_its_key() -> None:
+    acc = PostingAccumulator()
+    acc.add(tokenizer_for({}), 1, [(0, ["alpha beta"])])
+    words = {b"beta": b"\x01\x02\x03\x04"}
+    with pytest.raises(ValueError, match="malformed bitmap stored under b'beta'"):
+        acc.apply_word_docids(stored_in(words), words.update, words.__delitem__)
+    other = PostingAccumulator()
+    other.add(tokenizer_for({}), 1, [(0, ["alpha"])])
+    with pytest.raises(ValueError, match="not one of the keys"):
+        other.apply_word_docids(lambda keys: [(b"zzz", b"")], words.update, words.__delitem__)
 
 
 # -- data races ----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Full-text indexing hot path (native). See indexing.pyx, csrc/postings.h and csrc/bitmap_merge.h."""
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from hanzo_engine._native.tokenizer import TokenizerConfig
 
@@ -27,14 +28,14 @@ class PostingAccumulator:
     def clear(self) -> None: ...
     def apply_word_docids(
         self,
-        get: Callable[[bytes], bytes | memoryview | None],
-        put: Callable[[bytes, bytes], object],
+        getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]],
+        putmulti: Callable[[list[tuple[bytes, bytes]]], object],
         delete: Callable[[bytes], object],
     ) -> tuple[list[bytes], list[bytes]]: ...
     def apply_word_fid_docids(
         self,
-        get: Callable[[bytes], bytes | memoryview | None],
-        put: Callable[[bytes, bytes], object],
+        getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]],
+        putmulti: Callable[[list[tuple[bytes, bytes]]], object],
         delete: Callable[[bytes], object],
     ) -> None: ...
     def field_stats_changes(self) -> list[tuple[int, int, int]]: ...

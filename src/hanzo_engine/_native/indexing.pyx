@@ -501,6 +501,31 @@ cdef class DocumentBatch:
         self.keep = []
 
 
+# Keys merged per round of `PostingAccumulator._apply`: their stored values are held meanwhile.
+cdef size_t _APPLY_CHUNK = 256
+
+cdef enum:
+    _KEEP = 0
+    _PUT = 1
+    _CREATE = 2
+    _DELETE = 3
+
+
+cdef struct _Chunk:
+    const char *stored  # NULL: not stored
+    size_t stored_len
+    size_t out_off, out_len
+    int action
+
+
+cdef inline bint _same_bytes(bytes a, object b) except -1:
+    """a == b for a bytes `a` and a bytes or buffer `b` (what getmulti returns as a key)."""
+    if type(b) is bytes:
+        return (PyBytes_GET_SIZE(a) == PyBytes_GET_SIZE(b)
+                and memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(a)) == 0)
+    return a == bytes(b)
+
+
 cdef class PostingAccumulator:
     """The word-docids and word-fid-docids changes of one write transaction (an event log in C
     memory), plus the field-stats deltas. `apply_*` merge them into the database; `clear` then
@@ -602,60 +627,133 @@ cdef class PostingAccumulator:
         """Forgets every change."""
         hz_postings_clear(self.acc)
 
-    cdef int _apply(self, int table, object get, object put, object delete, list created=None,
+    cdef int _apply(self, int table, object getmulti, object putmulti, object delete, list created=None,
                     list deleted=None) except -1:
-        cdef size_t i, n, klen, n_added, n_removed, size
+        """Merges the changes of `table` into the stored bitmaps, _APPLY_CHUNK keys at a time: their
+        stored values in one `getmulti` call, every merge of the chunk in C with the GIL released
+        into one buffer, the changed bitmaps in one `putmulti` call."""
+        cdef size_t n, lo, hi, m, i, j, klen, n_added, n_removed, size, n_found
         cdef const char *key
         cdef const uint32_t *added
         cdef const uint32_t *removed
         cdef const char *out
         cdef uint64_t card
-        cdef int rc
+        cdef int rc = 0
+        cdef _Chunk *c = NULL
+        cdef _Chunk *e
+        cdef char *outbuf = NULL
+        cdef size_t n_out = 0, cap_out = 0
+        cdef void *p
+        cdef list keys, found, items
         with nogil:
             rc = hz_postings_prepare(self.acc)
         if rc != 0:
             raise MemoryError()
         n = hz_postings_n_keys(self.acc, table)
-        for i in range(n):
-            if hz_postings_key(self.acc, table, i, &key, &klen, &added, &n_added, &removed, &n_removed) != 0:
+        try:
+            c = <_Chunk *>malloc(_APPLY_CHUNK * sizeof(_Chunk))
+            if c == NULL:
                 raise MemoryError()
-            k = PyBytes_FromStringAndSize(key, <Py_ssize_t>klen)
-            stored = get(k)
-            if stored is None:
-                if n_added == 0:
-                    continue
-            elif type(stored) is not bytes:
-                stored = bytes(stored)
-            try:
-                _merge(self.work, stored, added, n_added, removed, n_removed)
-            except ValueError:
-                raise ValueError(f"malformed bitmap stored under {k!r}") from None
-            out = hz_bitmap_output(self.work, &size, &card)
-            if size == 0:
-                if stored is not None:
-                    delete(k)
-                    if deleted is not None:
-                        deleted.append(k)
-            elif (stored is None or <size_t>PyBytes_GET_SIZE(stored) != size
-                    or memcmp(PyBytes_AS_STRING(stored), out, size) != 0):
-                # (a document replaced by itself leaves its bitmaps unchanged: no write)
-                put(k, PyBytes_FromStringAndSize(out, <Py_ssize_t>size))
-                if stored is None and created is not None:
-                    created.append(k)
+            lo = 0
+            while lo < n:
+                hi = min(n, lo + _APPLY_CHUNK)
+                m = hi - lo
+                keys = [None] * <Py_ssize_t>m
+                for i in range(m):
+                    if hz_postings_key(self.acc, table, lo + i, &key, &klen, NULL, NULL, NULL,
+                                       NULL) != 0:
+                        raise MemoryError()
+                    keys[i] = PyBytes_FromStringAndSize(key, <Py_ssize_t>klen)
+                    c[i].stored = NULL
+                    c[i].stored_len = 0
+                # found: (key, value) of the stored keys, in key order
+                found = list(getmulti(keys))
+                n_found = <size_t>len(found)
+                j = 0
+                for i in range(n_found):
+                    k, v = found[i]
+                    while j < m and not _same_bytes(<bytes>keys[j], k):
+                        j += 1
+                    if j == m:
+                        raise ValueError(f"getmulti returned {k!r}, not one of the keys asked, in order")
+                    if type(v) is not bytes:
+                        v = bytes(v)
+                        found[i] = (k, v)  # kept alive until the chunk is written
+                    c[j].stored = PyBytes_AS_STRING(v)
+                    c[j].stored_len = <size_t>PyBytes_GET_SIZE(v)
+                    j += 1
+                n_out = 0
+                with nogil:
+                    for i in range(m):
+                        e = &c[i]
+                        e.action = _KEEP
+                        rc = hz_postings_key(self.acc, table, lo + i, &key, &klen, &added, &n_added,
+                                             &removed, &n_removed)
+                        if rc != 0:
+                            break
+                        if e.stored == NULL and n_added == 0:
+                            continue
+                        rc = hz_bitmap_merge(self.work, e.stored, e.stored_len, added, n_added, removed,
+                                             n_removed)
+                        if rc != 0:
+                            break
+                        out = hz_bitmap_output(self.work, &size, &card)
+                        if size == 0:
+                            if e.stored != NULL:
+                                e.action = _DELETE
+                        elif (e.stored == NULL or e.stored_len != size
+                                or memcmp(e.stored, out, size) != 0):
+                            # (a document replaced by itself leaves its bitmaps unchanged: no write)
+                            if n_out + size > cap_out:
+                                p = realloc(outbuf, 2 * (n_out + size))
+                                if p == NULL:
+                                    rc = -1
+                                    break
+                                outbuf = <char *>p
+                                cap_out = 2 * (n_out + size)
+                            memcpy(outbuf + n_out, out, size)
+                            e.out_off = n_out
+                            e.out_len = size
+                            n_out += size
+                            e.action = _CREATE if e.stored == NULL else _PUT
+                if rc == -2:
+                    raise ValueError(f"malformed bitmap stored under {keys[i]!r}")
+                if rc != 0:
+                    raise MemoryError()
+                items = []
+                for i in range(m):
+                    if c[i].action == _PUT or c[i].action == _CREATE:
+                        items.append((keys[i], PyBytes_FromStringAndSize(outbuf + c[i].out_off,
+                                                                         <Py_ssize_t>c[i].out_len)))
+                        if c[i].action == _CREATE and created is not None:
+                            created.append(keys[i])
+                    elif c[i].action == _DELETE:
+                        delete(keys[i])
+                        if deleted is not None:
+                            deleted.append(keys[i])
+                if items:
+                    putmulti(items)
+                found = items = None
+                lo = hi
+        finally:
+            free(c)
+            free(outbuf)
         return 0
 
-    def apply_word_docids(self, get, put, delete):
-        """Merges the word-docids changes, in key order: for each changed key, `get(key)` (bytes or
-        None), then `put(key, bitmap)` or, when the bitmap became empty, `delete(key)`. Returns the
-        (created, deleted) keys: the words that entered or left the dictionary."""
+    def apply_word_docids(self, getmulti, putmulti, delete):
+        """Merges the word-docids changes, in key order: `getmulti(keys)` gives the (key, value) of
+        those of the changed keys (ascending) that are stored, in their order; `putmulti(items)`
+        writes [(key, bitmap), ...] of the keys whose bitmap changed, in key order, and `delete(key)`
+        removes one whose bitmap became empty. Returns the (created, deleted) keys: the words that
+        entered or left the dictionary. (`lmdb.Cursor.getmulti` and `putmulti` fit.)"""
         created: list = []
         deleted: list = []
-        self._apply(HZ_TABLE_WORD, get, put, delete, created, deleted)
+        self._apply(HZ_TABLE_WORD, getmulti, putmulti, delete, created, deleted)
         return created, deleted
 
-    def apply_word_fid_docids(self, get, put, delete):
+    def apply_word_fid_docids(self, getmulti, putmulti, delete):
         """The same for word-fid-docids keys (`word 0x00 fid-u16-BE`)."""
-        self._apply(HZ_TABLE_WORD_FID, get, put, delete)
+        self._apply(HZ_TABLE_WORD_FID, getmulti, putmulti, delete)
 
     def field_stats_changes(self):
         """`[(fid, documents delta, words delta), ...]` in order of first change."""

@@ -395,15 +395,16 @@ class SearchIndexer:
             return
         changes = self.changes
         txn = self.txn
-        created, deleted = changes.apply_word_docids(
-            partial(txn.get, db=self.db_word),
-            partial(txn.put, db=self.db_word),
-            partial(txn.delete, db=self.db_word),
-        )
-        db = self.db_word_fid
-        changes.apply_word_fid_docids(
-            partial(txn.get, db=db), partial(txn.put, db=db), partial(txn.delete, db=db)
-        )
+        # one cursor reads and one writes each table: the keys come in order, so each lookup mostly
+        # stays on the leaf page of the one before
+        with txn.cursor(db=self.db_word) as read, txn.cursor(db=self.db_word) as write:
+            created, deleted = changes.apply_word_docids(
+                read.getmulti, write.putmulti, partial(txn.delete, db=self.db_word)
+            )
+        with txn.cursor(db=self.db_word_fid) as read, txn.cursor(db=self.db_word_fid) as write:
+            changes.apply_word_fid_docids(
+                read.getmulti, write.putmulti, partial(txn.delete, db=self.db_word_fid)
+            )
         if created or deleted:
             record_dictionary_change(txn, self.writer.index.db_main, created, deleted)
         if self.touched is None or self.touched:
