@@ -953,13 +953,28 @@ int hz_postings_absorb(hz_postings *dst, const hz_postings *src)
 }
 
 typedef struct {
+    uint64_t prefix;   /* the first 8 bytes, big-endian, zero-padded: most comparisons end there */
     const unsigned char *key;
     uint32_t len, index;
 } sort_item;
 
+static uint64_t key_prefix(const unsigned char *key, uint32_t len)
+{
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < 8; i++) {
+        v = v << 8 | (i < len ? key[i] : 0);
+    }
+    return v;
+}
+
+/* Byte order: padded prefixes that differ order as the words do (a word padded with zeros sorts
+ * before any longer word it starts); equal ones need the whole comparison. */
 static int cmp_items(const void *a, const void *b)
 {
     const sort_item *x = a, *y = b;
+    if (x->prefix != y->prefix) {
+        return x->prefix < y->prefix ? -1 : 1;
+    }
     uint32_t n = x->len < y->len ? x->len : y->len;
     int c = memcmp(x->key, y->key, n);
     if (c) {
@@ -1039,7 +1054,8 @@ int hz_postings_prepare(hz_postings *p)
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        items[i] = (sort_item){(const unsigned char *)p->arena + p->words[i].off, p->words[i].len, (uint32_t)i};
+        const unsigned char *key = (const unsigned char *)p->arena + p->words[i].off;
+        items[i] = (sort_item){key_prefix(key, p->words[i].len), key, p->words[i].len, (uint32_t)i};
     }
     qsort(items, n, sizeof(sort_item), cmp_items);
     for (size_t i = 0; i < n; i++) {

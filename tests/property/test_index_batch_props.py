@@ -327,6 +327,15 @@ def test_applying_many_keys_in_rounds() -> None:
     assert deleted == sorted(words_before.keys() - words.keys()) and deleted
 
 
+def test_keys_come_in_byte_order() -> None:
+    # words sharing their first 8 bytes or more, prefixes of one another, a NUL inside one
+    words = ["ab\x00cd", "abcdefghij", "abcdefghi", "abcdefgh", "abcdefghia", "ab", "a", "b", "\x00"]
+    words += ["abcdefgh\u00e9", "abcdefgh\x7f", "\u00e9t\u00e9", "z" * 40, "z" * 39 + "y"]
+    # (apply_change checks that getmulti is asked for the keys in order)
+    words_after, _, created, _ = apply_change({}, [], {1: [(0, [" ".join(words)])]}, False)
+    assert created == sorted(words_after) and len(created) > 10
+
+
 def test_a_malformed_stored_bitmap_names_its_key() -> None:
     acc = PostingAccumulator()
     acc.add(tokenizer_for({}), 1, [(0, ["alpha beta"])])
