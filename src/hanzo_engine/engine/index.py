@@ -92,11 +92,20 @@ class Index:
     # What `write()` hands out: the update layer's writer once `hanzo_engine.engine` is imported.
     writer_type: ClassVar[type[IndexWriter]]
 
-    def __init__(self, path: Path, *, map_size: int = DEFAULT_MAP_SIZE, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        map_size: int = DEFAULT_MAP_SIZE,
+        readonly: bool = False,
+        created: tuple[str | None, int] | None = None,
+    ) -> None:
         """Open (or create) the environment at `path`.
 
         `readonly` is for the search workers of a multi-process server: the environment is opened
         read-only, so no write transaction can begin and opening never waits for the writer.
+        `created`: (primary key, creation time) of a new index, written in the same transaction as
+        its databases (`create`).
         """
         if not readonly:
             path.mkdir(parents=True, exist_ok=True)
@@ -113,6 +122,12 @@ class Index:
             self.db_documents = self._open_db(DB_DOCUMENTS, txn)
             self.db_external = self._open_db(DB_EXTERNAL, txn)
             self._dbs = {name: self._open_db(name, txn) for name in EXTRA_DBS}
+            if txn is not None and created is not None and txn.get(KEY_CREATED_AT, db=self.db_main) is None:
+                primary_key, created_at = created
+                txn.put(KEY_CREATED_AT, U64.pack(created_at), db=self.db_main)
+                txn.put(KEY_UPDATED_AT, U64.pack(created_at), db=self.db_main)
+                if primary_key is not None:
+                    txn.put(KEY_PRIMARY_KEY, primary_key.encode(), db=self.db_main)
         except BaseException:
             if txn is not None:
                 txn.abort()
@@ -130,14 +145,7 @@ class Index:
 
     @classmethod
     def create(cls, path: Path, *, primary_key: str | None, created_at: int) -> Index:
-        index = cls(path)
-        with index.env.begin(write=True) as txn:
-            if txn.get(KEY_CREATED_AT, db=index.db_main) is None:
-                txn.put(KEY_CREATED_AT, U64.pack(created_at), db=index.db_main)
-                txn.put(KEY_UPDATED_AT, U64.pack(created_at), db=index.db_main)
-                if primary_key is not None:
-                    txn.put(KEY_PRIMARY_KEY, primary_key.encode(), db=index.db_main)
-        return index
+        return cls(path, created=(primary_key, created_at))
 
     def close(self) -> None:
         self.closed = True
