@@ -39,7 +39,7 @@ from pyroaring import BitMap
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.storage.codecs import U32, U64
-from hanzo_engine.engine.storage.environment import file_bytes, open_index_env
+from hanzo_engine.engine.storage.environment import check_free_space, file_bytes, open_index_env
 from hanzo_engine.engine.storage.keys import (
     DB_DOCUMENTS,
     DB_EXTERNAL,
@@ -169,6 +169,7 @@ class Index:
     @contextmanager
     def write(self) -> Iterator[IndexWriter]:
         """One write transaction; commits on normal exit, aborts on exception."""
+        check_free_space(self.env, self.path)
         txn = self.env.begin(write=True)
         try:
             writer = self.writer_type(self, txn)

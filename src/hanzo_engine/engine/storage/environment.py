@@ -15,6 +15,11 @@ The cost: LMDB stretches the file to the map size when it opens it with the flag
 not the file's length; copies of a data directory must keep holes (`cp` and `tar -S` do). A file
 system that refuses the stretch gets the environment opened without the flag.
 
+A page written into a hole the file system cannot allocate (disk full) is a SIGBUS that kills the
+process, where a `write()` would have failed with ENOSPC: `check_free_space` fails a write transaction
+up front (`no_space_left_on_device`) when the disk is nearly full, so a full disk fails batches
+instead of crashing the server at each restart.
+
 Search worker processes open the environment read-only, without the flag (it is per process).
 """
 
@@ -23,10 +28,16 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Final
 
 import lmdb
 
-__all__ = ["file_bytes", "open_index_env"]
+from hanzo_engine.apitypes.errors import MeiliError
+
+__all__ = ["MIN_FREE_BYTES", "check_free_space", "file_bytes", "open_index_env"]
+
+# The free disk space a write transaction of a writemap environment needs to begin.
+MIN_FREE_BYTES: Final = 64 << 20
 
 log = logging.getLogger("hanzo_engine.storage")
 
@@ -67,3 +78,18 @@ def file_bytes(path: str | os.PathLike[str]) -> int:
         return 0
     allocated = st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
     return min(st.st_size, allocated)
+
+
+def check_free_space(env: lmdb.Environment, path: Path) -> None:
+    """`no_space_left_on_device` when a write transaction of `env` (at `path`) would start with less
+    than `MIN_FREE_BYTES` of free disk space; nothing for an environment written without the flag."""
+    if not env.flags()["writemap"]:
+        return
+    st = os.statvfs(path)
+    free = st.f_bavail * st.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise MeiliError(
+            "no_space_left_on_device",
+            f"No space left on device (os error 28): {free} bytes free, an index write needs at least "
+            f"{MIN_FREE_BYTES >> 20} MiB.",
+        )
