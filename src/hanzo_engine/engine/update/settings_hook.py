@@ -53,14 +53,15 @@ def reindex_for_settings(
 
 def _reindex_search(writer: IndexWriter, new: dict[str, Any]) -> None:
     indexer = document_writer(writer).fresh_search(new)
-    documents = [(docid, doc) for docid, doc in _stored(writer)]
-    indexer.reindex_all(documents)
+    indexer.reindex_all(_stored(writer))
 
 
-def _stored(writer: IndexWriter) -> list[tuple[int, dict[str, Any]]]:
+def _stored(writer: IndexWriter) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(docid, document) of every stored document, decoded one at a time (a reindex never holds them all)."""
     import msgspec
 
-    return [(docid, msgspec.json.decode(raw)) for docid, raw in writer.iter_raw_documents()]
+    for docid, raw in writer.iter_raw_documents():
+        yield docid, msgspec.json.decode(raw)
 
 
 def _stored_with_ids(writer: IndexWriter) -> Iterator[tuple[int, str, dict[str, Any]]]:

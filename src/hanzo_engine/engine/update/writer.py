@@ -64,6 +64,8 @@ class DocumentWriter(IndexWriter):
         if self._search is not None:
             self._search.flush()
         self._search = SearchIndexer(self, settings)
+        if self.index.max_indexing_memory is not None:  # a reindex holds to the budget too
+            self._search.max_memory = indexer_budget(self.index.max_indexing_memory)
         self._search.threads = indexing_threads(self.index)
         return self._search
 
