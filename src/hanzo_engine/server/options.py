@@ -22,7 +22,7 @@ Invariants:
 Meilisearch options that hanzo-engine does not implement. Those whose absence only changes how the
 server works, never what it answers or stores, are accepted with a warning from `check_startup`:
 `ssl_resumption`, `ssl_tickets` (TLS session reuse), `experimental_reduce_indexing_memory_usage`
-and `experimental_no_snapshot_compaction`. The others are refused at startup (`ConfigError` from
+(always in effect here: `ALWAYS_ON`) and `experimental_no_snapshot_compaction`. The others are refused at startup (`ConfigError` from
 `check_startup`, with the reason), since ignoring them would change what the user gets:
 `ssl_ocsp_path` (no OCSP stapling), every `s3_*` and `experimental_s3_*` option (snapshots are
 written to `snapshot_dir` only), `experimental_replication_parameters` and
@@ -174,6 +174,10 @@ def _ignored(name: str, *, is_flag: bool = False, refused: str | None = None) ->
 
 
 _NO_S3: Final = "snapshots are written to `--snapshot-dir` only, never uploaded to S3"
+# Meilisearch options whose effect hanzo-engine always has (so setting them changes nothing)
+ALWAYS_ON: Final = {
+    "--experimental-reduce-indexing-memory-usage": "index environments are always opened with MDB_WRITEMAP",
+}
 # an old option name that sets the current one
 _ALIASES: Final = {"experimental_dumpless_upgrade": "upgrade_db"}
 
@@ -292,7 +296,7 @@ OPTIONS: Final[tuple[OptionSpec, ...]] = (
         parse_nonzero_uint,
         "Number of searches that may run concurrently on each core.",
     ),
-    _ignored("experimental_reduce_indexing_memory_usage", is_flag=True),
+    _ignored("experimental_reduce_indexing_memory_usage", is_flag=True),  # always in effect: ALWAYS_ON
     _ignored(
         "experimental_replication_parameters", is_flag=True, refused="the task queue has no replication mode"
     ),
@@ -626,5 +630,8 @@ def check_startup(opts: Options) -> list[str]:
                 f"The `{flag}` option is not supported by {PRODUCT_NAME}: {reason}. Remove it to start "
                 "the server."
             )
-        warnings.append(f"The `{flag}` option is not supported by {PRODUCT_NAME} and is ignored.")
+        if flag in ALWAYS_ON:
+            warnings.append(f"The `{flag}` option is always on in {PRODUCT_NAME}: {ALWAYS_ON[flag]}.")
+        else:
+            warnings.append(f"The `{flag}` option is not supported by {PRODUCT_NAME} and is ignored.")
     return warnings
