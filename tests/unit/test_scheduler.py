@@ -229,3 +229,34 @@ def test_payload_files_are_deleted_by_the_remover_while_the_writer_runs(tmp_path
     finally:
         s.stop()  # drains the remover
     assert list((tmp_path / "data.ms" / "update_files").iterdir()) == []
+
+
+def test_a_small_document_batch_waits_for_writes_streaming_in(sched: Any) -> None:
+    import threading
+    import time
+
+    first = add_docs(sched, "movies", [{"id": 1}])
+    sched._thread = threading.current_thread()  # `tick` runs as the writer thread would
+    sched.batch_wait = 0.5
+    # nothing arrived while a batch ran (one write at a time): no wait
+    assert not sched._wait_for_more([first], sched._enqueued_window())
+    sched._arrived = 1  # writes arrived during the last batch
+
+    def more() -> None:
+        time.sleep(0.02)
+        add_docs(sched, "movies", [{"id": 2}])
+        add_docs(sched, "movies", [{"id": 3}])
+
+    writer = threading.Thread(target=more)
+    writer.start()
+    assert sched.tick()
+    writer.join()
+    batch = sched.get_task(first)["batchUid"]
+    assert [sched.get_task(u)["batchUid"] for u in (first, first + 1, first + 2)] == [batch] * 3
+    assert len(documents(sched, "movies")) == 3
+    # settings batches never wait
+    uid = sched.register(
+        "settingsUpdate", "movies", details={}, kind={"settings": {"rankingRules": ["words"]}}
+    )["taskUid"]
+    sched._arrived = 1
+    assert not sched._wait_for_more([uid], sched._enqueued_window())
