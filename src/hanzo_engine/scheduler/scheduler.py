@@ -5,7 +5,9 @@ Life of a task:
    and its bitmaps are committed in one LMDB transaction (synced) before the caller answers `202`.
 2. The writer thread picks a batch (`autobatcher.autobatch`), commits the tasks as `processing` with
    their batch uid (`_start_batch`), applies them (`processing.apply_batch`), then commits the outcome
-   of every task and of the batch (`_finish_batch`), and only then deletes the payload files.
+   of every task and of the batch (`_finish_batch`), and only then deletes the payload files (on a
+   thread of its own). While writes stream in, a small document batch first waits a few milliseconds
+   for more (`_wait_for_more`), so that its fixed work is shared by several writes.
 
 Crash safety: on start, batches whose tasks are still `processing` are run again with the same batch
 uid. Index changes carry an `applied-batch` marker written in the same transaction as the documents, so
