@@ -22,6 +22,9 @@ def camel_case(name: str) -> str:
     return words[0].lower() + "".join(w[:1].upper() + w[1:].lower() for w in words[1:]) if words else ""
 
 
+_CAMEL_NAMES: Final = {name: camel_case(name.decode()) for name in _DB_NAMES}
+
+
 def database_sizes(reader: IndexReader) -> dict[str, int]:
     """Bytes of every internal database of the index (pages in use), camelCase names, largest first,
     empty ones left out."""
@@ -38,7 +41,7 @@ def database_sizes(reader: IndexReader) -> dict[str, int]:
         st = reader.txn.stat(db)
         size = int((st["branch_pages"] + st["leaf_pages"] + st["overflow_pages"]) * st["psize"])
         if size:
-            sizes[camel_case(name.decode())] = size
+            sizes[_CAMEL_NAMES[name]] = size
     return dict(sorted(sizes.items(), key=lambda item: -item[1]))
 
 
