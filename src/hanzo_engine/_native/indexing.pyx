@@ -501,7 +501,8 @@ cdef class DocumentBatch:
         self.keep = []
 
 
-# Keys merged per round of `PostingAccumulator._apply`: their stored values are held meanwhile.
+# Keys merged per round of `PostingAccumulator._apply` (their stored values are held meanwhile): few
+# enough that the leaf pages a round read are still in cache when it writes them.
 cdef size_t _APPLY_CHUNK = 256
 
 cdef enum:
