@@ -235,3 +235,30 @@ def test_msgpack_forms_of_forward_entries() -> None:
             expected = build(Path(tmp) / "ref", first, [(None, ops)])
     assert got == expected
     assert len(got["facet-docs"]) == 2
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 70_000),
+            st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=3),
+            st.integers(-(2**62), 2**62),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from((5, 4_000_000)),
+)
+def test_numbers_of_every_bit_pattern(rows: list[Any], threshold: int) -> None:
+    """Numbers differing in any of their 64 bits, over two fields, replaced
+    within the transaction (the number log's sort by field and number keeps each key's events in order)."""
+    ops: list[Any] = [
+        ("put", key, {"b": numbers, "c": [big, numbers[0]]}, False) for key, numbers, big in rows
+    ]
+    ops += [("put", key, {"b": numbers[-1]}, False) for key, numbers, _ in rows[::3]]
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(facets, "MAX_PENDING_CHANGES", threshold):
+        got = build(Path(tmp) / "new", SETTINGS[0], [(None, ops)])
+        with reference():
+            expected = build(Path(tmp) / "ref", SETTINGS[0], [(None, ops)])
+    assert got == expected

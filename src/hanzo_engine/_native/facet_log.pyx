@@ -7,8 +7,8 @@ in C arrays so that a transaction holds a few long-lived objects whatever the nu
 built once, cached per field id and value); a `facet-numbers` change is a (fid, encoded f64) record
 instead, as most numbers (dates, popularity scores) are distinct.
 
-`flush` groups the events by key keeping their order (a counting sort of key ids, a sort of the
-number records by fid, number and position), puts each database's keys in byte order, reads the
+`flush` groups the events by key keeping their order (a counting sort of key ids, a stable radix
+sort of the number records by fid and number), puts each database's keys in byte order, reads the
 stored bitmaps in one `Cursor.getmulti` (none on an empty database) and writes the merged ones in
 one `Cursor.putmulti`. A key with additions only, no stored bitmap and at most 7 docids (the common
 case of a high-cardinality field) is encoded here as the plain little-endian u32s of the
@@ -27,9 +27,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
-from libc.string cimport memcmp, memcpy, memmove
+from libc.string cimport memcmp, memcpy, memmove, memset
 
 cdef enum:
     FLAG_EXISTS = 1
@@ -71,19 +71,55 @@ cdef int _cmp_keys(const void *a, const void *b) noexcept nogil:
 
 cdef struct NumberEvent:
     uint64_t bits  # the order-preserving f64 (`codecs.encode_f64`)
-    Py_ssize_t seq  # position in the log: events of a key stay in order
-    int64_t event
-    uint32_t fid
+    uint32_t docid
+    uint16_t fid
+    uint8_t removed
 
 
-cdef int _cmp_numbers(const void *a, const void *b) noexcept nogil:
-    cdef const NumberEvent *x = <const NumberEvent *> a
-    cdef const NumberEvent *y = <const NumberEvent *> b
-    if x.fid != y.fid:
-        return -1 if x.fid < y.fid else 1
-    if x.bits != y.bits:
-        return -1 if x.bits < y.bits else 1
-    return (x.seq > y.seq) - (x.seq < y.seq)
+cdef inline unsigned int _digit(const NumberEvent *e, unsigned int digit) noexcept nogil:
+    if digit == 4:
+        return e.fid
+    return <unsigned int> ((e.bits >> (16 * digit)) & 0xFFFF)
+
+
+cdef int _sort_numbers(NumberEvent *r, Py_ssize_t n) except -1:
+    """Sort `r` by (fid, number), stably (the events of a key stay in log order): an LSD radix sort
+    by 16-bit digits, skipping the digits every record shares."""
+    cdef NumberEvent *tmp = <NumberEvent *> malloc(n * sizeof(NumberEvent))
+    cdef Py_ssize_t *count = <Py_ssize_t *> malloc(65536 * sizeof(Py_ssize_t))
+    cdef NumberEvent *src = r
+    cdef NumberEvent *dst = tmp
+    cdef NumberEvent *swap
+    cdef Py_ssize_t i, total, c
+    cdef unsigned int d, digit
+    try:
+        if tmp == NULL or count == NULL:
+            raise MemoryError()
+        with nogil:
+            for digit in range(5):  # 4 digits of the number, then the fid
+                memset(count, 0, 65536 * sizeof(Py_ssize_t))
+                for i in range(n):
+                    count[_digit(&src[i], digit)] += 1
+                if count[_digit(&src[0], digit)] == n:
+                    continue
+                total = 0
+                for d in range(65536):
+                    c = count[d]
+                    count[d] = total
+                    total += c
+                for i in range(n):
+                    d = _digit(&src[i], digit)
+                    dst[count[d]] = src[i]
+                    count[d] += 1
+                swap = src
+                src = dst
+                dst = swap
+            if src != r:
+                memcpy(r, src, n * sizeof(NumberEvent))
+    finally:
+        free(tmp)
+        free(count)
+    return 0
 
 
 cdef inline uint64_t _f64_bits(double value) noexcept nogil:
@@ -242,9 +278,9 @@ cdef class FacetLog:
             self.numbers_cap = cap
         cdef NumberEvent *r = &self.numbers[self.n_numbers]
         r.bits = _f64_bits(value)
-        r.seq = self.n_numbers
-        r.event = event
-        r.fid = fid
+        r.removed = event < 0
+        r.docid = <uint32_t> (~event if event < 0 else event)
+        r.fid = <uint16_t> fid
         self.n_numbers += 1
         return 0
 
@@ -575,37 +611,29 @@ cdef class FacetLog:
             self.n_numbers = 0
 
     cdef int _flush_interned(self, _Merge merge, tuple dbs) except -1:
-        """The string and flag keys: events grouped by key id (a stable counting sort), each
-        database's keys in byte order."""
+        """The string and flag keys: each database's keys with events put in byte order, then the
+        events scattered by key into that order (a stable counting sort)."""
         cdef Py_ssize_t nkeys = len(self.keys)
         cdef Py_ssize_t n = self.n
-        cdef Py_ssize_t *start = <Py_ssize_t *> calloc(nkeys + 1, sizeof(Py_ssize_t))
-        cdef Py_ssize_t *fill = <Py_ssize_t *> malloc((nkeys + 1) * sizeof(Py_ssize_t))
-        cdef int64_t *grouped = <int64_t *> malloc(n * sizeof(int64_t))
+        cdef Py_ssize_t *fill = <Py_ssize_t *> calloc(nkeys + 1, sizeof(Py_ssize_t))
         cdef int64_t *ordered = <int64_t *> malloc(n * sizeof(int64_t))
-        cdef Py_ssize_t *bounds = <Py_ssize_t *> malloc((nkeys + 1) * sizeof(Py_ssize_t))
+        cdef Py_ssize_t *bounds = <Py_ssize_t *> malloc((nkeys + 2) * sizeof(Py_ssize_t))
         cdef KeyRef *refs = <KeyRef *> malloc((nkeys + 1) * sizeof(KeyRef))
-        cdef Py_ssize_t i, k, nrefs, at
+        cdef Py_ssize_t i, k, nrefs, at = 0, first = 0, c
+        cdef Py_ssize_t nfirst = 0
         cdef unsigned char code
         cdef bytes key
         cdef list keys
+        cdef list runs = []
         try:
-            if (start == NULL or fill == NULL or grouped == NULL or ordered == NULL or bounds == NULL
-                    or refs == NULL):
+            if fill == NULL or ordered == NULL or bounds == NULL or refs == NULL:
                 raise MemoryError()
             for i in range(n):
-                start[self.ev_kid[i] + 1] += 1
-            for k in range(nkeys):
-                start[k + 1] += start[k]
-            memcpy(fill, start, (nkeys + 1) * sizeof(Py_ssize_t))
-            for i in range(n):
-                k = self.ev_kid[i]
-                grouped[fill[k]] = self.ev[i]
-                fill[k] += 1
+                fill[self.ev_kid[i]] += 1  # events per key, then where the key's next event goes
             for code in (DB_STRINGS, DB_FLAGS):
                 nrefs = 0
                 for k in range(nkeys):
-                    if self.key_db[k] == code and start[k + 1] > start[k]:
+                    if self.key_db[k] == code and fill[k] > 0:
                         key = self.keys[k]
                         refs[nrefs].data = PyBytes_AS_STRING(key)
                         refs[nrefs].size = PyBytes_GET_SIZE(key)
@@ -615,26 +643,31 @@ cdef class FacetLog:
                     continue
                 qsort(refs, nrefs, sizeof(KeyRef), _cmp_keys)
                 keys = []
-                at = 0
                 for i in range(nrefs):
                     k = refs[i].kid
                     keys.append(self.keys[k])
-                    bounds[i] = at
-                    memcpy(&ordered[at], &grouped[start[k]], (start[k + 1] - start[k]) * sizeof(int64_t))
-                    at += start[k + 1] - start[k]
-                bounds[nrefs] = at
-                merge.run(dbs[code], keys, bounds, ordered)
+                    bounds[first + i] = at
+                    c = fill[k]
+                    fill[k] = at
+                    at += c
+                bounds[first + nrefs] = at
+                runs.append((code, keys, first))
+                first += nrefs + 1
+            for i in range(n):
+                k = self.ev_kid[i]
+                ordered[fill[k]] = self.ev[i]
+                fill[k] += 1
+            for code, keys, nfirst in runs:
+                merge.run(dbs[code], keys, &bounds[nfirst], ordered)
         finally:
-            free(start)
             free(fill)
-            free(grouped)
             free(ordered)
             free(bounds)
             free(refs)
         return 0
 
     cdef int _flush_numbers(self, _Merge merge, db) except -1:
-        """The number keys: events sorted by (fid, number, position in the log)."""
+        """The number keys: events sorted by (fid, number), stably (log order within a key)."""
         cdef Py_ssize_t n = self.n_numbers
         cdef int64_t *ordered = <int64_t *> malloc(n * sizeof(int64_t))
         cdef Py_ssize_t *bounds = <Py_ssize_t *> malloc((n + 1) * sizeof(Py_ssize_t))
@@ -644,13 +677,13 @@ cdef class FacetLog:
         try:
             if ordered == NULL or bounds == NULL:
                 raise MemoryError()
-            qsort(r, n, sizeof(NumberEvent), _cmp_numbers)
+            _sort_numbers(r, n)
             for i in range(n):
                 if i == 0 or r[i].fid != r[i - 1].fid or r[i].bits != r[i - 1].bits:
                     keys.append(_number_key(r[i].fid, r[i].bits))
                     bounds[ngroups] = i
                     ngroups += 1
-                ordered[i] = r[i].event
+                ordered[i] = ~(<int64_t> r[i].docid) if r[i].removed else <int64_t> r[i].docid
             bounds[ngroups] = n
             merge.run(db, keys, bounds, ordered)
         finally:
