@@ -514,22 +514,30 @@ cdef class FacetLog:
         return self.docs.pop(docid, None)
 
     cdef int _write_docs(self) except -1:
-        """Write the pending forward entries, in docid order, by `putmulti` batches."""
+        """Write the pending forward entries, in docid order, by `putmulti` batches; appended
+        (MDB_APPEND: no search from the root per key) when every docid is past the last stored one,
+        as in a bulk load of new documents."""
         cdef list items = []
         cdef int64_t docid
         cdef char key[4]
         cdef int i
         cursor = self.txn.cursor(self.docs_db)
         cdef dict docs = self.docs
-        for docid in sorted(docs):  # already in order, mostly: a linear sort
+        cdef list docids = sorted(docs)  # already in order, mostly: a linear sort
+        if not docids:
+            return 0
+        for i in range(4):
+            key[i] = <char> ((<int64_t> docids[0] >> (24 - 8 * i)) & 0xFF)
+        cdef bint append = not cursor.last() or bytes(cursor.key()) < PyBytes_FromStringAndSize(key, 4)
+        for docid in docids:
             for i in range(4):
                 key[i] = <char> ((docid >> (24 - 8 * i)) & 0xFF)
             items.append((PyBytes_FromStringAndSize(key, 4), docs[docid]))
             if len(items) >= PUT_BATCH:
-                cursor.putmulti(items)
+                cursor.putmulti(items, append=append)
                 items = []
         if items:
-            cursor.putmulti(items)
+            cursor.putmulti(items, append=append)
         self.docs.clear()
         return 0
 
