@@ -142,6 +142,14 @@ cdef bytes _number_key(uint32_t fid, uint64_t bits):
     return PyBytes_FromStringAndSize(buf, 10)
 
 
+cdef int _put_all(cursor, list items, bint append) except -1:
+    """`putmulti(items)`; an appended key out of order would be skipped (MDB_KEYEXIST), not raised."""
+    _, added = cursor.putmulti(items, append=append)
+    if append and added != len(items):
+        raise RuntimeError("facet-docs: a forward entry was not appended in key order")
+    return 0
+
+
 cdef bytes _fid_prefix(Py_ssize_t fid):
     cdef char buf[2]
     buf[0] = <char> ((fid >> 8) & 0xFF)
@@ -534,10 +542,10 @@ cdef class FacetLog:
                 key[i] = <char> ((docid >> (24 - 8 * i)) & 0xFF)
             items.append((PyBytes_FromStringAndSize(key, 4), docs[docid]))
             if len(items) >= PUT_BATCH:
-                cursor.putmulti(items, append=append)
+                _put_all(cursor, items, append)
                 items = []
         if items:
-            cursor.putmulti(items, append=append)
+            _put_all(cursor, items, append)
         self.docs.clear()
         return 0
 
