@@ -40,6 +40,7 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -103,6 +104,14 @@ def docs(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
 
 def rate(n: int, seconds: float) -> float:
     return n / seconds
+
+
+@pytest.fixture(autouse=True)
+def _drop_index_files(tmp_path: Path) -> Iterator[None]:
+    """Each run's files (2-3 GB at 1M documents) are deleted once it is measured: the next run
+    does not start while the kernel still holds or writes back the previous one's pages."""
+    yield
+    shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 # -- in process -----------------------------------------------------------------------------------
