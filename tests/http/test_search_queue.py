@@ -155,8 +155,11 @@ async def _burst(url: str, requests: int, body: dict[str, Any]) -> list[httpx.Re
 
 
 def test_burst_past_the_queue_gets_503_with_retry_after(tight: ServerProcess) -> None:
-    # each multi-search holds one permit for all its queries: long enough for the burst to pile up
-    body = {"queries": [{"indexUid": "queue", "q": "alpha delta"} for _ in range(10)]}
+    # each multi-search holds one permit for all its queries, long enough for the burst to pile up: more
+    # queries than run on the event loop's thread (INLINE_MAX_QUERIES), so the loop reads the burst's
+    # other requests meanwhile (inline, a process would read them only once the permit is free)
+    query = {"indexUid": "queue", "q": "alpha delta", "limit": 200, "showRankingScoreDetails": True}
+    body = {"queries": [query for _ in range(40)]}
     responses = asyncio.run(_burst(tight.url, 2 * (os.cpu_count() or 1) + 8, body))
     statuses = [r.status_code for r in responses]
     assert set(statuses) == {200, 503}, statuses
@@ -170,7 +173,7 @@ def test_burst_past_the_queue_gets_503_with_retry_after(tight: ServerProcess) ->
                 "link": "https://docs.meilisearch.com/errors#too_many_search_requests",
             }
         else:
-            assert len(res.json()["results"]) == 10
+            assert len(res.json()["results"]) == 40
     # the single-index search route goes through the same queue
     with httpx.Client(base_url=tight.url, timeout=30) as http:
         assert http.post("/indexes/queue/search", json={"q": "alpha"}).status_code == 200

@@ -85,6 +85,8 @@ _OPTIONS_FIELDS: Final = (
 # `SearchQueryWithIndex`: `indexUid`, the search parameters (pagination optional, so that its presence is
 # known), then `federationOptions`.
 _OPTIONAL: Final = frozenset({"offset", "limit", "showPerformanceDetails"})
+# the most queries a keyword multi-search runs on the event loop's thread (more go to the thread pool)
+INLINE_MAX_QUERIES: Final = 8
 QUERY_FIELDS: Final = (
     Field(
         "indexUid",
@@ -300,8 +302,9 @@ async def multi_search(request: Request) -> Response:
     features = runtime_features(request)
     request_uid, with_metadata = uuid7(), include_metadata(request)
     indexes = state(request).indexes
-    # queries that embed nothing never wait on the network: on the event loop's thread (`run_search`)
-    inline = all(is_keyword_only(q.query) for q in queries)
+    # queries that embed nothing never wait on the network: on the event loop's thread (`run_search`),
+    # unless they are many: the loop would not read its other connections for their whole run
+    inline = len(queries) <= INLINE_MAX_QUERIES and all(is_keyword_only(q.query) for q in queries)
     async with search_queue(request).permit():
         visible = auth_filter(request)
         for i, q in enumerate(queries):
