@@ -318,26 +318,18 @@ class Peer:
                 self.proc.wait()
 
 
+def _git(*args: str) -> str:
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=True
+    ).stdout.strip()
+
+
 def git_commit() -> str:
     """The commit measured, marked `-dirty` when the working tree had changes (or `unknown`)."""
-    root = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
+        head = _git("rev-parse", "--short", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("-dirty" if dirty else "")

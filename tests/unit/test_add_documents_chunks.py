@@ -4,24 +4,14 @@ of every chunk are written."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 PAD = "lorem ipsum " * 40  # ~500 bytes a document: 6,000 documents span three 1 MiB chunks
 N = 6_000
-
-
-@pytest.fixture
-def sched(tmp_path: Path) -> Any:
-    s = Scheduler(tmp_path / "data.ms")
-    yield s
-    s.mapper.close()
-    s.store.close()
 
 
 def register(s: Scheduler, type_: str, kind: dict[str, Any], details: dict[str, Any]) -> int:

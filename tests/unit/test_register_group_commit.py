@@ -4,22 +4,10 @@ once its own task is stored, uids stay unique and dense, and a failed commit fai
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hanzo_engine.scheduler.scheduler import Scheduler
-
-
-@pytest.fixture
-def sched(tmp_path: Path) -> Iterator[Scheduler]:
-    s = Scheduler(tmp_path / "data.ms")
-    yield s
-    s.mapper.close()
-    s.store.close()
 
 
 def _register(s: Scheduler, i: int) -> int:

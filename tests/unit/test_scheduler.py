@@ -12,14 +12,6 @@ from hanzo_engine.apitypes.tasks import TaskQuery
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 
-@pytest.fixture
-def sched(tmp_path: Path) -> Any:
-    s = Scheduler(tmp_path / "data.ms")
-    yield s
-    s.mapper.close()
-    s.store.close()
-
-
 def add_docs(
     s: Scheduler,
     uid: str,
