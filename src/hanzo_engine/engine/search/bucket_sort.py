@@ -305,7 +305,7 @@ def bucket_sort(
     native_min_docs = min(NATIVE_MIN_DOCS, LEAN_MIN_DOCS) if lean else NATIVE_MIN_DOCS
     # large single-path buckets are keyed natively; only their best documents are scored here
     native = (
-        NativeBuckets(ctx, graph.nodes, pipeline[2:], bm25.LEVELS, bm25.HALF)
+        NativeBuckets(ctx, graph.nodes, pipeline[2:], bm25.LEVELS, bm25.HALF, lean=lean)
         if bitmap_words
         and bitmap_typo
         and threshold is None

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from pyroaring import BitMap
 
-from hanzo_engine._native.bucket import BucketQuery
+from hanzo_engine._native.bucket import BucketQuery, order_rows, rank_rows
 from hanzo_engine.engine.update.indexer import forward_entries
 
 from .context import SearchContext
@@ -161,9 +161,17 @@ class NativeBuckets:
     """Per search: which buckets the native keyer can take, and their best documents."""
 
     def __init__(
-        self, s: SearchContext, nodes: list[Node], rules: list[str], levels: int, half: float
+        self,
+        s: SearchContext,
+        nodes: list[Node],
+        rules: list[str],
+        levels: int,
+        half: float,
+        *,
+        lean: bool = False,
     ) -> None:
         self.s = s
+        self.lean = lean  # nobody reads the picks' scores: BM25 only where it breaks a tie
         self.nodes = nodes
         self.rules = rules
         self.codes = [RULE_CODES.get(r, SORT_CODE) for r in rules]
@@ -423,16 +431,16 @@ class NativeBuckets:
         """The native keys of `docs`, chunk by chunk until `deadline`; their raw BM25 too when a `bm25`
         rule needs it for every document (else `_select` computes it for the documents at its cut)."""
         scorer = self._scorer(bm25_terms) if RULE_CODES["bm25"] in self.codes else None
-        parts = [
-            Keyed(
+        n = len(docs)
+        if not n:
+            return Keyed(
                 np.empty((0, max(bq.n_cols, 1)), dtype=np.int32),
                 np.empty(0),
                 np.empty(0, dtype=np.int64),
                 BitMap(),
                 [],
             )
-        ]
-        n = len(docs)
+        parts: list[Keyed] = []
         for start in range(0, n, CHUNK):
             if start and time.monotonic() > deadline:
                 parts.append(parts.pop()._replace(rest=BitMap(docs[start:])))
@@ -451,42 +459,40 @@ class NativeBuckets:
                     entries,
                 )
             )
-        return Keyed.join(parts)
+        return Keyed.join(parts) if len(parts) > 1 else parts[0]
 
     def _select(self, keyed: Keyed, want: int, bm25_terms: tuple[int, ...]) -> list[Pick]:
+        """The best `want` of `keyed` by the rules' keys, then BM25, then docid (`rank_rows`). BM25
+        only breaks ties: without a `bm25` rule it is computed for the picked documents that share
+        all their keys with another one (the ties of the want-th included), no other can move."""
         key, raw, docids, _, entries = keyed
-        columns: list[np.ndarray] = [key[:, c] for c in range(key.shape[1])]
+        cols = key.astype(np.int64)
         col = 0
         for rule, code in zip(self.rules, self.codes, strict=True):
             if code == RULE_CODES["bm25"]:
                 norm = raw / (raw + self.half)
-                columns[col] = -(1 + np.rint(norm * (self.levels - 1))).astype(np.int64)
+                cols[:, col] = -(1 + np.rint(norm * (self.levels - 1))).astype(np.int64)
             elif code == SORT_CODE:
                 ordering = self.s.request.ordering
                 assert ordering is not None
                 sort_keys = ordering.rank_column(rule, docids)
                 assert sort_keys is not None
-                columns[col] = sort_keys
+                cols[:, col] = sort_keys
             col += key_width(code)
-        rows = np.arange(len(docids))
-        missing = np.isnan(raw)
-        if missing.any():
-            # BM25 only breaks ties: it is needed for the documents up to the want-th by the other keys
-            # and for the ties of that one, no other document can make the page
-            by_keys = np.lexsort((docids, *reversed(columns)))
-            if len(by_keys) > want:
-                cut = by_keys[want - 1]
-                ties = np.all(np.stack([c == c[cut] for c in columns], axis=1), axis=1)
-                needed = np.zeros(len(docids), dtype=bool)
-                needed[by_keys[:want]] = True
-                rows = np.flatnonzero(needed | ties)
-            todo = rows[missing[rows]]
-            todo = todo[np.argsort(docids[todo], kind="stable")]
-            raw = raw.copy()
-            raw[todo] = self._scorer(bm25_terms).score_entries(
-                BitMap(docids[todo].tolist()), [entries[i] for i in todo.tolist()]
-            )
-        order = rows[np.lexsort((docids[rows], -raw[rows], *[c[rows] for c in reversed(columns)]))][:want]
+        rows, tied = rank_rows(cols, docids, want)
+        # the score details need every picked document's BM25 (their sort key ends with it)
+        needs = rows if not self.lean else rows[tied]
+        if not len(needs):
+            order = rows[:want]
+        else:
+            todo = needs[np.isnan(raw[needs])]
+            if len(todo):
+                todo = todo[np.argsort(docids[todo], kind="stable")]
+                raw = raw.copy()
+                raw[todo] = self._scorer(bm25_terms).score_entries(
+                    BitMap(docids[todo].tolist()), [entries[i] for i in todo.tolist()]
+                )
+            order = order_rows(cols, raw, docids, rows, want)
         return list(zip(docids[order].tolist(), key[order].tolist(), raw[order].tolist(), strict=True))
 
     def scored(self, ranker: Any, bucket: Any, picks: list[Pick]) -> list[Scored]:
