@@ -28,13 +28,13 @@ class PostingAccumulator:
     def clear(self) -> None: ...
     def apply_word_docids(
         self,
-        getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]],
+        getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]] | None,
         putmulti: Callable[[list[tuple[bytes, bytes]]], object],
         delete: Callable[[bytes], object],
     ) -> tuple[list[bytes], list[bytes]]: ...
     def apply_word_fid_docids(
         self,
-        getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]],
+        getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]] | None,
         putmulti: Callable[[list[tuple[bytes, bytes]]], object],
         delete: Callable[[bytes], object],
     ) -> None: ...

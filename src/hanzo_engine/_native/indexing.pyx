@@ -31,6 +31,7 @@ from libc.string cimport memcmp, memcpy, memset
 from hanzo_engine._native.tokenizer cimport TokenizerConfig, hz_tok_out, tokens_free
 
 import array as _array
+import gc
 
 import msgspec
 
@@ -504,6 +505,8 @@ cdef class DocumentBatch:
 # Keys merged per round of `PostingAccumulator._apply` (their stored values are held meanwhile): few
 # enough that the leaf pages a round read are still in cache when it writes them.
 cdef size_t _APPLY_CHUNK = 256
+# ... and into a table that stores nothing yet (no stored value is held, nothing is read back)
+cdef size_t _APPLY_NEW_CHUNK = 4096
 
 cdef enum:
     _KEEP = 0
@@ -633,6 +636,25 @@ cdef class PostingAccumulator:
         """Merges the changes of `table` into the stored bitmaps, _APPLY_CHUNK keys at a time: their
         stored values in one `getmulti` call, every merge of the chunk in C with the GIL released
         into one buffer, the changed bitmaps in one `putmulti` call."""
+        cdef int rc
+        with nogil:
+            rc = hz_postings_prepare(self.acc)
+        if rc != 0:
+            raise MemoryError()
+        # a flush makes a few Python objects per key, none in a cycle: the cyclic collector's passes
+        # over the process's objects they would trigger (one per few hundred keys) find nothing
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if getmulti is None:
+                return self._apply_new(table, putmulti, created)
+            return self._apply_stored(table, getmulti, putmulti, delete, created, deleted)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    cdef int _apply_stored(self, int table, object getmulti, object putmulti, object delete, list created,
+                           list deleted) except -1:
         cdef size_t n, lo, hi, m, i, j, klen, n_added, n_removed, size, n_found
         cdef const char *key
         cdef const uint32_t *added
@@ -646,10 +668,6 @@ cdef class PostingAccumulator:
         cdef size_t n_out = 0, cap_out = 0
         cdef void *p
         cdef list keys, found, items
-        with nogil:
-            rc = hz_postings_prepare(self.acc)
-        if rc != 0:
-            raise MemoryError()
         n = hz_postings_n_keys(self.acc, table)
         try:
             c = <_Chunk *>malloc(_APPLY_CHUNK * sizeof(_Chunk))
@@ -741,12 +759,95 @@ cdef class PostingAccumulator:
             free(outbuf)
         return 0
 
+    cdef int _apply_new(self, int table, object putmulti, list created) except -1:
+        """`_apply` into a table that stores nothing (every key is created, none is read): each
+        chunk's keys and bitmaps are built in C with the GIL released, in one pass over the keys."""
+        cdef size_t n, lo, hi, m, i, klen, n_added, n_removed, size
+        cdef const char *key
+        cdef const uint32_t *added
+        cdef const uint32_t *removed
+        cdef const char *out
+        cdef uint64_t card
+        cdef int rc = 0
+        cdef size_t *offs = NULL  # per key of the chunk: key start, bitmap start (bitmap 0: none)
+        cdef char *outbuf = NULL
+        cdef size_t n_out = 0, cap_out = 0, k_off, v_off, n_items
+        cdef void *p
+        cdef list items
+        cdef object k
+        n = hz_postings_n_keys(self.acc, table)
+        try:
+            offs = <size_t *>malloc((2 * _APPLY_NEW_CHUNK + 1) * sizeof(size_t))
+            if offs == NULL:
+                raise MemoryError()
+            lo = 0
+            while lo < n:
+                hi = min(n, lo + _APPLY_NEW_CHUNK)
+                m = hi - lo
+                n_out = 0
+                with nogil:
+                    for i in range(m):
+                        rc = hz_postings_key(self.acc, table, lo + i, &key, &klen, &added, &n_added,
+                                             &removed, &n_removed)
+                        if rc != 0:
+                            break
+                        offs[2 * i] = n_out
+                        offs[2 * i + 1] = n_out + klen
+                        if n_added == 0:
+                            offs[2 * i + 1] = n_out  # only removals: nothing to write
+                            continue
+                        rc = hz_bitmap_merge(self.work, NULL, 0, added, n_added, removed, n_removed)
+                        if rc != 0:
+                            break
+                        out = hz_bitmap_output(self.work, &size, &card)
+                        if size == 0:
+                            offs[2 * i + 1] = n_out
+                            continue
+                        if n_out + klen + size > cap_out:
+                            p = realloc(outbuf, 2 * (n_out + klen + size))
+                            if p == NULL:
+                                rc = -1
+                                break
+                            outbuf = <char *>p
+                            cap_out = 2 * (n_out + klen + size)
+                        memcpy(outbuf + n_out, key, klen)
+                        memcpy(outbuf + n_out + klen, out, size)
+                        n_out += klen + size
+                    offs[2 * m] = n_out
+                if rc != 0:
+                    raise MemoryError()
+                items = []
+                for i in range(m):
+                    k_off = offs[2 * i]
+                    v_off = offs[2 * i + 1]
+                    if v_off == k_off:
+                        continue
+                    k = PyBytes_FromStringAndSize(outbuf + k_off, <Py_ssize_t>(v_off - k_off))
+                    items.append((k, PyBytes_FromStringAndSize(
+                        outbuf + v_off, <Py_ssize_t>(offs[2 * i + 2] - v_off))))
+                    if created is not None:
+                        created.append(k)
+                if items:
+                    n_items = <size_t>len(items)
+                    result = putmulti(items)
+                    # an appending put refuses a key out of order without raising: it must not go unseen
+                    if type(result) is tuple and result[1] != n_items:
+                        raise ValueError(f"{n_items - result[1]} of {n_items} keys were not written")
+                items = None
+                lo = hi
+        finally:
+            free(offs)
+            free(outbuf)
+        return 0
+
     def apply_word_docids(self, getmulti, putmulti, delete):
         """Merges the word-docids changes, in key order: `getmulti(keys)` gives the (key, value) of
         those of the changed keys (ascending) that are stored, in their order; `putmulti(items)`
         writes [(key, bitmap), ...] of the keys whose bitmap changed, in key order, and `delete(key)`
         removes one whose bitmap became empty. Returns the (created, deleted) keys: the words that
-        entered or left the dictionary. (`lmdb.Cursor.getmulti` and `putmulti` fit.)"""
+        entered or left the dictionary. (`lmdb.Cursor.getmulti` and `putmulti` fit.) `getmulti` None:
+        the table stores nothing (no read; `putmulti` may then append, as `putmulti(append=True)`
+        does, since the keys come in order: a (consumed, added) it returns must count every item)."""
         created: list = []
         deleted: list = []
         self._apply(HZ_TABLE_WORD, getmulti, putmulti, delete, created, deleted)

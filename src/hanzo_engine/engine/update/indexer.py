@@ -396,17 +396,26 @@ class SearchIndexer:
         changes = self.changes
         txn = self.txn
         # one cursor reads and one writes each table: the keys come in order, so each lookup mostly
-        # stays on the leaf page of the one before
+        # stays on the leaf page of the one before. A table that stores nothing yet (a new index's
+        # first flush) is not read, and its keys are appended: no search, full pages.
+        new_words = txn.stat(self.db_word)["entries"] == 0
         with txn.cursor(db=self.db_word) as read, txn.cursor(db=self.db_word) as write:
             created, deleted = changes.apply_word_docids(
-                read.getmulti, write.putmulti, partial(txn.delete, db=self.db_word)
+                None if new_words else read.getmulti,
+                partial(write.putmulti, append=True) if new_words else write.putmulti,
+                partial(txn.delete, db=self.db_word),
             )
+        new_fids = txn.stat(self.db_word_fid)["entries"] == 0
         with txn.cursor(db=self.db_word_fid) as read, txn.cursor(db=self.db_word_fid) as write:
             changes.apply_word_fid_docids(
-                read.getmulti, write.putmulti, partial(txn.delete, db=self.db_word_fid)
+                None if new_fids else read.getmulti,
+                partial(write.putmulti, append=True) if new_fids else write.putmulti,
+                partial(txn.delete, db=self.db_word_fid),
             )
         if created or deleted:
-            record_dictionary_change(txn, self.writer.index.db_main, created, deleted)
+            # from an empty dictionary every word is new: a cached empty dictionary gains nothing
+            # from the delta over reading the words again
+            record_dictionary_change(txn, self.writer.index.db_main, None if new_words else created, deleted)
         if self.touched is None or self.touched:
             record_forward_change(txn, self.writer.index.db_main, self.touched)
         self.touched = BitMap()
