@@ -14,13 +14,16 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyroaring import BitMap
 
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.index import Index
-from hanzo_engine.engine.search.bm25_first import bm25_candidates, bm25_scores_of
+from hanzo_engine.engine.search import bm25_first
+from hanzo_engine.engine.search.bm25_first import bm25_candidates, bm25_rank, bm25_scores_of
 from hanzo_engine.engine.search.context import SearchContext
 from hanzo_engine.engine.search.derivations import build_nodes
 from hanzo_engine.engine.search.engine import search
@@ -118,5 +121,50 @@ def test_native_bm25_equals_python_with_query_term_frequencies(
                     assert result.docids == ranked[1:6], q
                     assert [h["bm25"]["value"] for h in result.details] == [python[d] for d in ranked[1:6]]
                     assert result.candidates == len(candidates)
+        finally:
+            index.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(document, min_size=1, max_size=40),
+    cfg=config,
+    q=query,
+    on=st.sampled_from([None, ["title"], ["body", "tags"]]),
+    keep=st.sets(st.integers(0, 39)),
+    wants=st.lists(st.integers(1, 45), min_size=1, max_size=4),
+)
+def test_pruned_top_equals_the_full_ranking(
+    docs: list[dict[str, Any]],
+    cfg: dict[str, Any],
+    q: str,
+    on: list[str] | None,
+    keep: set[int],
+    wants: list[int],
+) -> None:
+    """`bm25_rank` (per-document bounds, only the candidates that may reach the top scored) gives the
+    first `want` of the full ranking: same documents, order and scores, a filter's universe and
+    `attributesToSearchOn` included; in batches of one document too, so that the bounds stop the scoring."""
+    with tempfile.TemporaryDirectory() as tmp:
+        index = build_index(Path(tmp) / "i", docs, cfg)
+        try:
+            with index.read() as reader:
+                view = complete_settings(reader.settings())
+                s = SearchContext(reader, view, SearchRequest(q=q, attributes_to_search_on=on))
+                parsed = parse_query(q, s.tokenizer, max_terms=MAX_TERMS_BM25, distinct=True)
+                if parsed.is_placeholder:
+                    return
+                qtf = [t.count for t in parsed.terms]
+                nodes = build_nodes(s, parsed.terms, ngrams=False, splits=False)
+                for universe in (s.all_docids, s.all_docids & BitMap(keep)):
+                    candidates = bm25_candidates(s, nodes, universe)
+                    docids, scores = bm25_scores_of(s, nodes, candidates, qtf)
+                    full = sorted(
+                        zip(docids.tolist(), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0])
+                    )
+                    for want in wants:
+                        for batch in (1, 3, bm25_first.BATCH):
+                            with patch.object(bm25_first, "BATCH", batch):
+                                assert bm25_rank(s, nodes, candidates, want, qtf) == full[:want], (q, want)
         finally:
             index.close()

@@ -3,8 +3,9 @@
 
 Each forward entry is the msgpack `[lengths, postings]` that csrc/postings.c writes: `lengths` a map
 fid -> word count, `postings` a map word -> array of packed positions (`fid << 16 | position`).
-The entries are parsed in place (no Python objects per word): every posting's word is looked up by
-binary search (memcmp) in the query's sorted derivation words; a hit adds its positions to the
+The entries are parsed in place (no Python objects per word): every posting's word is looked up in
+the query's derivation words (a bit test of its first two bytes, then a hash table), the positions of
+any other word are skipped without being decoded; a hit adds its positions to the
 per (term, field) term frequencies of the terms the word derives from, counted only in the fields the
 term may match in (`allowed` for exact words, `allowed_tol` for typo derivations). The score is
 sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl[f])), as
@@ -12,16 +13,35 @@ sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / 
 in query order, fields ascending), so both give the same float and the native bucket keys can use it.
 """
 
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp, memcpy
 
 import numpy as np
 
 cimport numpy as cnp
 
-from hanzo_engine._native.mpack cimport Reader, fill_heads, find_word_in, read_header, read_str, read_uint
+from hanzo_engine._native.mpack cimport Reader, fill_heads, read_header, read_str, read_uint, word_head
 
 cnp.import_array()
+
+
+cdef inline uint64_t hash_word(const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    """A multiplicative hash of the word's bytes, 8 at a time."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>n
+    cdef uint64_t x
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&x, s + i, 8)
+        h = (h ^ x) * 0xFF51AFD7ED558CCDULL
+        h ^= h >> 29
+        i += 8
+    if i < n:
+        x = 0
+        memcpy(&x, s + i, <size_t>(n - i))
+        h = (h ^ x) * 0xFF51AFD7ED558CCDULL
+        h ^= h >> 29
+    return h * 0xC4CEB9FE1A85EC53ULL
 
 
 cdef class QueryWords:
@@ -32,6 +52,8 @@ cdef class QueryWords:
     cdef uint8_t heads[8192]  # mpack.HEAD_BYTES
     cdef Py_ssize_t *lens
     cdef Py_ssize_t n
+    cdef int32_t *slots  # open addressing (linear probing): word index, -1 for an empty slot
+    cdef uint64_t mask
     cdef int *start  # word i's pairs are pairs[start[i] : start[i + 1]]
     cdef int *pair_term
     cdef uint8_t *pair_tol
@@ -48,7 +70,12 @@ cdef class QueryWords:
         self.start = <int *>malloc((self.n + 1) * sizeof(int))
         self.pair_term = <int *>malloc(max(total, 1) * sizeof(int))
         self.pair_tol = <uint8_t *>malloc(max(total, 1))
-        if not (self.words and self.lens and self.start and self.pair_term and self.pair_tol):
+        cdef Py_ssize_t size = 16
+        while size < 4 * self.n:  # at most a quarter full: a miss mostly ends at its first slot
+            size *= 2
+        self.mask = <uint64_t>(size - 1)
+        self.slots = <int32_t *>malloc(size * sizeof(int32_t))
+        if not (self.words and self.lens and self.start and self.pair_term and self.pair_tol and self.slots):
             raise MemoryError()
         for i in range(self.n):
             w = self._keep[i]
@@ -61,6 +88,14 @@ cdef class QueryWords:
                 k += 1
         self.start[self.n] = <int>k
         fill_heads(self.heads, self.words, self.lens, self.n)
+        cdef uint64_t h
+        for i in range(size):
+            self.slots[i] = -1
+        for i in range(self.n):
+            h = hash_word(self.words[i], self.lens[i]) >> 32
+            while self.slots[h & self.mask] >= 0:
+                h += 1
+            self.slots[h & self.mask] = <int32_t>i
 
     def __dealloc__(self) -> None:
         free(self.words)
@@ -68,9 +103,46 @@ cdef class QueryWords:
         free(self.start)
         free(self.pair_term)
         free(self.pair_tol)
+        free(self.slots)
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
-        return find_word_in(self.heads, self.words, self.lens, self.n, s, n)
+        """Index of the word `s[0..n)`, or -1: the head bit test, then the hash table."""
+        cdef unsigned int hd = word_head(s, n)
+        cdef uint64_t h
+        cdef int32_t i
+        if not (self.heads[hd >> 3] >> (hd & 7)) & 1:
+            return -1
+        h = hash_word(s, n) >> 32
+        while True:
+            i = self.slots[h & self.mask]
+            if i < 0:
+                return -1
+            if self.lens[i] == n and memcmp(self.words[i], s, <size_t>n) == 0:
+                return i
+            h += 1
+
+
+cdef inline int skip_uints(Reader *r, uint64_t n) noexcept nogil:
+    """Moves past `n` msgpack unsigned integers (`read_uint`'s encodings); -1 on bad input."""
+    cdef uint64_t k
+    cdef uint8_t c
+    for k in range(n):
+        if r.p >= r.end:
+            return -1
+        c = r.p[0]
+        if c < 0x80:
+            r.p += 1
+        elif c == 0xCE:
+            r.p += 5
+        elif c == 0xCD:
+            r.p += 3
+        elif c == 0xCC:
+            r.p += 2
+        elif c == 0xCF:
+            r.p += 9
+        else:
+            return -1
+    return 0 if r.p <= r.end else -1
 
 
 cdef inline void sort_cells(int *cells, Py_ssize_t n) noexcept nogil:
@@ -144,12 +216,15 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
                                 ok = 0.0
                                 break
                             j = qw.find(s, <Py_ssize_t>slen)
+                            if j < 0:  # not a query word: its positions are only skipped
+                                if skip_uints(&r, n_pos) < 0:
+                                    ok = 0.0
+                                    break
+                                continue
                             for k in range(<Py_ssize_t>n_pos):
                                 if read_uint(&r, &pos) < 0:
                                     ok = 0.0
                                     break
-                                if j < 0:
-                                    continue
                                 fid = pos >> 16
                                 if fid >= <uint64_t>n_fields:
                                     continue

@@ -18,8 +18,9 @@ would discard most of what BM25 is good at on long, natural-language queries. In
 - the hits are ordered by raw BM25 (so also by its level, `ranking_rules.bm25.LEVELS`), then docid.
 
 The candidates' forward entries are scored natively (`ranking_rules.bm25.BM25Scorer`); the top
-`want` come from `numpy.partition`, and MaxScore pruning (`pruned`) skips the documents that match
-only terms too common to reach the top `want`.
+`want` come from `numpy.partition`. Pruning (`pruned`) skips the documents whose bound, from the terms
+they contain and the fields holding them (`doc_bounds`), is below the want-th best score found: those
+scoring high are scored first, and most of a long query's candidates are never read.
 """
 
 from __future__ import annotations
@@ -31,11 +32,15 @@ from typing import Any
 import numpy as np
 from pyroaring import BitMap
 
-from .context import SearchContext
+from hanzo_engine.engine.storage.keys import DB_WORD_FID_DOCIDS
+
+from .context import FID, SearchContext
 from .query_graph import Node
 from .ranking_rules.bm25 import K1, BM25Scorer, terms
 
-MIN_BATCH = 256  # MaxScore: fewest documents scored at once past the first `want` (`pruned`)
+BATCH = 64  # `pruned`: documents scored at once past the first `want`
+MAX_LOOKUPS = 64  # `doc_bounds`: most derivations of a term looked up per field
+BOUND_SLACK = 1.0 + 1e-9  # `doc_bounds`: a margin for the float sums (bounds only)
 
 
 def bm25_candidates(ctx: SearchContext, nodes: list[Node], universe: BitMap) -> BitMap:
@@ -47,59 +52,107 @@ def bm25_candidates(ctx: SearchContext, nodes: list[Node], universe: BitMap) -> 
     return BitMap.union(*(n.docids for n in single)) & universe
 
 
-def _worded_fields(ctx: SearchContext) -> int:
-    """How many searched fields hold at least one word in some document (the field statistics count
-    every field's words; without statistics, every searched field): the most fields a term occurs in."""
-    if not ctx.stats:
-        return max(len(ctx.searched), 1)
-    return max(sum(1 for f in ctx.searched if ctx.stats.get(f, (0, 0))[1] > 0), 1)
+def _fields(ctx: SearchContext) -> tuple[list[int], list[int]]:
+    """The searched fields split for `doc_bounds`: ([the one holding the most words], the others).
+    Without field statistics the first searched field stands for the largest."""
+    searched = sorted(ctx.searched)
+    if not searched:
+        return [], []
+    big = max(searched, key=lambda f: (ctx.stats.get(f, (0, 0))[1], -f)) if ctx.stats else searched[0]
+    return [big], [f for f in searched if f != big]
+
+
+def _field_docids(ctx: SearchContext, node: Node, fid: int) -> BitMap | None:
+    """Documents where one of `node`'s one-word derivations occurs in field `fid`, or None when the
+    node has a multi-word derivation or too many derivations to look up (`MAX_LOOKUPS`)."""
+    words: set[str] = set()
+    for level in node.alts:
+        for alt in level:
+            w = alt.words[0] if len(alt.words) == 1 else None
+            if w is None:
+                return None
+            words.add(w)
+    if len(words) > MAX_LOOKUPS:
+        return None
+    txn, db = ctx.reader.txn, ctx.reader.index.db(DB_WORD_FID_DOCIDS)
+    out = BitMap()
+    for w in words:
+        raw = txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db)
+        if raw is not None:
+            out |= BitMap.deserialize(bytes(raw))
+    return out
+
+
+def _below(docids: BitMap, size: int) -> np.ndarray:
+    """`docids` under `size`, as an array."""
+    ids = np.frombuffer(docids.to_array(), dtype=np.uint32)
+    return ids[: np.searchsorted(ids, size)] if len(ids) and ids[-1] >= size else ids
+
+
+def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
+    """Per document of `cand` (docids), a bound its raw BM25 is strictly below.
+
+    A term adds less than `unit` = qtf * idf * (k1 + 1) per field it occurs in (tf / (tf + k1 * (1 -
+    b + b * dl / avgdl)) < 1). A document of the term's docids has it in the largest searched field
+    or in one of the others, whose documents are looked up (`word-fid-docids`): it gets `unit` once,
+    plus once per other field holding the term; the term's documents outside those are in no other
+    field. Terms with multi-word derivations (phrases: any field) count every searched field.
+    """
+    ctx = scorer.ctx
+    _, small = _fields(ctx)
+    n_fields = max(len(ctx.searched), 1)
+    size = int(cand.max()) + 1 if len(cand) else 0
+    dense = np.zeros(size, dtype=np.float64)
+    unit = scorer.idf * (K1 + 1) * BOUND_SLACK
+    for t, node in enumerate(scorer.terms):
+        u = float(unit[t])
+        ids = _below(node.docids, size)
+        per_field = [_field_docids(ctx, node, f) for f in small]
+        if any(bm is None for bm in per_field):
+            dense[ids] += u * n_fields
+            continue
+        dense[ids] += u
+        for bm in per_field:
+            assert bm is not None
+            dense[_below(bm & node.docids, size)] += u
+    out: np.ndarray = dense[cand]
+    return out
 
 
 def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarray, np.ndarray]:
-    """(docids, raw BM25) of a subset of `candidates` holding their top `want` (MaxScore).
+    """(docids, raw BM25) of a subset of `candidates` holding their top `want`.
 
-    A term adds less than qtf * idf (`scorer.idf`) * (k1 + 1) per field it occurs in, so at most `ub`
-    = that times the number of searched fields holding any word (`_worded_fields`) to any score.
-    The terms are taken by decreasing `ub` (the rarest first) and the not yet scored documents of
-    each are scored (in batches of at least `want`, then of `MIN_BATCH`); `theta`, the want-th best
-    score so far, only grows. Once the bounds of the terms left sum to at most `theta`, a document
-    matching only those scores below `theta` and cannot make the top `want`: the rest is skipped.
+    Every candidate gets a bound its score is strictly below (`doc_bounds`); the candidates are
+    scored by decreasing bound, `want` first, then in batches of `BATCH`, and `theta`, the want-th best
+    score so far, only grows. Once the next bound is at most `theta`, no candidate left can score
+    `theta` or more: none can enter the top `want`, nor tie with its last (`top` breaks ties by docid).
     """
-    nodes = scorer.terms
-    if want <= 0 or not nodes:
+    if want <= 0 or not scorer.terms or not candidates:
         return scorer.score(BitMap())
-    ub = scorer.idf * (K1 + 1) * _worded_fields(scorer.ctx)
-    order = np.argsort(-ub, kind="stable")
-    left = [0.0] * (len(order) + 1)  # left[i]: the bounds of order[i:], summed from the smallest
-    for i in range(len(order) - 1, -1, -1):
-        left[i] = left[i + 1] + float(ub[order[i]])
+    cand = np.frombuffer(candidates.to_array(), dtype=np.uint32).astype(np.int64)
+    if want >= len(cand):
+        return scorer.score(candidates)
+    bound = doc_bounds(scorer, cand)
+    order = np.argsort(-bound, kind="stable")
+    cand, bound = cand[order], bound[order]
     ids: list[np.ndarray] = []
     scores: list[np.ndarray] = []
-    scored = BitMap()
-    pending = BitMap()
+    best = np.empty(0, dtype=np.float64)  # the `want` best scores so far
     theta = -math.inf
-
-    def flush() -> None:
-        nonlocal pending, theta
-        got_ids, got = scorer.score(pending)
-        ids.append(got_ids)
+    pos, n = 0, len(cand)
+    while pos < n and bound[pos] > theta:
+        end = min(pos + (want if not ids else BATCH), n)
+        if ids:  # only the candidates that may still reach theta
+            end = pos + int(np.searchsorted(-bound[pos:end], -theta, side="left"))
+        batch = np.sort(cand[pos:end])
+        pos = end
+        got = scorer.score_ids(batch)
+        ids.append(batch)
         scores.append(got)
-        scored.update(pending)
-        pending = BitMap()
-        if len(scored) >= want:
-            every = np.concatenate(scores) if len(scores) > 1 else scores[0]
-            theta = float(np.partition(every, len(every) - want)[len(every) - want])
-
-    for i, t in enumerate(order):
-        if left[i] <= theta:
-            break
-        pending |= (nodes[t].docids & candidates) - scored
-        if len(pending) >= (want - len(scored) if len(scored) < want else MIN_BATCH):
-            flush()
-    if pending:
-        flush()
-    if not ids:
-        return scorer.score(BitMap())
+        best = np.concatenate((best, got))
+        if len(best) >= want:
+            best = np.partition(best, len(best) - want)[len(best) - want :]
+            theta = float(best[0])
     return np.concatenate(ids), np.concatenate(scores)
 
 

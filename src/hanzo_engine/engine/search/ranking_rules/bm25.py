@@ -151,6 +151,22 @@ class BM25Scorer:
             return docids, np.zeros(len(docids), dtype=np.float64)
         return docids, self.score_entries(docs, forward_entries(self.ctx.reader, docs))
 
+    def score_ids(self, docids: np.ndarray) -> np.ndarray:
+        """Raw BM25 of `docids` (ascending)."""
+        if not self.terms or not len(docids):
+            return np.zeros(len(docids), dtype=np.float64)
+        ids = docids.tolist()
+        entries = forward_entries(self.ctx.reader, ids)
+        scores = bm25_scores(entries, self.table, self.idf, self.allowed, self.allowed_tol, self.avgdl, K1, B)
+        if self.multi:
+            for d in self.multi & BitMap(ids):
+                fwd = read_forward(self.ctx.reader, d)
+                if fwd is not None:
+                    scores[int(np.searchsorted(docids, d))] = score(
+                        self.ctx, fwd[0], fwd[1], self.terms, self.qtf
+                    )
+        return scores
+
     def score_entries(self, docs: BitMap, entries: list[bytes | None]) -> np.ndarray:
         """Raw BM25 of `docs` (docid order) from their forward entries, as `forward_entries` reads them."""
         if not self.terms:
