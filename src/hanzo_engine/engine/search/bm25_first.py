@@ -75,18 +75,13 @@ def _field_docids(ctx: SearchContext, node: Node, fid: int) -> BitMap | None:
     if len(words) > MAX_LOOKUPS:
         return None
     txn, db = ctx.reader.txn, ctx.reader.index.db(DB_WORD_FID_DOCIDS)
-    out = BitMap()
-    for w in words:
-        raw = txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db)
-        if raw is not None:
-            out |= BitMap.deserialize(bytes(raw))
-    return out
+    found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
+    bitmaps = [BitMap.deserialize(raw) for raw in found if raw is not None]
+    return BitMap.union(*bitmaps) if bitmaps else BitMap()
 
 
-def _below(docids: BitMap, size: int) -> np.ndarray:
-    """`docids` under `size`, as an array."""
-    ids = np.frombuffer(docids.to_array(), dtype=np.uint32)
-    return ids[: np.searchsorted(ids, size)] if len(ids) and ids[-1] >= size else ids
+def _ids(docids: BitMap) -> np.ndarray:
+    return np.frombuffer(docids.to_array(), dtype=np.uint32)
 
 
 def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
@@ -101,20 +96,26 @@ def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
     ctx = scorer.ctx
     _, small = _fields(ctx)
     n_fields = max(len(ctx.searched), 1)
-    size = int(cand.max()) + 1 if len(cand) else 0
-    dense = np.zeros(size, dtype=np.float64)
     unit = scorer.idf * (K1 + 1) * BOUND_SLACK
+    arrays: list[np.ndarray] = []
+    weights: list[float] = []
     for t, node in enumerate(scorer.terms):
         u = float(unit[t])
-        ids = _below(node.docids, size)
         per_field = [_field_docids(ctx, node, f) for f in small]
+        arrays.append(_ids(node.docids))
         if any(bm is None for bm in per_field):
-            dense[ids] += u * n_fields
+            weights.append(u * n_fields)
             continue
-        dense[ids] += u
+        weights.append(u)
         for bm in per_field:
             assert bm is not None
-            dense[_below(bm & node.docids, size)] += u
+            arrays.append(_ids(bm & node.docids))
+            weights.append(u)
+    ids = np.concatenate(arrays)
+    if not len(ids):
+        return np.zeros(len(cand), dtype=np.float64)
+    each = np.repeat(np.array(weights, dtype=np.float64), [len(a) for a in arrays])
+    dense = np.bincount(ids, weights=each, minlength=int(cand.max()) + 1 if len(cand) else 0)
     out: np.ndarray = dense[cand]
     return out
 
