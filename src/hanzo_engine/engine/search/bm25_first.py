@@ -76,7 +76,7 @@ def _field_docids(ctx: SearchContext, node: Node, fid: int) -> BitMap | None:
         return None
     txn, db = ctx.reader.txn, ctx.reader.index.db(DB_WORD_FID_DOCIDS)
     found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
-    bitmaps = [BitMap.deserialize(raw) for raw in found if raw is not None]
+    bitmaps = [BitMap.deserialize(bytes(raw)) for raw in found if raw is not None]
     return BitMap.union(*bitmaps) if bitmaps else BitMap()
 
 
