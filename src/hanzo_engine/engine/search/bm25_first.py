@@ -39,6 +39,7 @@ from .query_graph import Node
 from .ranking_rules.bm25 import K1, BM25Scorer, terms
 
 BATCH = 64  # `pruned`: documents scored at once past the first `want`
+GROWTH = 1.0  # `pruned`: past the first two, each batch as large as all the batches before
 MAX_LOOKUPS = 64  # `doc_bounds`: most derivations of a term looked up per field
 BOUND_SLACK = 1.0 + 1e-9  # `doc_bounds`: a margin for the float sums (bounds only)
 
@@ -123,10 +124,11 @@ def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
 def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarray, np.ndarray]:
     """(docids, raw BM25) of a subset of `candidates` holding their top `want`.
 
-    Every candidate gets a bound its score is strictly below (`doc_bounds`); the candidates are
-    scored by decreasing bound, `want` first, then in batches of `BATCH`, and `theta`, the want-th best
-    score so far, only grows. Once the next bound is at most `theta`, no candidate left can score
-    `theta` or more: none can enter the top `want`, nor tie with its last (`top` breaks ties by docid).
+    Every candidate gets a bound its score is strictly below (`doc_bounds`). The `want` of highest
+    bound are scored first; `theta`, the want-th best score so far, only grows. The others whose bound
+    is above `theta` are then scored by decreasing bound, in batches (`BATCH`, `GROWTH`), each cut at
+    the current `theta`. A candidate left has a bound at most `theta`: it scores below `theta`, so it can
+    neither enter the top `want` nor tie with its last (`top` breaks ties by docid).
     """
     if want <= 0 or not scorer.terms or not candidates:
         return scorer.score(BitMap())
@@ -134,26 +136,27 @@ def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarra
     if want >= len(cand):
         return scorer.score(candidates)
     bound = doc_bounds(scorer, cand)
-    order = np.argsort(-bound, kind="stable")
-    cand, bound = cand[order], bound[order]
-    ids: list[np.ndarray] = []
-    scores: list[np.ndarray] = []
-    best = np.empty(0, dtype=np.float64)  # the `want` best scores so far
-    theta = -math.inf
+    first = np.argpartition(-bound, want - 1)[:want]  # no full sort: most bounds end below theta
+    ids = [np.sort(cand[first])]
+    scores = [scorer.score_ids(ids[0])]
+    best = scores[0]  # the `want` best scores so far
+    theta = float(best.min())
+    bound[first] = -math.inf
+    rest = np.nonzero(bound > theta)[0]
+    rest = rest[np.argsort(-bound[rest], kind="stable")]
+    cand, bound = cand[rest], bound[rest]
     pos, n = 0, len(cand)
     while pos < n and bound[pos] > theta:
-        end = min(pos + (want if not ids else BATCH), n)
-        if ids:  # only the candidates that may still reach theta
-            end = pos + int(np.searchsorted(-bound[pos:end], -theta, side="left"))
+        end = min(pos + max(BATCH, int(pos * GROWTH)), n)
+        end = pos + int(np.searchsorted(-bound[pos:end], -theta, side="left"))  # bounds above theta
         batch = np.sort(cand[pos:end])
         pos = end
         got = scorer.score_ids(batch)
         ids.append(batch)
         scores.append(got)
         best = np.concatenate((best, got))
-        if len(best) >= want:
-            best = np.partition(best, len(best) - want)[len(best) - want :]
-            theta = float(best[0])
+        best = np.partition(best, len(best) - want)[len(best) - want :]
+        theta = float(best[0])
     return np.concatenate(ids), np.concatenate(scores)
 
 
