@@ -452,6 +452,19 @@ def test_plan_cache_hands_a_taken_entry_to_one_search() -> None:
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
 
 
+def test_plan_cache_weight_bound_evicts_least_recent() -> None:
+    cache = PlanCache(100, max_weight=10)
+    for key in "abcd":
+        cache.put(key, key, 3)
+    assert cache.weight == 9 and len(cache) == 3 and cache.get("a") is None  # 12 > 10: `a` went
+    cache.put("e", "e", 50)  # heavier than the bound alone: kept, every other entry out
+    assert len(cache) == 1 and cache.get("e") == "e" and cache.weight == 50
+    assert cache.take("e") == "e" and cache.weight == 0
+    cache.put("f", "f", 2)
+    cache.put("f", "f", 4)  # replaced: counted once
+    assert cache.weight == 4
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     docs=st.lists(document, min_size=1, max_size=30),

@@ -224,7 +224,7 @@ def _prefix_alts(ctx: SearchContext, prefix: str, tolerant: bool) -> tuple[Alt, 
         found = tuple(
             Alt((w,), tolerant=tolerant) for w in prefix_words(ctx.reader, prefix, MAX_PREFIX_EXPANSIONS)
         )
-        PREFIX_ALTS.put(key, (version, found))
+        PREFIX_ALTS.put(key, (version, found), len(found) + 1)
     return found
 
 
@@ -242,7 +242,7 @@ def _still_current(
     if at < version:
         changed = word_table(ctx.reader).changed_since(at)
         if changed is not None and holds(changed):
-            cache.put(key, (version, found))
+            cache.put(key, (version, found), len(found) + 1)
             return found
     return None
 

@@ -30,7 +30,7 @@ def _highlighted(node: Node) -> tuple[tuple[bool, tuple[str, ...]], ...]:
                     # prefix expansions are highlighted on the prefix only, through `prefixes`
                     out.append((False, words))
     found = tuple(out)
-    MATCHING.put(key, found)
+    MATCHING.put(key, found, len(found) + 1)
     return found
 
 

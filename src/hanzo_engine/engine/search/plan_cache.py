@@ -43,37 +43,59 @@ class HashedKey:
 
 
 class PlanCache:
-    """A small least-recently-used map, safe across search threads."""
+    """A small least-recently-used map, safe across search threads.
 
-    def __init__(self, capacity: int) -> None:
+    `capacity` bounds the entries; `max_weight`, when given, also bounds the sum of the entries'
+    weights (`put`'s `weight`: what an entry holds, e.g. its derivations), so that a cache can keep
+    thousands of small entries without a few large ones growing it past that."""
+
+    def __init__(self, capacity: int, max_weight: int | None = None) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self.max_weight = max_weight
+        self.weight = 0
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
             found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            return found[0]
 
     def take(self, key: Hashable) -> Any | None:
         """The entry under `key`, removed until it is `put` back."""
         with self._lock:
-            return self._entries.pop(key, None)
+            found = self._entries.pop(key, None)
+            if found is None:
+                return None
+            self.weight -= found[1]
+            return found[0]
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, weight: int = 1) -> None:
         with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+            self._entries[key] = (value, weight)
+            self.weight += weight
+            while len(self._entries) > self.capacity or (
+                self.max_weight is not None and self.weight > self.max_weight and len(self._entries) > 1
+            ):
+                self.weight -= self._entries.popitem(last=False)[1][1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 # sized for ~1,000 derivations an entry (~100-150 KB): a few MB at most
 # `derivations._prefix_alts`: a prefix's expansions, with the dictionary version they were checked for
-PREFIX_ALTS = PlanCache(64)
-MATCHING = PlanCache(256)  # `matching_words._highlighted`: what a node makes the formatter highlight
+# (weighed by derivations: search traffic repeats its prefixes, and the longer a prefix the fewer
+# words it expands to, so most entries are small; ~150 bytes a derivation)
+PREFIX_ALTS = PlanCache(16384, max_weight=1 << 17)
+# `matching_words._highlighted`: what a node makes the formatter highlight (weighed as PREFIX_ALTS)
+MATCHING = PlanCache(16384, max_weight=1 << 17)
 QUERY_WORDS = PlanCache(64)  # `ranking_rules.bm25.query_words` tables
 BUCKET_QUERIES = PlanCache(32)  # `native_bucket_keys.NativeBuckets._build` queries, taken while in use
 # `derivations._typo_alts`: a word's typo derivations and the dictionary version they hold for (at
