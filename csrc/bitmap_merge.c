@@ -142,7 +142,20 @@ static const uint32_t *sorted_distinct(const uint32_t *v, size_t *n, uint32_t **
         return NULL;
     }
     memcpy(*buf, v, *n * sizeof(uint32_t));
-    if (*n < 256 || radix_u32(*buf, *n) < 0) {
+    if (*n <= 32) {
+        /* insertion sort: short lists are the common case (a word's docids gathered over a few
+         * fields) */
+        uint32_t *b = *buf;
+        for (size_t x = 1; x < *n; x++) {
+            uint32_t val = b[x];
+            size_t y = x;
+            while (y > 0 && b[y - 1] > val) {
+                b[y] = b[y - 1];
+                y--;
+            }
+            b[y] = val;
+        }
+    } else if (*n < 256 || radix_u32(*buf, *n) < 0) {
         qsort(*buf, *n, sizeof(uint32_t), cmp_u32);
     }
     size_t k = 0;

@@ -806,10 +806,14 @@ static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint6
         return -1;
     }
     uint64_t *occ = p->scratch_occ;
+    int sorted = 1;
     for (size_t i = 0; i < n; i++) {
         occ[i] = (uint64_t)d->occ[i].pos << 32 | d->occ[i].word;
+        sorted &= i == 0 || occ[i - 1] <= occ[i];
     }
-    qsort(occ, n, sizeof(uint64_t), cmp_u64);
+    if (!sorted) {   /* fields fed in fid order leave them sorted */
+        qsort(occ, n, sizeof(uint64_t), cmp_u64);
+    }
     size_t g = 0;
     while (g < n) {   /* the words at position `pos` are [g, h), those at pos + 1 [h, k) */
         uint32_t pos = (uint32_t)(occ[g] >> 32);
@@ -983,6 +987,62 @@ static int cmp_items(const void *a, const void *b)
     return x->len < y->len ? -1 : x->len > y->len;
 }
 
+/* Sorts the words into byte order: an LSD radix sort on the 8-byte prefixes (most words are no
+ * longer), then each run of equal prefixes by the whole comparison. -1 on OOM. */
+static int sort_words(sort_item *items, size_t n)
+{
+    enum { DIGIT = 11, BUCKETS = 1 << 11 };
+    if (n < 64) {
+        qsort(items, n, sizeof(sort_item), cmp_items);
+        return 0;
+    }
+    sort_item *tmp = malloc(n * sizeof(sort_item));
+    size_t *count = malloc(BUCKETS * sizeof(size_t));
+    if (tmp == NULL || count == NULL) {
+        free(tmp);
+        free(count);
+        return -1;
+    }
+    sort_item *src = items, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += DIGIT) {
+        memset(count, 0, BUCKETS * sizeof(size_t));
+        for (size_t i = 0; i < n; i++) {
+            count[(src[i].prefix >> shift) & (BUCKETS - 1)]++;
+        }
+        if (count[(src[0].prefix >> shift) & (BUCKETS - 1)] == n) {
+            continue;
+        }
+        size_t sum = 0;
+        for (size_t b = 0; b < BUCKETS; b++) {
+            size_t c = count[b];
+            count[b] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            dst[count[(src[i].prefix >> shift) & (BUCKETS - 1)]++] = src[i];
+        }
+        sort_item *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != items) {
+        memcpy(items, src, n * sizeof(sort_item));
+    }
+    free(tmp);
+    free(count);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && items[j].prefix == items[i].prefix) {
+            j++;
+        }
+        if (j - i > 1) {
+            qsort(items + i, j - i, sizeof(sort_item), cmp_items);
+        }
+        i = j;
+    }
+    return 0;
+}
+
 /* Stable LSD radix sort of (keys, vals) on the low `bits` bits of the keys, 11 bits a pass;
  * passes whose digit is the same for every key are skipped. */
 static int radix_sort(uint64_t *keys, uint32_t *vals, size_t n, unsigned bits)
@@ -1057,7 +1117,11 @@ int hz_postings_prepare(hz_postings *p)
         const unsigned char *key = (const unsigned char *)p->arena + p->words[i].off;
         items[i] = (sort_item){key_prefix(key, p->words[i].len), key, p->words[i].len, (uint32_t)i};
     }
-    qsort(items, n, sizeof(sort_item), cmp_items);
+    if (sort_words(items, n) < 0) {
+        free(items);
+        free(rank);
+        return -1;
+    }
     for (size_t i = 0; i < n; i++) {
         p->order[i] = items[i].index;
         rank[items[i].index] = (uint32_t)i;

@@ -37,8 +37,8 @@ write per touched key instead of one per document. The per-document work and the
 flattened in Python and queued; a queue of BATCH_DOCUMENTS (or whatever is queued at a flush or at the
 removal of a queued docid) is tokenized, its positions packed, its forward entries encoded and its
 (word, fid, docid) events logged in C on `SearchIndexer.threads` threads with the GIL released, with
-the same result whatever the number of threads (with more than one, the batch runs beside the writer
-thread, which meanwhile stores and flattens the next documents); `flush` sorts
+the same result whatever the number of threads (the batch runs beside the writer thread, which
+meanwhile stores and flattens the next documents, even with one); `flush` sorts
 the log into key order and merges each key's changes straight on the stored roaring bytes. The
 accumulated changes are flushed early when they outgrow `SearchIndexer.max_memory`, which bounds the
 indexing memory of a large transaction (a flush may happen at any time: the merge rule holds).
@@ -88,7 +88,7 @@ MAX_PENDING_BYTES: Final = 256 << 20
 # that their flattened texts stay small beside the accumulated changes.
 BATCH_DOCUMENTS: Final = 2048
 # ... and at most this many characters of text: a batch holds its documents' flattened texts alive
-# (two batches with several threads), which must stay small beside large documents too
+# (two batches: the one being tokenized, the one filling), which must stay small beside large documents
 BATCH_TEXT_CHARS: Final = 1 << 20
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
@@ -259,7 +259,7 @@ class SearchIndexer:
     A docid removed after being added in the same transaction (`pending`, queued or indexed) forces a
     flush first, so "(stored - removed) | added" stays right for add-then-remove sequences.
     Added documents wait in `queue` (flattened) until a batch of them is indexed on `threads` threads;
-    with more than one, the batch is `inflight` on a `_BatchJob` while the next one fills, and the
+    the batch is `inflight` on a `_BatchJob` while the next one fills (whatever `threads` is), and the
     accumulator is the job's until `_join` (removals meanwhile wait in `removals`).
     """
 
@@ -312,12 +312,8 @@ class SearchIndexer:
         if len(self.queue) < self.batch_documents and self.queued_chars < BATCH_TEXT_CHARS:
             return
         self.queued_chars = 0
-        if self.threads > 1:
-            self._index_in_background()
-        else:
-            self.index_queue()
-            if self.changes.memory_usage > self.max_memory:
-                self.flush()
+        # even on one thread: the batch is tokenized while this thread stores the next documents
+        self._index_in_background()
 
     def _index_in_background(self) -> None:
         """Hands the queue to a `_BatchJob` (the previous one finished and stored first), so that the
