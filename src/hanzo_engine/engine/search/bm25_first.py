@@ -54,13 +54,16 @@ def bm25_candidates(ctx: SearchContext, nodes: list[Node], universe: BitMap) -> 
 
 
 def _fields(ctx: SearchContext) -> tuple[list[int], list[int]]:
-    """The searched fields split for `doc_bounds`: ([the one holding the most words], the others).
-    Without field statistics the first searched field stands for the largest."""
+    """The searched fields that hold words split for `doc_bounds`: ([the one holding the most words],
+    the others). Without field statistics, every searched field, the first standing for the largest."""
     searched = sorted(ctx.searched)
     if not searched:
         return [], []
-    big = max(searched, key=lambda f: (ctx.stats.get(f, (0, 0))[1], -f)) if ctx.stats else searched[0]
-    return [big], [f for f in searched if f != big]
+    if not ctx.stats:
+        return [searched[0]], searched[1:]
+    worded = [f for f in searched if ctx.stats.get(f, (0, 0))[1] > 0] or searched[:1]
+    big = max(worded, key=lambda f: (ctx.stats.get(f, (0, 0))[1], -f))
+    return [big], [f for f in worded if f != big]
 
 
 def _field_docids(ctx: SearchContext, node: Node, fid: int) -> BitMap | None:
