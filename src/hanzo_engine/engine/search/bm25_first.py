@@ -145,21 +145,24 @@ def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarra
     best = scores[0]  # the `want` best scores so far
     theta = float(best.min())
     bound[first] = -math.inf
-    rest = np.nonzero(bound > theta)[0]
-    rest = rest[np.argsort(-bound[rest], kind="stable")]
-    cand, bound = cand[rest], bound[rest]
-    pos, n = 0, len(cand)
-    while pos < n and bound[pos] > theta:
-        end = min(pos + max(BATCH, int(pos * GROWTH)), n)
-        end = pos + int(np.searchsorted(-bound[pos:end], -theta, side="left"))  # bounds above theta
-        batch = np.sort(cand[pos:end])
-        pos = end
+    left = np.nonzero(bound > theta)[0]  # the candidates that may still reach theta
+    done = want
+    while len(left):
+        size = max(BATCH, int(done * GROWTH))
+        if size < len(left):  # the `size` highest bounds, in no particular order
+            take = left[np.argpartition(-bound[left], size - 1)[:size]]
+        else:
+            take = left
+        batch = np.sort(cand[take])
+        bound[take] = -math.inf
         got = scorer.score_ids(batch)
         ids.append(batch)
         scores.append(got)
+        done += len(batch)
         best = np.concatenate((best, got))
         best = np.partition(best, len(best) - want)[len(best) - want :]
         theta = float(best[0])
+        left = left[bound[left] > theta]
     return np.concatenate(ids), np.concatenate(scores)
 
 
