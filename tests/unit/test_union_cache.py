@@ -71,3 +71,20 @@ def test_the_cache_keeps_within_its_byte_budget(tmp_path: Path, monkeypatch: pyt
         assert hits(index, q) == unlimited[q]
         assert cache.size <= one_entry and len(cache.entries) <= 1
     index.close()
+
+
+def test_the_search_snapshot_follows_every_commit(tmp_path: Path) -> None:
+    # fields, field statistics and docids are decoded once per committed state (`context._snapshot`)
+    index = Index.create(tmp_path / "s", primary_key="id", created_at=0)
+    add(index, {1: "alpha", 2: "beta"})
+    assert hits(index, "alpha") == ([1], 1)
+    with index.read() as old:  # a long read keeps its own state while others commit
+        with index.write() as w:
+            w.put_document("3", {"id": 3, "title": "alpha", "overview": "gamma"}, merge=False)
+            w.delete_document("1")
+            w.touch()
+        assert hits(index, "alpha") == ([3], 1)
+        assert hits(index, "gamma") == ([3], 1)  # a new field, searched at once
+        res = search(old, SearchRequest(q="alpha", limit=10), complete_settings(old.settings()))
+        assert [(old.document_by_internal_id(d) or {})["id"] for d in res.docids] == [1]
+        assert hits(index, "alpha") == ([3], 1)  # the older state did not replace the newer one

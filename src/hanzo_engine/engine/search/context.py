@@ -12,7 +12,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from pyroaring import BitMap
+from pyroaring import BitMap, FrozenBitMap
 
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS, DB_WORD_FID_DOCIDS
@@ -25,6 +25,21 @@ from .types import SearchRequest
 FID = struct.Struct(">H")  # the field id in a word-fid-docids key: `word 0x00 fid-u16-BE`
 
 
+def _snapshot(reader: IndexReader) -> tuple[list[str], dict[int, list[int]], FrozenBitMap]:
+    """The searchable fields, their statistics and every docid of the committed state `reader` sees,
+    decoded once per state for the searches of the index (LMDB names a state by the id of the last
+    write transaction; an older snapshot, a long read, decodes its own). Callers must not modify the
+    field list or the statistics."""
+    txn_id = reader.txn.id()
+    cached = reader.index.__dict__.get("_search_snapshot")
+    if cached is not None and cached[0] == txn_id:
+        return cached[1], cached[2], cached[3]
+    fields, stats, docids = search_fields(reader), field_stats(reader), FrozenBitMap(reader.documents_ids())
+    if cached is None or cached[0] < txn_id:
+        reader.index.__dict__["_search_snapshot"] = (txn_id, fields, stats, docids)
+    return fields, stats, docids
+
+
 class SearchContext:
     """Fields, settings and docid lookups of one search in one read transaction."""
 
@@ -33,9 +48,8 @@ class SearchContext:
         self.settings = settings
         self.request = request
         self.tokenizer = Tokenizer.from_settings(settings)
-        self.fields = search_fields(reader)
-        self.stats = field_stats(reader)
-        self.all_docids = reader.documents_ids()
+        self.fields, self.stats, all_docids = _snapshot(reader)
+        self.all_docids = BitMap(all_docids)
         self.n_docs = len(self.all_docids)
         typo = settings.get("typoTolerance") or {}
         self.typo_enabled = bool(typo.get("enabled", True))
