@@ -4,7 +4,8 @@
 Each forward entry is the msgpack `[lengths, postings]` that csrc/postings.c writes: `lengths` a map
 fid -> word count, `postings` a map word -> array of packed positions (`fid << 16 | position`).
 The entries are parsed in place (no Python objects per word): every posting's word is looked up in
-the query's derivation words (a bit test of its first two bytes, then a hash table), the positions of
+the query's derivation words (a bit test of its first two bytes, last byte and length, then a hash
+table), the positions of
 any other word are skipped without being decoded; a hit adds its positions to the
 per (term, field) term frequencies of the terms the word derives from, counted only in the fields the
 term may match in (`allowed` for exact words, `allowed_tol` for typo derivations). The score is
@@ -21,9 +22,18 @@ import numpy as np
 
 cimport numpy as cnp
 
-from hanzo_engine._native.mpack cimport Reader, fill_heads, read_header, read_str, read_uint, word_head
+from hanzo_engine._native.mpack cimport Reader, read_header, read_str, read_uint
 
 cnp.import_array()
+
+
+cdef inline unsigned int word_key(const uint8_t *s, Py_ssize_t n) noexcept nogil:
+    """16 bits of the word's first two bytes, last byte and length: a cheap filter before `hash_word`."""
+    cdef uint32_t x
+    if n <= 0:
+        return 0
+    x = <uint32_t>s[0] | (<uint32_t>s[1 if n > 1 else 0] << 8) | (<uint32_t>s[n - 1] << 16) | (<uint32_t>(n & 0xFF) << 24)
+    return (x * 0x9E3779B1u) >> 16
 
 
 cdef inline uint64_t hash_word(const uint8_t *s, Py_ssize_t n) noexcept nogil:
@@ -49,7 +59,7 @@ cdef class QueryWords:
 
     cdef list _keep  # the bytes objects `words` points into
     cdef const uint8_t **words
-    cdef uint8_t heads[8192]  # mpack.HEAD_BYTES
+    cdef uint8_t keys[8192]  # a bit per `word_key` of the words: most document words have none set
     cdef Py_ssize_t *lens
     cdef Py_ssize_t n
     cdef int32_t *slots  # open addressing (linear probing): word index, -1 for an empty slot
@@ -87,7 +97,12 @@ cdef class QueryWords:
                 self.pair_tol[k] = 1 if tol else 0
                 k += 1
         self.start[self.n] = <int>k
-        fill_heads(self.heads, self.words, self.lens, self.n)
+        for i in range(8192):
+            self.keys[i] = 0
+        cdef unsigned int key
+        for i in range(self.n):
+            key = word_key(self.words[i], self.lens[i])
+            self.keys[key >> 3] |= <uint8_t>(1 << (key & 7))
         cdef uint64_t h
         for i in range(size):
             self.slots[i] = -1
@@ -107,10 +122,10 @@ cdef class QueryWords:
 
     cdef inline Py_ssize_t find(self, const uint8_t *s, Py_ssize_t n) noexcept nogil:
         """Index of the word `s[0..n)`, or -1: the head bit test, then the hash table."""
-        cdef unsigned int hd = word_head(s, n)
+        cdef unsigned int key = word_key(s, n)
         cdef uint64_t h
         cdef int32_t i
-        if not (self.heads[hd >> 3] >> (hd & 7)) & 1:
+        if not (self.keys[key >> 3] >> (key & 7)) & 1:
             return -1
         h = hash_word(s, n) >> 32
         while True:
@@ -171,7 +186,8 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
     cdef double *dl = <double *>malloc(max(n_fields, 1) * sizeof(double))
     cdef int *touched = <int *>malloc(max(n_terms * n_fields, 1) * sizeof(int))
     cdef Py_ssize_t d, i, j, k, n_touched, cell
-    cdef uint64_t n_map, n_pos, fid, count, pos, slen
+    cdef uint64_t n_map, n_pos, fid, count, pos, slen, run_fid
+    cdef uint32_t run
     cdef const uint8_t *s
     cdef Reader r
     cdef int t, f
@@ -221,24 +237,33 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
                                     ok = 0.0
                                     break
                                 continue
-                            for k in range(<Py_ssize_t>n_pos):
-                                if read_uint(&r, &pos) < 0:
-                                    ok = 0.0
-                                    break
-                                fid = pos >> 16
-                                if fid >= <uint64_t>n_fields:
-                                    continue
-                                for t in range(qw.start[j], qw.start[j + 1]):
-                                    if qw.pair_tol[t]:
-                                        if not allowed_tol[fid]:
-                                            continue
-                                    elif not allowed[fid]:
+                            run_fid = n_fields  # positions come in runs of one field: counted per run
+                            run = 0
+                            for k in range(<Py_ssize_t>n_pos + 1):
+                                if k < <Py_ssize_t>n_pos:
+                                    if read_uint(&r, &pos) < 0:
+                                        ok = 0.0
+                                        break
+                                    fid = pos >> 16
+                                    if fid == run_fid:
+                                        run += 1
                                         continue
-                                    cell = qw.pair_term[t] * n_fields + <Py_ssize_t>fid
-                                    if tf[cell] == 0:
-                                        touched[n_touched] = <int>cell
-                                        n_touched += 1
-                                    tf[cell] += 1
+                                else:
+                                    fid = n_fields
+                                if run_fid < <uint64_t>n_fields:
+                                    for t in range(qw.start[j], qw.start[j + 1]):
+                                        if qw.pair_tol[t]:
+                                            if not allowed_tol[run_fid]:
+                                                continue
+                                        elif not allowed[run_fid]:
+                                            continue
+                                        cell = qw.pair_term[t] * n_fields + <Py_ssize_t>run_fid
+                                        if tf[cell] == 0:
+                                            touched[n_touched] = <int>cell
+                                            n_touched += 1
+                                        tf[cell] += run
+                                run_fid = fid
+                                run = 1
                             if not ok:
                                 break
                 # summed in (term, field) order, as `ranking_rules.bm25.score` sums: the same float, bit for bit
