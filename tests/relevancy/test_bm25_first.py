@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from pyroaring import BitMap
@@ -18,6 +19,7 @@ from pyroaring import BitMap
 from hanzo_engine.apitypes.settings import complete_settings
 from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
+from hanzo_engine.engine.search import bm25_first
 from hanzo_engine.engine.search.bm25_first import bm25_candidates, bm25_rank, bm25_scores_of
 from hanzo_engine.engine.search.context import SearchContext
 from hanzo_engine.engine.search.derivations import build_nodes
@@ -267,5 +269,51 @@ def test_maxscore_pruning_keeps_the_exact_top(tmp_path: Path, q: str) -> None:
             full = sorted(zip(docids.tolist(), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))
             for want in range(1, len(full) + 2):
                 assert bm25_rank(s, nodes, candidates, want) == full[:want]
+    finally:
+        idx.close()
+
+
+def test_pruning_follows_writes(tmp_path: Path) -> None:
+    # `doc_bounds` shares a term's per-field documents between the searches of one committed state:
+    # once a write puts `ocean` in document 0's title too, its bound must count the title (with the
+    # title list of the state before, its bound falls under document 1's score and it is skipped)
+    idx = Index.create(tmp_path / "writes", primary_key="id", created_at=0)
+    q = "ocean"
+    before = [
+        {"id": 0, "title": "calm", "body": "ocean ocean ocean ocean"},
+        {"id": 1, "title": "ocean", "body": "ocean ocean"},
+        {"id": 2, "title": "ocean", "body": "a long body of many words with the ocean once in it"},
+        *({"id": i, "title": "other", "body": "nothing"} for i in range(3, 8)),
+    ]
+
+    def check() -> None:
+        with idx.read() as reader:
+            settings = complete_settings(reader.settings())
+            s = SearchContext(reader, settings, SearchRequest(q=q))
+            parsed = parse_query(q, s.tokenizer, max_terms=MAX_TERMS_BM25, distinct=True)
+            nodes = build_nodes(s, parsed.terms, ngrams=False, splits=False)
+            candidates = bm25_candidates(s, nodes, s.all_docids)
+            docids, scores = bm25_scores_of(s, nodes, candidates)
+            full = sorted(zip(docids.tolist(), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))
+            for want in range(1, len(full) + 1):
+                for batch in (1, bm25_first.BATCH):
+                    with patch.object(bm25_first, "BATCH", batch), patch.object(bm25_first, "GROWTH", 0.0):
+                        assert bm25_rank(s, nodes, candidates, want) == full[:want]
+
+    try:
+        with idx.write() as w:
+            w.set_settings({"typoTolerance": {"enabled": False}, "rankingRules": BM25_FIRST})
+        with idx.write() as w:
+            for doc in before:
+                w.put_document(str(doc["id"]), doc, merge=False)
+        check()
+        with idx.write() as w:
+            w.put_document(
+                "0", {"id": 0, "title": "ocean ocean ocean", "body": "ocean ocean ocean ocean"}, merge=False
+            )
+        check()
+        with idx.write() as w:
+            w.delete_document("1")
+        check()
     finally:
         idx.close()

@@ -26,7 +26,9 @@ scoring high are scored first, and most of a long query's candidates are never r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,12 +37,13 @@ from pyroaring import BitMap
 from hanzo_engine.engine.storage.keys import DB_WORD_FID_DOCIDS
 
 from .context import FID, SearchContext
-from .query_graph import Node
+from .query_graph import Node, alts_key
 from .ranking_rules.bm25 import K1, BM25Scorer, terms
 
 BATCH = 64  # `pruned`: documents scored at once past the first `want`
 GROWTH = 1.0  # `pruned`: past the first two, each batch as large as all the batches before
 MAX_LOOKUPS = 64  # `doc_bounds`: most derivations of a term looked up per field
+FIELD_IDS_BYTES = 16 << 20  # `_field_ids`, per index: least recently used out first
 BOUND_SLACK = 1.0 + 1e-9  # `doc_bounds`: a margin for the float sums (bounds only)
 
 
@@ -66,26 +69,58 @@ def _fields(ctx: SearchContext) -> tuple[list[int], list[int]]:
     return [big], [f for f in worded if f != big]
 
 
-def _field_docids(ctx: SearchContext, node: Node, fid: int) -> BitMap | None:
-    """Documents where one of `node`'s one-word derivations occurs in field `fid`, or None when the
-    node has a multi-word derivation or too many derivations to look up (`MAX_LOOKUPS`)."""
-    words: set[str] = set()
-    for level in node.alts:
-        for alt in level:
-            w = alt.words[0] if len(alt.words) == 1 else None
-            if w is None:
-                return None
-            words.add(w)
-    if len(words) > MAX_LOOKUPS:
-        return None
-    txn, db = ctx.reader.txn, ctx.reader.index.db(DB_WORD_FID_DOCIDS)
-    found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
-    bitmaps = [BitMap.deserialize(bytes(raw)) for raw in found if raw is not None]
-    return BitMap.union(*bitmaps) if bitmaps else BitMap()
-
-
 def _ids(docids: BitMap) -> np.ndarray:
     return np.frombuffer(docids.to_array(), dtype=np.uint32)
+
+
+class _FieldIds:
+    """One index's `_field_ids` of one committed state (named by the id of the last write transaction
+    a read sees, as `union_cache` does): the searches between two writes share them."""
+
+    def __init__(self) -> None:
+        self.txn_id = -1
+        self.entries: OrderedDict[Hashable, np.ndarray | None] = OrderedDict()
+        self.size = 0  # bytes of the arrays
+
+
+_FIELD_IDS_LOCK = threading.Lock()
+
+
+def _field_ids(ctx: SearchContext, node: Node, fid: int) -> np.ndarray | None:
+    """The documents where one of `node`'s one-word derivations occurs in field `fid` (ascending,
+    `word-fid-docids`), or None when the node has a multi-word derivation or too many derivations
+    to look up (`MAX_LOOKUPS`). Shared by the searches of the same committed state."""
+    key = (alts_key(node), fid)
+    reader = ctx.reader
+    txn_id = reader.txn.id()
+    with _FIELD_IDS_LOCK:
+        cache: _FieldIds = reader.index.__dict__.setdefault("_bm25_field_ids", _FieldIds())
+        if cache.txn_id < txn_id:
+            cache.txn_id = txn_id
+            cache.entries.clear()
+            cache.size = 0
+        if cache.txn_id == txn_id and key in cache.entries:
+            cache.entries.move_to_end(key)
+            return cache.entries[key]
+    alts = [alt for level in node.alts for alt in level]
+    words = {alt.words[0] for alt in alts if len(alt.words) == 1 and alt.words[0] is not None}
+    if len(words) != len(alts) and any(len(alt.words) != 1 or alt.words[0] is None for alt in alts):
+        words.clear()  # a phrase may occur in any field
+    ids: np.ndarray | None = None
+    if words and len(words) <= MAX_LOOKUPS:
+        txn, db = reader.txn, reader.index.db(DB_WORD_FID_DOCIDS)
+        found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
+        bitmaps = [BitMap.deserialize(bytes(raw)) for raw in found if raw is not None]
+        ids = _ids(BitMap.union(*bitmaps) if len(bitmaps) > 1 else bitmaps[0]) if bitmaps else _ids(BitMap())
+    size = 64 + (ids.nbytes if ids is not None else 0)
+    with _FIELD_IDS_LOCK:
+        if cache.txn_id == txn_id and key not in cache.entries and size <= FIELD_IDS_BYTES:
+            cache.entries[key] = ids
+            cache.size += size
+            while cache.size > FIELD_IDS_BYTES:
+                _, old = cache.entries.popitem(last=False)
+                cache.size -= 64 + (old.nbytes if old is not None else 0)
+    return ids
 
 
 def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
@@ -93,9 +128,9 @@ def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
 
     A term adds less than `unit` = qtf * idf * (k1 + 1) per field it occurs in (tf / (tf + k1 * (1 -
     b + b * dl / avgdl)) < 1). A document of the term's docids has it in the largest searched field
-    or in one of the others, whose documents are looked up (`word-fid-docids`): it gets `unit` once,
-    plus once per other field holding the term; the term's documents outside those are in no other
-    field. Terms with multi-word derivations (phrases: any field) count every searched field.
+    or in one of the others, whose documents are looked up (`_field_ids`): it gets `unit` once, plus
+    once per other field holding the term; the term's documents outside those are in no other field
+    (a document of a field's list that the term does not match only gets a looser bound). Terms with multi-word derivations (phrases: any field) count every searched field.
     """
     ctx = scorer.ctx
     _, small = _fields(ctx)
@@ -105,15 +140,15 @@ def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
     weights: list[float] = []
     for t, node in enumerate(scorer.terms):
         u = float(unit[t])
-        per_field = [_field_docids(ctx, node, f) for f in small]
+        per_field = [_field_ids(ctx, node, f) for f in small]
         arrays.append(_ids(node.docids))
-        if any(bm is None for bm in per_field):
+        if any(ids is None for ids in per_field):
             weights.append(u * n_fields)
             continue
         weights.append(u)
-        for bm in per_field:
-            assert bm is not None
-            arrays.append(_ids(bm & node.docids))
+        for ids in per_field:
+            assert ids is not None
+            arrays.append(ids)
             weights.append(u)
     ids = np.concatenate(arrays)
     if not len(ids):
