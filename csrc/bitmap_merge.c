@@ -2,6 +2,7 @@
 #include "bitmap_merge.h"
 #include "grow.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -571,4 +572,190 @@ int hz_bitmap_merge(hz_bitmap_work *w, const char *stored, size_t stored_len, co
         }
     }
     return finish(w);
+}
+
+/* ---- the flush of a new table ----------------------------------------------------------------- */
+
+typedef struct {
+    size_t lo, hi;
+    char *buf;
+    size_t n_buf, cap_buf;
+    size_t *offs;
+    size_t cap_offs;
+    int full;           /* computed, not yet handed out (or handed out and not yet released) */
+} flush_slot;
+
+struct hz_flush {
+    hz_postings *acc;
+    int table;
+    size_t n, chunk;
+    hz_bitmap_work *work;
+    flush_slot slots[2];
+    size_t next_lo;      /* the next chunk to compute */
+    size_t taken;        /* chunks handed out */
+    int rc;              /* the computing side's: -1 once it failed */
+    int threaded, stop;
+    pthread_t tid;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+};
+
+/* Computes the keys [s->lo, s->hi) into s; 0 or -1 on OOM. */
+static int flush_compute(hz_flush *f, flush_slot *s)
+{
+    size_t m = s->hi - s->lo;
+    if (grow((void **)&s->offs, &s->cap_offs, 2 * m + 1, sizeof(size_t), 64) < 0) {
+        return -1;
+    }
+    s->n_buf = 0;
+    for (size_t i = 0; i < m; i++) {
+        const char *key, *out;
+        size_t klen, n_added, n_removed, size;
+        const uint32_t *added, *removed;
+        uint64_t card;
+        if (hz_postings_key(f->acc, f->table, s->lo + i, &key, &klen, &added, &n_added, &removed, &n_removed)
+            != 0) {
+            return -1;
+        }
+        s->offs[2 * i] = s->offs[2 * i + 1] = s->n_buf;
+        if (n_added == 0) {
+            continue;   /* removals only, from nothing stored: nothing to write */
+        }
+        if (hz_bitmap_merge(f->work, NULL, 0, added, n_added, removed, n_removed) != 0) {
+            return -1;
+        }
+        out = hz_bitmap_output(f->work, &size, &card);
+        if (size == 0) {
+            continue;
+        }
+        if (grow((void **)&s->buf, &s->cap_buf, s->n_buf + klen + size, 1, 1 << 16) < 0) {
+            return -1;
+        }
+        memcpy(s->buf + s->n_buf, key, klen);
+        memcpy(s->buf + s->n_buf + klen, out, size);
+        s->offs[2 * i + 1] = s->n_buf + klen;
+        s->n_buf += klen + size;
+    }
+    s->offs[2 * m] = s->n_buf;
+    return 0;
+}
+
+static void *flush_thread(void *arg)
+{
+    hz_flush *f = arg;
+    pthread_mutex_lock(&f->lock);
+    for (size_t k = 0;; k++) {
+        flush_slot *s = &f->slots[k % 2];
+        while (!f->stop && s->full) {
+            pthread_cond_wait(&f->cond, &f->lock);
+        }
+        if (f->stop || f->next_lo >= f->n) {
+            break;
+        }
+        s->lo = f->next_lo;
+        s->hi = f->n - s->lo < f->chunk ? f->n : s->lo + f->chunk;
+        f->next_lo = s->hi;
+        pthread_mutex_unlock(&f->lock);
+        int rc = flush_compute(f, s);
+        pthread_mutex_lock(&f->lock);
+        s->full = 1;
+        if (rc != 0) {
+            f->rc = -1;
+        }
+        pthread_cond_broadcast(&f->cond);
+        if (rc != 0) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+    return NULL;
+}
+
+hz_flush *hz_flush_start(hz_postings *acc, int table, size_t chunk, int threaded)
+{
+    hz_flush *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return NULL;
+    }
+    f->acc = acc;
+    f->table = table;
+    f->n = hz_postings_n_keys(acc, table);
+    f->chunk = chunk ? chunk : 1;
+    f->work = hz_bitmap_work_new();
+    if (f->work == NULL || pthread_mutex_init(&f->lock, NULL) != 0) {
+        hz_bitmap_work_free(f->work);
+        free(f);
+        return NULL;
+    }
+    if (pthread_cond_init(&f->cond, NULL) != 0) {
+        pthread_mutex_destroy(&f->lock);
+        hz_bitmap_work_free(f->work);
+        free(f);
+        return NULL;
+    }
+    /* no thread to spare: each chunk is computed when asked for */
+    f->threaded = threaded && f->n > f->chunk && pthread_create(&f->tid, NULL, flush_thread, f) == 0;
+    return f;
+}
+
+int hz_flush_next(hz_flush *f, hz_flush_chunk *out)
+{
+    if (f->taken > 0) {
+        /* the chunk handed out last time is written: its slot may be filled again */
+        pthread_mutex_lock(&f->lock);
+        f->slots[(f->taken - 1) % 2].full = 0;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->lock);
+    }
+    size_t lo = f->taken * f->chunk;
+    if (lo >= f->n) {
+        return 0;
+    }
+    flush_slot *s = &f->slots[f->taken % 2];
+    if (f->threaded) {
+        pthread_mutex_lock(&f->lock);
+        while (!s->full && f->rc == 0) {
+            pthread_cond_wait(&f->cond, &f->lock);
+        }
+        int rc = f->rc;
+        pthread_mutex_unlock(&f->lock);
+        if (rc != 0) {
+            return -1;
+        }
+    } else {
+        s->lo = lo;
+        s->hi = f->n - lo < f->chunk ? f->n : lo + f->chunk;
+        if (flush_compute(f, s) != 0) {
+            return -1;
+        }
+        s->full = 1;
+    }
+    f->taken++;
+    out->lo = s->lo;
+    out->hi = s->hi;
+    out->buf = s->buf;
+    out->offs = s->offs;
+    return 1;
+}
+
+void hz_flush_free(hz_flush *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    if (f->threaded) {
+        pthread_mutex_lock(&f->lock);
+        f->stop = 1;
+        pthread_cond_broadcast(&f->cond);
+        pthread_mutex_unlock(&f->lock);
+        pthread_join(f->tid, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        free(f->slots[i].buf);
+        free(f->slots[i].offs);
+    }
+    pthread_cond_destroy(&f->cond);
+    pthread_mutex_destroy(&f->lock);
+    hz_bitmap_work_free(f->work);
+    free(f);
 }

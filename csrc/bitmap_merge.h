@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "postings.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,6 +36,27 @@ const char *hz_bitmap_output(const hz_bitmap_work *w, size_t *len, uint64_t *car
 
 /* Bytes allocated by the work buffers. */
 size_t hz_bitmap_work_memory(const hz_bitmap_work *w);
+
+/* The flush of a table of a prepared accumulator into a table that stores nothing yet: every key with
+ * docids added gets its bitmap (hz_bitmap_merge of nothing stored), chunk after chunk of `chunk` keys,
+ * on a thread of its own while the caller writes the chunk before (two chunks at most are held). Only
+ * that thread touches the accumulator until hz_flush_free. */
+typedef struct hz_flush hz_flush;
+
+/* One chunk's output: for its key i (of hi - lo), the key is buf[offs[2i], offs[2i + 1]) and its bitmap
+ * buf[offs[2i + 1], offs[2i + 2]); a key with nothing to write has both empty. */
+typedef struct {
+    size_t lo, hi;
+    const char *buf;
+    const size_t *offs;
+} hz_flush_chunk;
+
+/* Starts the flush (`threaded` 0: each chunk is computed in hz_flush_next). NULL on OOM. */
+hz_flush *hz_flush_start(hz_postings *acc, int table, size_t chunk, int threaded);
+/* The next chunk: 1 with *out set (valid until the next call), 0 after the last, -1 on OOM. */
+int hz_flush_next(hz_flush *f, hz_flush_chunk *out);
+/* Stops the thread (waits for its chunk) and frees everything. */
+void hz_flush_free(hz_flush *f);
 
 #ifdef __cplusplus
 }

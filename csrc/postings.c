@@ -576,7 +576,7 @@ struct hz_postings {
     size_t cap_wids;
     uint64_t *scratch_occ;    /* the doc's occurrences by position (next-word events) */
     size_t cap_scratch_occ;
-    uint64_t *scratch_next;   /* its next-word events, deduplicated */
+    uint64_t *scratch_next;   /* per word of the doc: the next-word bits it has logged */
     size_t cap_scratch_next;
     uint64_t *keys;           /* the event log */
     uint32_t *docids;
@@ -798,7 +798,7 @@ static int cmp_u64(const void *a, const void *b)
  * lists them per word. */
 static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint64_t flag)
 {
-    size_t n = d->n_occ, m = 0;
+    size_t n = d->n_occ;
     if (n < 2) {
         return 0;
     }
@@ -814,6 +814,13 @@ static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint6
     if (!sorted) {   /* fields fed in fid order leave them sorted */
         qsort(occ, n, sizeof(uint64_t), cmp_u64);
     }
+    /* seen[w]: the next-word bits already logged for the doc's word w (HZ_NEXT_WORD_MASK + 1 = 64
+     * values), so each key is logged once, in order of first pair (prepare sorts the log) */
+    if (grow((void **)&p->scratch_next, &p->cap_scratch_next, d->n_words, sizeof(uint64_t), 256) < 0) {
+        return -1;
+    }
+    uint64_t *seen = p->scratch_next;
+    memset(seen, 0, d->n_words * sizeof(uint64_t));
     size_t g = 0;
     while (g < n) {   /* the words at position `pos` are [g, h), those at pos + 1 [h, k) */
         uint32_t pos = (uint32_t)(occ[g] >> 32);
@@ -826,38 +833,29 @@ static int log_next_words(hz_postings *p, const hz_doc *d, uint32_t docid, uint6
             k++;
         }
         if (k > h && ((pos + 1) >> 16) == (pos >> 16)) {
-            if (grow((void **)&p->scratch_next, &p->cap_scratch_next, m + (h - g) * (k - h), sizeof(uint64_t),
-                     256) < 0) {
+            if (log_reserve(p, (h - g) * (k - h)) < 0) {
                 return -1;
             }
             for (size_t a = g; a < h; a++) {
-                if (d->words[(uint32_t)occ[a]].len > HZ_NEXT_WORD_MAX_LEN) {
+                uint32_t w = (uint32_t)occ[a];
+                if (d->words[w].len > HZ_NEXT_WORD_MAX_LEN) {
                     continue;
                 }
-                uint64_t wid = (uint64_t)p->wids[(uint32_t)occ[a]] << KEY_WORD_SHIFT;
+                uint64_t wid = (uint64_t)p->wids[w] << KEY_WORD_SHIFT;
                 for (size_t b = h; b < k; b++) {
                     const doc_word *next = &d->words[(uint32_t)occ[b]];
                     uint32_t bits = hz_next_word_bits(d->bytes + next->off, next->len);
-                    p->scratch_next[m++] = wid | (uint64_t)(HZ_NEXT_WORD_FID | bits) << KEY_FID_SHIFT | flag;
+                    if ((seen[w] >> bits) & 1) {
+                        continue;
+                    }
+                    seen[w] |= (uint64_t)1 << bits;
+                    p->keys[p->n_log] = wid | (uint64_t)(HZ_NEXT_WORD_FID | bits) << KEY_FID_SHIFT | flag;
+                    p->docids[p->n_log] = docid;
+                    p->n_log++;
                 }
             }
         }
         g = h;
-    }
-    if (m == 0) {
-        return 0;
-    }
-    qsort(p->scratch_next, m, sizeof(uint64_t), cmp_u64);
-    if (log_reserve(p, m) < 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < m; i++) {
-        if (i && p->scratch_next[i] == p->scratch_next[i - 1]) {
-            continue;
-        }
-        p->keys[p->n_log] = p->scratch_next[i];
-        p->docids[p->n_log] = docid;
-        p->n_log++;
     }
     return 0;
 }

@@ -122,6 +122,7 @@ cdef extern from "index_batch.h" nogil:
                        hz_postings *acc, hz_buf *forward, size_t *ends)
 
 
+
 cdef extern from "bitmap_merge.h" nogil:
     ctypedef struct hz_bitmap_work:
         pass
@@ -132,6 +133,19 @@ cdef extern from "bitmap_merge.h" nogil:
                         size_t n_added, const uint32_t *removed, size_t n_removed)
     const char *hz_bitmap_output(const hz_bitmap_work *w, size_t *len, uint64_t *cardinality)
     size_t hz_bitmap_work_memory(const hz_bitmap_work *w)
+
+    ctypedef struct hz_flush:
+        pass
+
+    ctypedef struct hz_flush_chunk:
+        size_t lo
+        size_t hi
+        const char *buf
+        const size_t *offs
+
+    hz_flush *hz_flush_start(hz_postings *acc, int table, size_t chunk, int threaded)
+    int hz_flush_next(hz_flush *f, hz_flush_chunk *out)
+    void hz_flush_free(hz_flush *f)
 
 
 MAX_POSITION = HZ_MAX_POSITION
@@ -760,71 +774,36 @@ cdef class PostingAccumulator:
         return 0
 
     cdef int _apply_new(self, int table, object putmulti, list created) except -1:
-        """`_apply` into a table that stores nothing (every key is created, none is read): each
-        chunk's keys and bitmaps are built in C with the GIL released, in one pass over the keys."""
-        cdef size_t n, lo, hi, m, i, klen, n_added, n_removed, size
-        cdef const char *key
-        cdef const uint32_t *added
-        cdef const uint32_t *removed
-        cdef const char *out
-        cdef uint64_t card
+        """`_apply` into a table that stores nothing (every key is created, none is read): the keys and
+        bitmaps of each chunk are built in C, on a thread of their own while this one writes the chunk
+        before (csrc/bitmap_merge.h hz_flush)."""
+        cdef hz_flush *f
+        cdef hz_flush_chunk c
+        cdef size_t i, m, k_off, v_off, n_items
         cdef int rc = 0
-        cdef size_t *offs = NULL  # per key of the chunk: key start, bitmap start (bitmap 0: none)
-        cdef char *outbuf = NULL
-        cdef size_t n_out = 0, cap_out = 0, k_off, v_off, n_items
-        cdef void *p
         cdef list items
         cdef object k
-        n = hz_postings_n_keys(self.acc, table)
+        f = hz_flush_start(self.acc, table, _APPLY_NEW_CHUNK, 1)
+        if f == NULL:
+            raise MemoryError()
         try:
-            offs = <size_t *>malloc((2 * _APPLY_NEW_CHUNK + 1) * sizeof(size_t))
-            if offs == NULL:
-                raise MemoryError()
-            lo = 0
-            while lo < n:
-                hi = min(n, lo + _APPLY_NEW_CHUNK)
-                m = hi - lo
-                n_out = 0
+            while True:
                 with nogil:
-                    for i in range(m):
-                        rc = hz_postings_key(self.acc, table, lo + i, &key, &klen, &added, &n_added,
-                                             &removed, &n_removed)
-                        if rc != 0:
-                            break
-                        offs[2 * i] = n_out
-                        offs[2 * i + 1] = n_out + klen
-                        if n_added == 0:
-                            offs[2 * i + 1] = n_out  # only removals: nothing to write
-                            continue
-                        rc = hz_bitmap_merge(self.work, NULL, 0, added, n_added, removed, n_removed)
-                        if rc != 0:
-                            break
-                        out = hz_bitmap_output(self.work, &size, &card)
-                        if size == 0:
-                            offs[2 * i + 1] = n_out
-                            continue
-                        if n_out + klen + size > cap_out:
-                            p = realloc(outbuf, 2 * (n_out + klen + size))
-                            if p == NULL:
-                                rc = -1
-                                break
-                            outbuf = <char *>p
-                            cap_out = 2 * (n_out + klen + size)
-                        memcpy(outbuf + n_out, key, klen)
-                        memcpy(outbuf + n_out + klen, out, size)
-                        n_out += klen + size
-                    offs[2 * m] = n_out
-                if rc != 0:
+                    rc = hz_flush_next(f, &c)
+                if rc < 0:
                     raise MemoryError()
+                if rc == 0:
+                    break
+                m = c.hi - c.lo
                 items = []
                 for i in range(m):
-                    k_off = offs[2 * i]
-                    v_off = offs[2 * i + 1]
+                    k_off = c.offs[2 * i]
+                    v_off = c.offs[2 * i + 1]
                     if v_off == k_off:
                         continue
-                    k = PyBytes_FromStringAndSize(outbuf + k_off, <Py_ssize_t>(v_off - k_off))
+                    k = PyBytes_FromStringAndSize(c.buf + k_off, <Py_ssize_t>(v_off - k_off))
                     items.append((k, PyBytes_FromStringAndSize(
-                        outbuf + v_off, <Py_ssize_t>(offs[2 * i + 2] - v_off))))
+                        c.buf + v_off, <Py_ssize_t>(c.offs[2 * i + 2] - v_off))))
                     if created is not None:
                         created.append(k)
                 if items:
@@ -834,10 +813,9 @@ cdef class PostingAccumulator:
                     if type(result) is tuple and result[1] != n_items:
                         raise ValueError(f"{n_items - result[1]} of {n_items} keys were not written")
                 items = None
-                lo = hi
         finally:
-            free(offs)
-            free(outbuf)
+            with nogil:
+                hz_flush_free(f)
         return 0
 
     def apply_word_docids(self, getmulti, putmulti, delete):
