@@ -29,7 +29,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pyroaring import BitMap
@@ -84,43 +84,61 @@ class _FieldIds:
 
 
 _FIELD_IDS_LOCK = threading.Lock()
+_MISSING = object()
 
 
-def _field_ids(ctx: SearchContext, node: Node, fid: int) -> np.ndarray | None:
-    """The documents where one of `node`'s one-word derivations occurs in field `fid` (ascending,
-    `word-fid-docids`), or None when the node has a multi-word derivation or too many derivations
-    to look up (`MAX_LOOKUPS`). Shared by the searches of the same committed state."""
-    key = (alts_key(node), fid)
+def _field_ids(ctx: SearchContext, nodes: list[Node], fid: int) -> list[np.ndarray | None]:
+    """Per node, the documents where one of its one-word derivations occurs in field `fid` (ascending,
+    `word-fid-docids`), or None when the node has a multi-word derivation or too many derivations to
+    look up (`MAX_LOOKUPS`). Shared by the searches of the same committed state."""
     reader = ctx.reader
     txn_id = reader.txn.id()
+    keys = [(alts_key(node), fid) for node in nodes]
+    out: list[np.ndarray | None] = []
+    missing: list[int] = []
     with _FIELD_IDS_LOCK:
-        cache: _FieldIds = reader.index.__dict__.setdefault("_bm25_field_ids", _FieldIds())
+        cache: _FieldIds | None = reader.index.__dict__.get("_bm25_field_ids")
+        if cache is None:
+            cache = reader.index.__dict__["_bm25_field_ids"] = _FieldIds()
         if cache.txn_id < txn_id:
             cache.txn_id = txn_id
             cache.entries.clear()
             cache.size = 0
-        if cache.txn_id == txn_id and key in cache.entries:
-            cache.entries.move_to_end(key)
-            return cache.entries[key]
-    alts = [alt for level in node.alts for alt in level]
-    words = {alt.words[0] for alt in alts if len(alt.words) == 1 and alt.words[0] is not None}
-    if len(words) != len(alts) and any(len(alt.words) != 1 or alt.words[0] is None for alt in alts):
-        words.clear()  # a phrase may occur in any field
-    ids: np.ndarray | None = None
-    if words and len(words) <= MAX_LOOKUPS:
-        txn, db = reader.txn, reader.index.db(DB_WORD_FID_DOCIDS)
+        current = cache.txn_id == txn_id
+        for i, key in enumerate(keys):
+            found = cache.entries.get(key, _MISSING) if current else _MISSING
+            if found is _MISSING:
+                missing.append(i)
+                out.append(None)
+            else:
+                cache.entries.move_to_end(key)
+                out.append(cast(np.ndarray | None, found))
+    if not missing:
+        return out
+    txn, db = reader.txn, reader.index.db(DB_WORD_FID_DOCIDS)
+    for i in missing:
+        alts = [alt for level in nodes[i].alts for alt in level]
+        words = {alt.words[0] for alt in alts if len(alt.words) == 1 and alt.words[0] is not None}
+        if len(words) != len(alts) and any(len(alt.words) != 1 or alt.words[0] is None for alt in alts):
+            continue  # a phrase may occur in any field
+        if not words or len(words) > MAX_LOOKUPS:
+            continue
         found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
         bitmaps = [BitMap.deserialize(bytes(raw)) for raw in found if raw is not None]
-        ids = _ids(BitMap.union(*bitmaps) if len(bitmaps) > 1 else bitmaps[0]) if bitmaps else _ids(BitMap())
-    size = 64 + (ids.nbytes if ids is not None else 0)
+        out[i] = _ids(BitMap.union(*bitmaps) if len(bitmaps) > 1 else bitmaps[0] if bitmaps else BitMap())
     with _FIELD_IDS_LOCK:
-        if cache.txn_id == txn_id and key not in cache.entries and size <= FIELD_IDS_BYTES:
-            cache.entries[key] = ids
-            cache.size += size
-            while cache.size > FIELD_IDS_BYTES:
-                _, old = cache.entries.popitem(last=False)
-                cache.size -= 64 + (old.nbytes if old is not None else 0)
-    return ids
+        if cache.txn_id == txn_id:
+            for i in missing:
+                ids = out[i]
+                size = 64 + (ids.nbytes if ids is not None else 0)
+                if keys[i] in cache.entries or size > FIELD_IDS_BYTES:
+                    continue
+                cache.entries[keys[i]] = ids
+                cache.size += size
+                while cache.size > FIELD_IDS_BYTES:
+                    _, old = cache.entries.popitem(last=False)
+                    cache.size -= 64 + (old.nbytes if old is not None else 0)
+    return out
 
 
 def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
@@ -130,7 +148,8 @@ def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
     b + b * dl / avgdl)) < 1). A document of the term's docids has it in the largest searched field
     or in one of the others, whose documents are looked up (`_field_ids`): it gets `unit` once, plus
     once per other field holding the term; the term's documents outside those are in no other field
-    (a document of a field's list that the term does not match only gets a looser bound). Terms with multi-word derivations (phrases: any field) count every searched field.
+    (a document of a field's list that the term does not match only gets a looser bound). Terms with
+    multi-word derivations (phrases: any field) count every searched field.
     """
     ctx = scorer.ctx
     _, small = _fields(ctx)
@@ -138,9 +157,10 @@ def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
     unit = scorer.idf * (K1 + 1) * BOUND_SLACK
     arrays: list[np.ndarray] = []
     weights: list[float] = []
+    by_field = [_field_ids(ctx, scorer.terms, f) for f in small]
     for t, node in enumerate(scorer.terms):
         u = float(unit[t])
-        per_field = [_field_ids(ctx, node, f) for f in small]
+        per_field = [of_field[t] for of_field in by_field]
         arrays.append(_ids(node.docids))
         if any(ids is None for ids in per_field):
             weights.append(u * n_fields)
