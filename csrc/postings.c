@@ -583,7 +583,8 @@ struct hz_postings {
     size_t n_log, cap_log;
     /* after hz_postings_prepare */
     int prepared;
-    uint32_t *order;          /* word indices in byte order */
+    char *sorted_bytes;       /* the words' bytes in byte order (keys are then built reading forward) */
+    uint32_t *sorted_off;     /* word of rank r: sorted_bytes[sorted_off[r], sorted_off[r + 1]) */
     acc_group *fid_groups;    /* one per word-fid key, in key order */
     size_t n_fid_groups, cap_fid_groups;
     acc_group *word_groups;   /* one per word (start, end only), in key order */
@@ -612,7 +613,8 @@ void hz_postings_clear(hz_postings *p)
     free(p->arena);
     free(p->keys);
     free(p->docids);
-    free(p->order);
+    free(p->sorted_bytes);
+    free(p->sorted_off);
     free(p->fid_groups);
     free(p->word_groups);
     free(p->docs);
@@ -652,7 +654,7 @@ void hz_postings_free(hz_postings *p)
 size_t hz_postings_memory(const hz_postings *p)
 {
     return sizeof(*p) + p->cap_words * sizeof(acc_word) + (p->mask ? (p->mask + 1) * 8 : 0) + p->cap_arena
-           + p->cap_wids * 4 + p->cap_log * 12 + (p->order ? p->n_words * 4 : 0)
+           + p->cap_wids * 4 + p->cap_log * 12 + (p->sorted_off ? (p->n_words + 1) * 4 + p->n_arena : 0)
            + p->cap_fid_groups * sizeof(acc_group) + p->cap_word_groups * sizeof(acc_group) + p->cap_key
            + (p->cap_gather_add + p->cap_gather_rem) * 4 + p->cap_fids * 17 + p->cap_fid_order * 2;
 }
@@ -1105,10 +1107,15 @@ int hz_postings_prepare(hz_postings *p)
     size_t n = p->n_words;
     sort_item *items = malloc((n ? n : 1) * sizeof(sort_item));
     uint32_t *rank = malloc((n ? n : 1) * sizeof(uint32_t));
-    p->order = malloc((n ? n : 1) * sizeof(uint32_t));
-    if (items == NULL || rank == NULL || p->order == NULL) {
+    p->sorted_off = malloc((n + 1) * sizeof(uint32_t));
+    p->sorted_bytes = malloc(p->n_arena ? p->n_arena : 1);
+    if (items == NULL || rank == NULL || p->sorted_off == NULL || p->sorted_bytes == NULL) {
         free(items);
         free(rank);
+        free(p->sorted_off);
+        free(p->sorted_bytes);
+        p->sorted_off = NULL;
+        p->sorted_bytes = NULL;
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1120,10 +1127,15 @@ int hz_postings_prepare(hz_postings *p)
         free(rank);
         return -1;
     }
+    uint32_t at = 0;
     for (size_t i = 0; i < n; i++) {
-        p->order[i] = items[i].index;
+        const acc_word *w = &p->words[items[i].index];
+        p->sorted_off[i] = at;
+        memcpy(p->sorted_bytes + at, p->arena + w->off, w->len);
+        at += w->len;
         rank[items[i].index] = (uint32_t)i;
     }
+    p->sorted_off[n] = at;
     free(items);
     const uint64_t low = ((uint64_t)1 << KEY_WORD_SHIFT) - 1;
     for (size_t i = 0; i < p->n_log; i++) {
@@ -1179,19 +1191,20 @@ int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_
 {
     const acc_group *g = table == HZ_TABLE_WORD ? &p->word_groups[i] : &p->fid_groups[i];
     uint64_t k = p->keys[g->start];
-    const acc_word *w = &p->words[p->order[k >> KEY_WORD_SHIFT]];
-    size_t klen = w->len + (table == HZ_TABLE_WORD ? 0 : 3);
+    uint64_t r = k >> KEY_WORD_SHIFT;
+    size_t wlen = p->sorted_off[r + 1] - p->sorted_off[r];
+    size_t klen = wlen + (table == HZ_TABLE_WORD ? 0 : 3);
     if (grow((void **)&p->key, &p->cap_key, klen, 1, 256) < 0) {
         return -1;
     }
-    memcpy(p->key, p->arena + w->off, w->len);
+    memcpy(p->key, p->sorted_bytes + p->sorted_off[r], wlen);
     *key = p->key;
     *len = klen;
     if (table != HZ_TABLE_WORD) {
         uint32_t fid = (uint32_t)(k >> KEY_FID_SHIFT) & 0xFFFF;
-        p->key[w->len] = 0;
-        p->key[w->len + 1] = (char)(fid >> 8);
-        p->key[w->len + 2] = (char)(fid & 0xFF);
+        p->key[wlen] = 0;
+        p->key[wlen + 1] = (char)(fid >> 8);
+        p->key[wlen + 2] = (char)(fid & 0xFF);
     }
     if (added == NULL) {
         return 0;
