@@ -21,7 +21,7 @@ from hanzo_engine.engine.update.indexer import forward_entries, read_forward
 
 from ..context import SearchContext
 from ..features import occurrences
-from ..plan_cache import QUERY_WORDS
+from ..plan_cache import QUERY_WORDS, HashedKey
 from ..query_graph import Node, alts_key
 from ..score_details import RuleScore
 
@@ -77,7 +77,7 @@ def query_words(nodes: list[Node]) -> tuple[QueryWords, list[Node]]:
     """The one-word derivations as the native lookup table (shared between searches of the same
     derivations, `plan_cache`), and the nodes having a multi-word derivation (their documents are
     rescored in Python)."""
-    key = tuple(alts_key(node) for node in nodes)
+    key = HashedKey(tuple(alts_key(node) for node in nodes))  # hashed once, not at every lookup
     found = QUERY_WORDS.get(key)
     if found is None:
         pairs: dict[bytes, set[tuple[int, bool]]] = {}
