@@ -269,24 +269,26 @@ def bm25_first_page(
     single = terms(nodes)
     candidates = bm25_candidates(ctx, single, universe)
     scorer = BM25Scorer(ctx, single, qtf)
-    # with a score threshold every candidate is scored: those below it are not candidates
+    want = offset + limit
     if threshold is None:
-        docids, raw = pruned(scorer, candidates, offset + limit)
+        docids, raw = pruned(scorer, candidates, want)
+        hits = top(docids, raw, want)[offset:]  # ties: smaller docid first
+        ids = np.array([d for d, _ in hits], dtype=np.int64)
+        raw = np.array([r for _, r in hits], dtype=np.float64)
     else:
+        # with a score threshold every candidate is scored: those below it are not candidates
         docids, raw = scorer.score(candidates)
-    by_id = np.argsort(docids, kind="stable")  # `top` breaks ties by position: docid order
-    docids, raw = docids[by_id], raw[by_id]
-    norm = raw / (raw + half)
-    rank = 1 + np.rint(norm * (levels - 1))
-    score = rank / levels
-    if threshold is not None:
-        keep = score >= threshold
+        keep = (1 + np.rint(raw / (raw + half) * (levels - 1))) / levels >= threshold
         if not keep.all():
             candidates = BitMap(docids[keep].tolist())
-            docids, raw, norm, score = docids[keep], raw[keep], norm[keep], score[keep]
-    hits = top(np.arange(len(docids), dtype=np.int64), raw, offset + limit) if len(docids) else []
-    page = hits[offset:]
-    out_ids = [int(docids[i]) for i, _ in page]
-    out_scores = [float(score[i]) for i, _ in page]
-    details = [{"bm25": {"order": 0, "value": float(raw[i]), "score": float(norm[i])}} for i, _ in page]
-    return out_ids, out_scores, details, candidates
+            docids, raw = docids[keep], raw[keep]
+        hits = top(docids, raw, want)[offset:]
+        ids = np.array([d for d, _ in hits], dtype=np.int64)
+        raw = np.array([r for _, r in hits], dtype=np.float64)
+    norm = raw / (raw + half)
+    score = (1 + np.rint(norm * (levels - 1))) / levels
+    details = [
+        {"bm25": {"order": 0, "value": v, "score": n}}
+        for v, n in zip(raw.tolist(), norm.tolist(), strict=True)
+    ]
+    return ids.tolist(), score.tolist(), details, candidates
