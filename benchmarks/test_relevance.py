@@ -63,7 +63,7 @@ SMOKE_QUERIES = 20
 COLLECTIONS = ["cranfield"] if SMOKE else ["cranfield", "npl", "cisi"]
 TOP_K = 100
 RESULTS_FILE = Path(__file__).resolve().parent / "results" / "relevance.json"
-LATENCY_PASSES = 3  # steady-state passes of the latency target's runs (bm25-first, tantivy:default)
+LATENCY_PASSES = 5  # steady-state passes of the latency target's runs (bm25-first, tantivy:default)
 
 # A common English stop-word list (function words), as a user would put in the `stopWords` setting.
 ENGLISH_STOP_WORDS = sorted(
