@@ -74,6 +74,7 @@ cdef extern from "postings.h" nogil:
     void hz_postings_free(hz_postings *p)
     void hz_postings_clear(hz_postings *p)
     int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
+    int hz_postings_absorb(hz_postings *dst, const hz_postings *src)
     uint32_t hz_next_word_bits(const char *w, size_t len)
     size_t hz_postings_memory(const hz_postings *p)
     int hz_postings_prepare(hz_postings *p)
@@ -644,6 +645,15 @@ cdef class PostingAccumulator:
     def clear(self):
         """Forgets every change."""
         hz_postings_clear(self.acc)
+
+    def absorb(self, PostingAccumulator other not None):
+        """Appends the changes of `other` after this one's, as if its `add`s and `remove`s had been
+        made here after these (`other` is left as it was)."""
+        cdef int rc
+        with nogil:
+            rc = hz_postings_absorb(self.acc, other.acc)
+        if rc != 0:
+            raise MemoryError()
 
     cdef int _apply(self, int table, object getmulti, object putmulti, object delete, list created=None,
                     list deleted=None) except -1:

@@ -349,9 +349,18 @@ class SearchIndexer:
 
     def index_queue(self) -> None:
         """Indexes the queued documents (and waits for those in flight), storing their forward entries."""
-        self._join()
-        if len(self.queue):
-            self._store(self.queue, self.changes.add_batch(self.tokenizer, self.queue, self.threads))
+        if self.inflight is not None and len(self.queue):
+            # the queue is tokenized on this thread, into an accumulator of its own, while the batch in
+            # flight finishes; appended after it, its changes are what indexing it after would give
+            rest = PostingAccumulator()
+            forwards = rest.add_batch(self.tokenizer, self.queue, self.threads)
+            self._join()
+            self.changes.absorb(rest)
+            self._store(self.queue, forwards)
+        else:
+            self._join()
+            if len(self.queue):
+                self._store(self.queue, self.changes.add_batch(self.tokenizer, self.queue, self.threads))
         self.queued_chars = 0
 
     def remove(self, docid: int) -> None:
