@@ -463,6 +463,10 @@ def test_plan_cache_weight_bound_evicts_least_recent() -> None:
     cache.put("f", "f", 2)
     cache.put("f", "f", 4)  # replaced: counted once
     assert cache.weight == 4
+    weighed = PlanCache(100, max_weight=10, weigh=lambda key, value: len(value))
+    weighed.put("g", "abcdef")
+    weighed.put("h", "abcdef")  # 12 > 10: `g` out
+    assert weighed.get("g") is None and weighed.weight == 6
 
 
 @settings(max_examples=60, deadline=None)

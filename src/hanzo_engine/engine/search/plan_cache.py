@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 
@@ -49,9 +49,15 @@ class PlanCache:
     weights (`put`'s `weight`: what an entry holds, e.g. its derivations), so that a cache can keep
     thousands of small entries without a few large ones growing it past that."""
 
-    def __init__(self, capacity: int, max_weight: int | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        max_weight: int | None = None,
+        weigh: Callable[[Hashable, Any], int] | None = None,
+    ) -> None:
         self.capacity = capacity
         self.max_weight = max_weight
+        self.weigh = weigh  # an entry's weight when `put` is given none
         self.weight = 0
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
@@ -73,7 +79,9 @@ class PlanCache:
             self.weight -= found[1]
             return found[0]
 
-    def put(self, key: Hashable, value: Any, weight: int = 1) -> None:
+    def put(self, key: Hashable, value: Any, weight: int | None = None) -> None:
+        if weight is None:
+            weight = 1 if self.weigh is None else self.weigh(key, value)
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
@@ -96,7 +104,19 @@ class PlanCache:
 PREFIX_ALTS = PlanCache(16384, max_weight=1 << 17)
 # `matching_words._highlighted`: what a node makes the formatter highlight (weighed as PREFIX_ALTS)
 MATCHING = PlanCache(16384, max_weight=1 << 17)
-QUERY_WORDS = PlanCache(64)  # `ranking_rules.bm25.query_words` tables
+
+
+def _derivations_in(key: Hashable, value: Any) -> int:
+    """The weight of a table keyed by its nodes' `query_graph.alts_key`s: their derivations, plus
+    what a table holds whatever its size (8 KiB of word heads, ~64 derivations)."""
+    del value
+    nodes = key.value if isinstance(key, HashedKey) else key
+    assert isinstance(nodes, tuple)
+    return 64 + sum(len(level) for node in nodes for level in node.value)
+
+
+# `ranking_rules.bm25.query_words` tables (the BM25 tie-break of nearly every search)
+QUERY_WORDS = PlanCache(16384, max_weight=1 << 17, weigh=_derivations_in)
 BUCKET_QUERIES = PlanCache(32)  # `native_bucket_keys.NativeBuckets._build` queries, taken while in use
 # `derivations._typo_alts`: a word's typo derivations and the dictionary version they hold for (at
 # most 200 words an entry); search traffic repeats its words (search as you type), and the dictionary
