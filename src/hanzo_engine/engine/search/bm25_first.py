@@ -191,7 +191,7 @@ def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarra
     if want <= 0 or not scorer.terms or not candidates:
         return scorer.score(BitMap())
     cand = np.frombuffer(candidates.to_array(), dtype=np.uint32).astype(np.int64)
-    if want >= len(cand):
+    if want >= len(cand) or not (scorer.idf > 0).all():  # (idf <= 0: more documents than N, no bound)
         return scorer.score(candidates)
     bound = doc_bounds(scorer, cand)
     first = np.argpartition(-bound, want - 1)[:want]  # no full sort: most bounds end below theta
