@@ -23,7 +23,7 @@ document parser rejects them before they get here, as serde_json does for Meilis
 
 from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_GET_LENGTH
 from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
@@ -325,9 +325,9 @@ def analyze(TokenizerConfig cfg not None, list fields not None):
     return lengths, postings, per_field
 
 
-cdef object _field_text(object value):
+cdef inline object _field_text(object value):
     """`indexer.field_text`: the text indexed for a flattened value (None: not searchable)."""
-    if isinstance(value, str):
+    if type(value) is str or isinstance(value, str):
         return value
     if isinstance(value, bool) or value is None:
         return None
@@ -345,7 +345,7 @@ def document_fields(dict flat not None, dict fid_of not None, list names not Non
     cdef list result = []
     cdef list texts
     for name, value in flat.items():
-        if name == "_vectors" or (<str>name).startswith("_vectors."):
+        if _skipped_name(name):
             continue
         fid = fid_of.get(name)
         if fid is None:
@@ -364,6 +364,61 @@ def document_fields(dict flat not None, dict fid_of not None, list names not Non
             text = _field_text(value)
             if text:
                 result.append((fid, [text]))
+    return result
+
+
+cdef inline bint _skipped_name(str name):
+    """`_vectors` and the fields under it are not searchable text."""
+    return name.startswith("_vectors") and (len(name) == 8 or name[8] == ".")
+
+
+def simple_document_fields(dict document not None, dict fid_of not None, list names not None):
+    """`document_fields(flatten(document), fid_of, names)` without flattening, for a document whose
+    values are all scalars or lists of scalars (flatten keeps its keys, with its empty lists after
+    the others); None, registering nothing, for any other document."""
+    cdef list result = []
+    cdef list texts
+    cdef list empty = None
+    cdef object t
+    for value in document.values():
+        t = type(value)
+        if t is dict or (t is not list and isinstance(value, list)):
+            return None
+        if t is list:
+            for item in <list>value:
+                t = type(item)
+                if t is dict or t is list:
+                    return None
+    for name, value in document.items():
+        if type(value) is list and not value:
+            if empty is None:
+                empty = []
+            empty.append(name)
+            continue
+        if _skipped_name(name):
+            continue
+        fid = fid_of.get(name)
+        if fid is None:
+            fid = len(names)
+            fid_of[name] = fid
+            names.append(name)
+        if type(value) is list:
+            texts = []
+            for item in <list>value:
+                text = _field_text(item)
+                if text:
+                    texts.append(text)
+            if texts:
+                result.append((fid, texts))
+        else:
+            text = _field_text(value)
+            if text:
+                result.append((fid, [text]))
+    if empty is not None:
+        for name in empty:
+            if not _skipped_name(name) and name not in fid_of:
+                fid_of[name] = len(names)
+                names.append(name)
     return result
 
 
@@ -470,8 +525,10 @@ cdef class DocumentBatch:
 
     def push(self, uint32_t docid, list fields not None):
         """Appends document `docid` from its `[(fid, [text, ...]), ...]` (checked here, as `add`
-        checks it: a refused document leaves the batch as it was)."""
+        checks it: a refused document leaves the batch as it was); returns the characters of its
+        texts."""
         cdef size_t n_fields = self.n_fields, n_texts = self.n_texts, n_keep = len(self.keep)
+        cdef Py_ssize_t chars = 0
         cdef Py_ssize_t size
         cdef const char *data
         cdef int fid
@@ -489,6 +546,7 @@ cdef class DocumentBatch:
                     data = _utf8_view(text, &size)
                     if size == 0:
                         continue
+                    chars += PyUnicode_GET_LENGTH(text)
                     self.keep.append(text)
                     self.texts[n_texts].data = data
                     self.texts[n_texts].size = <size_t>size
@@ -505,6 +563,7 @@ cdef class DocumentBatch:
         self.n_docs += 1
         self.n_fields = n_fields
         self.n_texts = n_texts
+        return chars
 
     def docids(self):
         """The docids of the documents, in order."""

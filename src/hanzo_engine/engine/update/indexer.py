@@ -49,14 +49,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from functools import partial
-from itertools import chain, repeat
-from operator import itemgetter
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
 from pyroaring import BitMap
 
-from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator, analyze, document_fields
+from hanzo_engine._native.indexing import (
+    DocumentBatch,
+    PostingAccumulator,
+    analyze,
+    document_fields,
+    simple_document_fields,
+)
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine._native.tokenizer import config as tokenizer_config
 from hanzo_engine.engine.documents.fields import flatten
@@ -94,7 +99,6 @@ _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.Encoder().encode
-_texts = itemgetter(1)  # of a `document_fields` entry (fid, texts)
 
 
 def tokenizer_for(settings: dict[str, Any]) -> TokenizerConfig:
@@ -302,13 +306,14 @@ class SearchIndexer:
 
     def add(self, docid: int, document: dict[str, Any]) -> None:
         # fids are given here, in document order, as indexing one by one would
-        fields = document_fields(flatten(document), self.fid_of, self.fields)
-        self.queue.push(docid, fields)
+        fields = simple_document_fields(document, self.fid_of, self.fields)
+        if fields is None:
+            fields = document_fields(flatten(document), self.fid_of, self.fields)
+        self.queued_chars += self.queue.push(docid, fields)
         if self.touched is not None:
             self.touched.add(docid)
         self.pending.add(docid)
         self.dirty = True
-        self.queued_chars += sum(map(len, chain.from_iterable(map(_texts, fields))))
         if len(self.queue) < self.batch_documents and self.queued_chars < BATCH_TEXT_CHARS:
             return
         self.queued_chars = 0
