@@ -35,7 +35,7 @@ class PostingAccumulator:
         getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]] | None,
         putmulti: Callable[[list[tuple[bytes, bytes]]], object],
         delete: Callable[[bytes], object],
-    ) -> tuple[list[bytes], list[bytes]]: ...
+    ) -> tuple[list[bytes] | None, list[bytes]]: ...
     def apply_word_fid_docids(
         self,
         getmulti: Callable[[list[bytes]], Iterable[tuple[Any, Any]]] | None,

@@ -38,6 +38,8 @@ import msgspec
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+    int PyBuffer_FillInfo(Py_buffer *view, object exporter, void *buf, Py_ssize_t len, int readonly,
+                          int flags) except -1
 
 
 cdef extern from "postings.h" nogil:
@@ -596,6 +598,68 @@ cdef struct _Chunk:
     int action
 
 
+cdef class _View:
+    """A read-only buffer over bytes owned elsewhere, re-pointed by `_ChunkItems` for each item."""
+    cdef const char *ptr
+    cdef Py_ssize_t size
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        if self.ptr == NULL:
+            raise ValueError("a flush item is only readable while putmulti writes it")
+        PyBuffer_FillInfo(view, self, <void *>self.ptr, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
+cdef class _ChunkItems:
+    """The (key, bitmap) items of one hz_flush chunk for `putmulti`, without a Python object per
+    item: every item is the same tuple of two `_View`s, pointed at the next key and bitmap of the
+    chunk when it is taken (what the last one showed is gone then)."""
+    cdef const char *buf
+    cdef const size_t *offs
+    cdef size_t i, m
+    cdef readonly Py_ssize_t n_items
+    cdef _View key, value
+    cdef tuple item
+
+    def __cinit__(self):
+        self.key = _View()
+        self.value = _View()
+        self.item = (self.key, self.value)
+
+    cdef void start(self, const char *buf, const size_t *offs, size_t m) noexcept:
+        self.buf = buf
+        self.offs = offs
+        self.i = 0
+        self.m = m
+        self.n_items = 0
+
+    cdef void stop(self) noexcept:
+        self.m = 0
+        self.key.ptr = self.value.ptr = NULL
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef size_t k, v
+        while self.i < self.m:
+            k = self.offs[2 * self.i]
+            v = self.offs[2 * self.i + 1]
+            self.i += 1
+            if v == k:
+                continue  # nothing to write for this key
+            self.key.ptr = self.buf + k
+            self.key.size = <Py_ssize_t>(v - k)
+            self.value.ptr = self.buf + v
+            self.value.size = <Py_ssize_t>(self.offs[2 * self.i] - v)
+            self.n_items += 1
+            return self.item
+        self.key.ptr = self.value.ptr = NULL
+        raise StopIteration
+
+
 cdef inline bint _same_bytes(bytes a, object b) except -1:
     """a == b for a bytes `a` and a bytes or buffer `b` (what getmulti returns as a key)."""
     if type(b) is bytes:
@@ -714,8 +778,8 @@ cdef class PostingAccumulator:
         if rc != 0:
             raise MemoryError()
 
-    cdef int _apply(self, int table, object getmulti, object putmulti, object delete, list created=None,
-                    list deleted=None) except -1:
+    cdef Py_ssize_t _apply(self, int table, object getmulti, object putmulti, object delete,
+                           list created=None, list deleted=None) except -1:
         """Merges the changes of `table` into the stored bitmaps, _APPLY_CHUNK keys at a time: their
         stored values in one `getmulti` call, every merge of the chunk in C with the GIL released
         into one buffer, the changed bitmaps in one `putmulti` call."""
@@ -730,7 +794,7 @@ cdef class PostingAccumulator:
         gc.disable()
         try:
             if getmulti is None:
-                return self._apply_new(table, putmulti, created)
+                return self._apply_new(table, putmulti)
             return self._apply_stored(table, getmulti, putmulti, delete, created, deleted)
         finally:
             if gc_was_enabled:
@@ -842,16 +906,16 @@ cdef class PostingAccumulator:
             free(outbuf)
         return 0
 
-    cdef int _apply_new(self, int table, object putmulti, list created) except -1:
+    cdef Py_ssize_t _apply_new(self, int table, object putmulti) except -1:
         """`_apply` into a table that stores nothing (every key is created, none is read): the keys and
         bitmaps of each chunk are built in C, on a thread of their own while this one writes the chunk
-        before (csrc/bitmap_merge.h hz_flush)."""
+        before (csrc/bitmap_merge.h hz_flush), and handed to `putmulti` as views into that chunk
+        (`_ChunkItems`). The number of keys written."""
         cdef hz_flush *f
         cdef hz_flush_chunk c
-        cdef size_t i, m, k_off, v_off, n_items
         cdef int rc = 0
-        cdef list items
-        cdef object k
+        cdef Py_ssize_t written = 0
+        cdef _ChunkItems items = _ChunkItems()
         f = hz_flush_start(self.acc, table, _APPLY_NEW_CHUNK, 1)
         if f == NULL:
             raise MemoryError()
@@ -863,40 +927,35 @@ cdef class PostingAccumulator:
                     raise MemoryError()
                 if rc == 0:
                     break
-                m = c.hi - c.lo
-                items = []
-                for i in range(m):
-                    k_off = c.offs[2 * i]
-                    v_off = c.offs[2 * i + 1]
-                    if v_off == k_off:
-                        continue
-                    k = PyBytes_FromStringAndSize(c.buf + k_off, <Py_ssize_t>(v_off - k_off))
-                    items.append((k, PyBytes_FromStringAndSize(
-                        c.buf + v_off, <Py_ssize_t>(c.offs[2 * i + 2] - v_off))))
-                    if created is not None:
-                        created.append(k)
-                if items:
-                    n_items = <size_t>len(items)
-                    result = putmulti(items)
-                    # an appending put refuses a key out of order without raising: it must not go unseen
-                    if type(result) is tuple and result[1] != n_items:
-                        raise ValueError(f"{n_items - result[1]} of {n_items} keys were not written")
-                items = None
+                items.start(c.buf, c.offs, c.hi - c.lo)
+                result = putmulti(items)
+                items.stop()
+                # an appending put refuses a key out of order without raising: it must not go unseen
+                if type(result) is tuple and result[1] != items.n_items:
+                    raise ValueError(f"{items.n_items - result[1]} of {items.n_items} keys were not written")
+                written += items.n_items
         finally:
+            items.stop()
             with nogil:
                 hz_flush_free(f)
-        return 0
+        return written
 
     def apply_word_docids(self, getmulti, putmulti, delete):
         """Merges the word-docids changes, in key order: `getmulti(keys)` gives the (key, value) of
         those of the changed keys (ascending) that are stored, in their order; `putmulti(items)`
         writes [(key, bitmap), ...] of the keys whose bitmap changed, in key order, and `delete(key)`
         removes one whose bitmap became empty. Returns the (created, deleted) keys: the words that
-        entered or left the dictionary. (`lmdb.Cursor.getmulti` and `putmulti` fit.) `getmulti` None:
-        the table stores nothing (no read; `putmulti` may then append, as `putmulti(append=True)`
-        does, since the keys come in order: a (consumed, added) it returns must count every item)."""
+        entered or left the dictionary. (`lmdb.Cursor.getmulti` and `putmulti` fit.)
+
+        `getmulti` None: the table stores nothing. Nothing is read, `putmulti` may append (as
+        `putmulti(append=True)` does: the keys come in order; a (consumed, added) it returns must
+        count every item), and gets an iterable of (key, bitmap) buffers that are only valid until
+        it takes the next item (`lmdb.Cursor.putmulti` writes each before the next). The created
+        words are then not listed: (None, []) when some were written, ([], []) when none."""
         created: list = []
         deleted: list = []
+        if getmulti is None:
+            return (None if self._apply(HZ_TABLE_WORD, None, putmulti, delete) else []), deleted
         self._apply(HZ_TABLE_WORD, getmulti, putmulti, delete, created, deleted)
         return created, deleted
 

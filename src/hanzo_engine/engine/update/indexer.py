@@ -422,10 +422,10 @@ class SearchIndexer:
                 partial(write.putmulti, append=True) if new_fids else write.putmulti,
                 partial(txn.delete, db=self.db_word_fid),
             )
-        if created or deleted:
-            # from an empty dictionary every word is new: a cached empty dictionary gains nothing
-            # from the delta over reading the words again
-            record_dictionary_change(txn, self.writer.index.db_main, None if new_words else created, deleted)
+        if created is None or created or deleted:
+            # (None: an empty dictionary gained words; a cached empty dictionary gains nothing from a
+            # delta over reading the words again, which is what None records)
+            record_dictionary_change(txn, self.writer.index.db_main, created, deleted)
         if self.touched is None or self.touched:
             record_forward_change(txn, self.writer.index.db_main, self.touched)
         self.touched = BitMap()
