@@ -123,4 +123,4 @@ BUCKET_QUERIES = PlanCache(32)  # `native_bucket_keys.NativeBuckets._build` quer
 # walk is the largest per-word cost of a search on real text
 TYPO_ALTS = PlanCache(16384)  # a query of three words makes ~5 entries (words and ngrams)
 # `derivations.split_word`: a word's candidate splits with the forward version they hold for
-SPLITS = PlanCache(4096)
+SPLITS = PlanCache(16384)
