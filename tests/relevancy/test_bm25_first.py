@@ -252,7 +252,7 @@ def test_typo_derivations_count(tmp_path: Path) -> None:
     "q", ["ocean winds dunes glaciers ", "the ocean rivers sea ", "winds desert mountain "]
 )
 def test_maxscore_pruning_keeps_the_exact_top(tmp_path: Path, q: str) -> None:
-    # no stop words: `the` and `ocean` match most documents, which MaxScore may skip
+    # no stop words: `the` and `ocean` match most documents, which the pruning may skip
     idx = Index.create(tmp_path / "prune", primary_key="id", created_at=0)
     try:
         with idx.write() as w:
