@@ -13,7 +13,8 @@ runs themselves are in `benchmarks/indexing_runs.py`; each target is printed wit
   the peak anonymous RSS (RssAnon sampled every 50 ms) of the server process applying the writes (its
   HTTP worker processes beside) and its VmHWM against that budget; target: peak RssAnon <= the budget.
 - the 1,688 movies (`benchmarks.corpus.load_movies`) as a first batch into a new index, in process and
-  over HTTP (one JSON payload); best of 5; target >= 25,000 docs/s.
+  over HTTP (one JSON payload); best of 5 (the median and the slowest reported beside); target
+  >= 25,000 docs/s.
 - the append curve: the documents appended in successive transactions of `HANZO_BENCH_APPEND_BATCH`
   (10,000) documents, docs/s of each batch by index size; target: the last batches (appending to the
   full index) >= 0.8x the first ones (medians of three batches at each end: one batch on a shared
@@ -144,8 +145,11 @@ def test_in_process_fts5_peer(docs: list[dict[str, Any]], tmp_path: Path) -> Non
 
 def test_movies_in_process(tmp_path: Path) -> None:
     movies = load_movies()
-    best = min(runs.hanzo_bulk(movies, tmp_path / f"movies{i}") for i in range(MOVIE_ROUNDS))
-    RESULTS["movies_in_process"] = rate(len(movies), best)
+    timings = [runs.hanzo_bulk(movies, tmp_path / f"movies{i}") for i in range(MOVIE_ROUNDS)]
+    RESULTS["movies_in_process"] = rate(len(movies), min(timings))
+    # the median and the slowest beside the best: on a shared machine one round is noise
+    RESULTS["movies_in_process_median"] = rate(len(movies), statistics.median(timings))
+    RESULTS["movies_in_process_slowest"] = rate(len(movies), max(timings))
 
 
 def test_append_curve(docs: list[dict[str, Any]], tmp_path: Path) -> None:
@@ -204,6 +208,8 @@ def test_movies_http(tmp_path: Path) -> None:
     finally:
         srv.stop()
     RESULTS["movies_http"] = rate(len(load_movies()), min(timings))
+    RESULTS["movies_http_median"] = rate(len(load_movies()), statistics.median(timings))
+    RESULTS["movies_http_slowest"] = rate(len(load_movies()), max(timings))
 
 
 # -- report ---------------------------------------------------------------------------------------
