@@ -45,7 +45,8 @@ def _bytes(bitmap: FrozenBitMap) -> int:
 def cached_union(reader: IndexReader, key: Hashable, parts: int, compute: Callable[[], BitMap]) -> BitMap:
     """`compute()` (the union of `parts` bitmaps), from the index's cache when an earlier search of
     the same committed state made it under `key`."""
-    if parts < MIN_PARTS:
+    # a write transaction's id is given again to the next one when it aborts: only reads are cached
+    if parts < MIN_PARTS or type(reader) is not IndexReader:
         return compute()
     txn_id = reader.txn.id()
     with _LOCK:
