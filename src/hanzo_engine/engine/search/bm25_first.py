@@ -41,7 +41,7 @@ from .query_graph import Node, alts_key
 from .ranking_rules.bm25 import K1, BM25Scorer, terms
 
 BATCH = 64  # `pruned`: documents scored at once past the first `want`
-GROWTH = 1.0  # `pruned`: past the first two, each batch as large as all the batches before
+GROWTH = 1.0  # `pruned`: a later batch holds up to GROWTH times the documents scored before it
 MAX_LOOKUPS = 64  # `doc_bounds`: most derivations of a term looked up per field
 FIELD_IDS_BYTES = 16 << 20  # `_field_ids`, per index: least recently used out first
 BOUND_SLACK = 1.0 + 1e-9  # `doc_bounds`: a margin for the float sums (bounds only)
@@ -183,10 +183,10 @@ def pruned(scorer: BM25Scorer, candidates: BitMap, want: int) -> tuple[np.ndarra
     """(docids, raw BM25) of a subset of `candidates` holding their top `want`.
 
     Every candidate gets a bound its score is strictly below (`doc_bounds`). The `want` of highest
-    bound are scored first; `theta`, the want-th best score so far, only grows. The others whose bound
-    is above `theta` are then scored by decreasing bound, in batches (`BATCH`, `GROWTH`), each cut at
-    the current `theta`. A candidate left has a bound at most `theta`: it scores below `theta`, so it can
-    neither enter the top `want` nor tie with its last (`top` breaks ties by docid).
+    bound are scored first; `theta`, the want-th best score so far, only grows. Then, batch after batch
+    (`BATCH`, `GROWTH`), the highest bounds among the candidates whose bound is still above `theta`.
+    A candidate left has a bound at most `theta`: it scores below `theta`, so it can neither enter the
+    top `want` nor tie with its last (`top` breaks ties by docid).
     """
     if want <= 0 or not scorer.terms or not candidates:
         return scorer.score(BitMap())
@@ -270,23 +270,24 @@ def bm25_first_page(
     candidates = bm25_candidates(ctx, single, universe)
     scorer = BM25Scorer(ctx, single, qtf)
     want = offset + limit
+
+    def ranking_score(raw: np.ndarray) -> np.ndarray:
+        return (1 + np.rint(raw / (raw + half) * (levels - 1))) / levels
+
     if threshold is None:
         docids, raw = pruned(scorer, candidates, want)
-        hits = top(docids, raw, want)[offset:]  # ties: smaller docid first
-        ids = np.array([d for d, _ in hits], dtype=np.int64)
-        raw = np.array([r for _, r in hits], dtype=np.float64)
     else:
         # with a score threshold every candidate is scored: those below it are not candidates
         docids, raw = scorer.score(candidates)
-        keep = (1 + np.rint(raw / (raw + half) * (levels - 1))) / levels >= threshold
+        keep = ranking_score(raw) >= threshold
         if not keep.all():
             candidates = BitMap(docids[keep].tolist())
             docids, raw = docids[keep], raw[keep]
-        hits = top(docids, raw, want)[offset:]
-        ids = np.array([d for d, _ in hits], dtype=np.int64)
-        raw = np.array([r for _, r in hits], dtype=np.float64)
+    hits = top(docids, raw, want)[offset:]  # ties: smaller docid first
+    ids = np.array([d for d, _ in hits], dtype=np.int64)
+    raw = np.array([r for _, r in hits], dtype=np.float64)
     norm = raw / (raw + half)
-    score = (1 + np.rint(norm * (levels - 1))) / levels
+    score = ranking_score(raw)
     details = [
         {"bm25": {"order": 0, "value": v, "score": n}}
         for v, n in zip(raw.tolist(), norm.tolist(), strict=True)
