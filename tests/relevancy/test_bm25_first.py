@@ -315,5 +315,16 @@ def test_pruning_follows_writes(tmp_path: Path) -> None:
         with idx.write() as w:
             w.delete_document("1")
         check()
+        # a search inside a write transaction never fills the shared lists (an aborted write's id is
+        # given again to the next write)
+        idx.__dict__.pop("_bm25_field_ids", None)
+        with idx.write() as w:
+            w.put_document("5", {"id": 5, "title": "ocean", "body": "ocean"}, merge=False)
+            s = SearchContext(w, complete_settings(w.settings()), SearchRequest(q=q))
+            nodes = build_nodes(s, parse_query(q, s.tokenizer).terms, ngrams=False, splits=False)
+            candidates = bm25_candidates(s, nodes, s.all_docids)
+            assert bm25_rank(s, nodes, candidates, 1)
+        assert not getattr(idx.__dict__.get("_bm25_field_ids"), "entries", None)
+        check()
     finally:
         idx.close()

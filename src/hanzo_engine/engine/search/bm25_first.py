@@ -34,6 +34,7 @@ from typing import Any, cast
 import numpy as np
 from pyroaring import BitMap
 
+from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.storage.keys import DB_WORD_FID_DOCIDS
 
 from .context import FID, SearchContext
@@ -87,32 +88,40 @@ _FIELD_IDS_LOCK = threading.Lock()
 _MISSING = object()
 
 
+def _field_ids_cache(reader: IndexReader) -> _FieldIds:
+    with _FIELD_IDS_LOCK:
+        cache: _FieldIds | None = reader.index.__dict__.get("_bm25_field_ids")
+        if cache is None:
+            cache = reader.index.__dict__["_bm25_field_ids"] = _FieldIds()
+        return cache
+
+
 def _field_ids(ctx: SearchContext, nodes: list[Node], fid: int) -> list[np.ndarray | None]:
     """Per node, the documents where one of its one-word derivations occurs in field `fid` (ascending,
     `word-fid-docids`), or None when the node has a multi-word derivation or too many derivations to
     look up (`MAX_LOOKUPS`). Shared by the searches of the same committed state."""
     reader = ctx.reader
-    txn_id = reader.txn.id()
+    # a write transaction's id is given again to the next one when it aborts: only reads are cached
+    cached = type(reader) is IndexReader
+    txn_id = reader.txn.id() if cached else -1
     keys = [(alts_key(node), fid) for node in nodes]
-    out: list[np.ndarray | None] = []
-    missing: list[int] = []
-    with _FIELD_IDS_LOCK:
-        cache: _FieldIds | None = reader.index.__dict__.get("_bm25_field_ids")
-        if cache is None:
-            cache = reader.index.__dict__["_bm25_field_ids"] = _FieldIds()
-        if cache.txn_id < txn_id:
-            cache.txn_id = txn_id
-            cache.entries.clear()
-            cache.size = 0
-        current = cache.txn_id == txn_id
-        for i, key in enumerate(keys):
-            found = cache.entries.get(key, _MISSING) if current else _MISSING
-            if found is _MISSING:
-                missing.append(i)
-                out.append(None)
-            else:
-                cache.entries.move_to_end(key)
-                out.append(cast(np.ndarray | None, found))
+    out: list[np.ndarray | None] = [None] * len(nodes)
+    missing: list[int] = [] if cached else list(range(len(nodes)))
+    cache = _field_ids_cache(reader) if cached else None
+    if cache is not None:
+        with _FIELD_IDS_LOCK:
+            if cache.txn_id < txn_id:
+                cache.txn_id = txn_id
+                cache.entries.clear()
+                cache.size = 0
+            current = cache.txn_id == txn_id
+            for i, key in enumerate(keys):
+                found = cache.entries.get(key, _MISSING) if current else _MISSING
+                if found is _MISSING:
+                    missing.append(i)
+                else:
+                    cache.entries.move_to_end(key)
+                    out[i] = cast(np.ndarray | None, found)
     if not missing:
         return out
     txn, db = reader.txn, reader.index.db(DB_WORD_FID_DOCIDS)
@@ -126,6 +135,8 @@ def _field_ids(ctx: SearchContext, nodes: list[Node], fid: int) -> list[np.ndarr
         found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
         bitmaps = [BitMap.deserialize(bytes(raw)) for raw in found if raw is not None]
         out[i] = _ids(BitMap.union(*bitmaps) if len(bitmaps) > 1 else bitmaps[0] if bitmaps else BitMap())
+    if cache is None:
+        return out
     with _FIELD_IDS_LOCK:
         if cache.txn_id == txn_id:
             for i in missing:
