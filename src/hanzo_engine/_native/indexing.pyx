@@ -608,9 +608,6 @@ cdef class _View:
             raise ValueError("a flush item is only readable while putmulti writes it")
         PyBuffer_FillInfo(view, self, <void *>self.ptr, self.size, 1, flags)
 
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
 
 cdef class _ChunkItems:
     """The (key, bitmap) items of one hz_flush chunk for `putmulti`, without a Python object per

@@ -407,7 +407,7 @@ class SearchIndexer:
         txn = self.txn
         # one cursor reads and one writes each table: the keys come in order, so each lookup mostly
         # stays on the leaf page of the one before. A table that stores nothing yet (a new index's
-        # first flush) is not read, and its keys are appended: no search, full pages.
+        # first flush) is not read, and its keys are appended (no search for their place).
         new_words = txn.stat(self.db_word)["entries"] == 0
         with txn.cursor(db=self.db_word) as read, txn.cursor(db=self.db_word) as write:
             created, deleted = changes.apply_word_docids(
