@@ -125,7 +125,6 @@ cdef extern from "index_batch.h" nogil:
                        hz_postings *acc, hz_buf *forward, size_t *ends)
 
 
-
 cdef extern from "bitmap_merge.h" nogil:
     ctypedef struct hz_bitmap_work:
         pass
