@@ -66,6 +66,7 @@ class SearchContext:
         self._word_cache: dict[tuple[str, bool], BitMap] = {}
         self._phrase_cache: dict[tuple[tuple[str | None, ...], bool], BitMap] = {}
         self._in_dictionary: dict[str, bool] = {}
+        self.field_tables: Any = None  # `ranking_rules.bm25.field_arrays`, made once per search
         # `features.derivations`' per-search memo: (id(node), level) -> (derivations, by word, others)
         self.derivation_plans: dict[
             tuple[int, int | None], tuple[list[Alt], dict[str, list[int]], list[int]]

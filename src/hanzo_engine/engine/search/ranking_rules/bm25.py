@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pyroaring import BitMap
@@ -101,7 +101,9 @@ def query_words(nodes: list[Node]) -> tuple[QueryWords, list[Node]]:
 
 def field_arrays(ctx: SearchContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per field id: searched, searched by typo derivations, and the average length (the native
-    keys' field tables)."""
+    keys' field tables), made once per search (the arrays are shared: never modified)."""
+    if ctx.field_tables is not None:
+        return cast(tuple[np.ndarray, np.ndarray, np.ndarray], ctx.field_tables)
     n_fields = max([len(ctx.fields), *(f + 1 for f in ctx.stats)])
     allowed = np.zeros(n_fields, dtype=np.uint8)
     allowed_tol = np.zeros(n_fields, dtype=np.uint8)
@@ -112,6 +114,7 @@ def field_arrays(ctx: SearchContext) -> tuple[np.ndarray, np.ndarray, np.ndarray
         st = ctx.stats.get(fid)
         avg = (st[1] / st[0]) if st and st[0] else 1.0
         avgdl[fid] = max(avg, 1e-9)
+    ctx.field_tables = (allowed, allowed_tol, avgdl)
     return allowed, allowed_tol, avgdl
 
 
