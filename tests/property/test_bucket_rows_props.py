@@ -1,4 +1,4 @@
-"""`_native.bucket.rank_rows` and `order_rows` (the native selection of a keyed bucket's best rows,
+"""`_native.bucket_rows.rank_rows` and `order_rows` (the native selection of a keyed bucket's best rows,
 `native_bucket_keys.NativeBuckets._select`) against a plain-Python reference: sorted by the keys then
 docid, cut after `want` rows plus the rows tying the want-th on every key; then ties put in order by
 BM25 descending, then docid."""
@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine._native.bucket import order_rows, rank_rows
+from hanzo_engine._native.bucket_rows import order_rows, rank_rows
 
 
 @st.composite

@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator, document_fields
+from hanzo_engine._native.doc_fields import document_fields
+from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator
 from hanzo_engine.engine.documents.fields import flatten
 from hanzo_engine.engine.index import Index
 from hanzo_engine.engine.storage.codecs import U32

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine._native.indexing import document_fields, simple_document_fields
+from hanzo_engine._native.doc_fields import document_fields, simple_document_fields
 from hanzo_engine.engine.documents.fields import flatten
 
 scalars = st.one_of(

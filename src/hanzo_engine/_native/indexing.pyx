@@ -30,124 +30,10 @@ from libc.string cimport memcmp, memcpy, memset
 
 from hanzo_engine._native.tokenizer cimport TokenizerConfig, hz_tok_out, tokens_free
 
+from hanzo_engine._native.indexing_c cimport *
+
 import array as _array
 import gc
-
-import msgspec
-
-
-cdef extern from "Python.h":
-    const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
-    int PyBuffer_FillInfo(Py_buffer *view, object exporter, void *buf, Py_ssize_t len, int readonly,
-                          int flags) except -1
-
-
-cdef extern from "postings.h" nogil:
-    ctypedef struct hz_buf:
-        char *p
-        size_t n
-        size_t cap
-
-    ctypedef struct hz_doc:
-        pass
-
-    ctypedef struct hz_postings:
-        pass
-
-    unsigned int HZ_MAX_POSITION
-    int HZ_TABLE_WORD, HZ_TABLE_WORD_FID
-
-    hz_doc *hz_doc_new()
-    void hz_doc_free(hz_doc *d)
-    void hz_doc_reset(hz_doc *d)
-    void hz_doc_begin_field(hz_doc *d, uint16_t fid)
-    uint32_t hz_doc_field_offset(const hz_doc *d)
-    int hz_doc_add_tokens(hz_doc *d, const hz_tok_out *tokens)
-    int hz_doc_end_field(hz_doc *d)
-    int hz_doc_parse(hz_doc *d, const char *data, size_t len)
-    int hz_doc_encode(hz_doc *d, hz_buf *out)
-    size_t hz_doc_n_fields(const hz_doc *d)
-    void hz_doc_field(const hz_doc *d, size_t i, uint16_t *fid, uint32_t *count)
-    size_t hz_doc_n_words(const hz_doc *d)
-    void hz_doc_word(const hz_doc *d, size_t i, const char **word, size_t *len,
-                     const uint32_t **positions, size_t *n_positions)
-
-    hz_postings *hz_postings_new()
-    void hz_postings_free(hz_postings *p)
-    void hz_postings_clear(hz_postings *p)
-    int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
-    int hz_postings_absorb(hz_postings *dst, const hz_postings *src)
-    uint32_t hz_next_word_bits(const char *w, size_t len)
-    size_t hz_postings_memory(const hz_postings *p)
-    int hz_postings_prepare(hz_postings *p)
-    size_t hz_postings_n_keys(const hz_postings *p, int table)
-    int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_t *len,
-                        const uint32_t **added, size_t *n_added, const uint32_t **removed,
-                        size_t *n_removed)
-    size_t hz_postings_n_fields(const hz_postings *p)
-    void hz_postings_field(const hz_postings *p, size_t i, uint16_t *fid, int64_t *docs, int64_t *words)
-
-    void hz_buf_free(hz_buf *b)
-
-
-cdef extern from "index_batch.h" nogil:
-    ctypedef int (*hz_index_tokens_fn)(void *ctx, const char *text, size_t size, uint32_t max_positions,
-                                       hz_tok_out *out) noexcept nogil
-
-    ctypedef struct hz_batch_text:
-        const char *data
-        size_t size
-
-    ctypedef struct hz_batch_field:
-        uint16_t fid
-        size_t first_text
-        size_t n_texts
-
-    ctypedef struct hz_batch_doc:
-        uint32_t docid
-        size_t first_field
-        size_t n_fields
-
-    ctypedef struct hz_batch:
-        hz_index_tokens_fn tokenize
-        void *ctx
-        const hz_batch_doc *docs
-        size_t n_docs
-        const hz_batch_field *fields
-        const hz_batch_text *texts
-
-    ctypedef struct hz_pool:
-        pass
-
-    hz_pool *hz_pool_new()
-    void hz_pool_free(hz_pool *p)
-    int hz_index_batch(const hz_batch *b, unsigned n_threads, hz_pool *pool, hz_tok_out *outs,
-                       hz_postings *acc, hz_buf *forward, size_t *ends)
-
-
-cdef extern from "bitmap_merge.h" nogil:
-    ctypedef struct hz_bitmap_work:
-        pass
-
-    hz_bitmap_work *hz_bitmap_work_new()
-    void hz_bitmap_work_free(hz_bitmap_work *w)
-    int hz_bitmap_merge(hz_bitmap_work *w, const char *stored, size_t stored_len, const uint32_t *added,
-                        size_t n_added, const uint32_t *removed, size_t n_removed)
-    const char *hz_bitmap_output(const hz_bitmap_work *w, size_t *len, uint64_t *cardinality)
-    size_t hz_bitmap_work_memory(const hz_bitmap_work *w)
-
-    ctypedef struct hz_flush:
-        pass
-
-    ctypedef struct hz_flush_chunk:
-        size_t lo
-        size_t hi
-        const char *buf
-        const size_t *offs
-
-    hz_flush *hz_flush_start(hz_postings *acc, int table, size_t chunk, int threaded)
-    int hz_flush_next(hz_flush *f, hz_flush_chunk *out)
-    void hz_flush_free(hz_flush *f)
 
 
 MAX_POSITION = HZ_MAX_POSITION
@@ -158,9 +44,6 @@ cdef Py_ssize_t _MAX_TEXT_BYTES = 1 << 30
 cdef array.array _DOCIDS = _array.array("I")
 if _DOCIDS.itemsize != 4:
     raise ImportError("array('I') is not 32-bit on this platform")
-
-_json_encode = msgspec.json.Encoder().encode
-
 
 cdef inline uint16_t _checked_fid(object fid_obj) except? 0xFFFF:
     """A field id of `[(fid, [text, ...]), ...]`, refused outside 0..65535."""
@@ -324,103 +207,6 @@ def analyze(TokenizerConfig cfg not None, list fields not None):
             first_in_field.setdefault(pos[j] >> 16, {}).setdefault(word, pos[j])
     per_field = [(f, sorted(first_in_field[f], key=first_in_field[f].__getitem__)) for f in lengths]
     return lengths, postings, per_field
-
-
-cdef inline object _field_text(object value):
-    """`indexer.field_text`: the text indexed for a flattened value (None: not searchable)."""
-    if type(value) is str or isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return None
-    if type(value) is int and -(1 << 63) <= value < (1 << 64):
-        return str(value)  # what the JSON encoder writes for a 64-bit int
-    if isinstance(value, (int, float)):
-        return (<bytes>_json_encode(value)).decode()
-    return None
-
-
-def document_fields(dict flat not None, dict fid_of not None, list names not None):
-    """`[(fid, [text, ...]), ...]` of a flattened document, in its key order, leaving out
-    `_vectors` and fields without text. A name not in `fid_of` gets the next fid: it is added to
-    `fid_of` and appended to `names` (every name gets one, with or without text)."""
-    cdef list result = []
-    cdef list texts
-    for name, value in flat.items():
-        if _skipped_name(name):
-            continue
-        fid = fid_of.get(name)
-        if fid is None:
-            fid = len(names)
-            fid_of[name] = fid
-            names.append(name)
-        if isinstance(value, list):
-            texts = []
-            for item in value:
-                text = _field_text(item)
-                if text:
-                    texts.append(text)
-            if texts:
-                result.append((fid, texts))
-        else:
-            text = _field_text(value)
-            if text:
-                result.append((fid, [text]))
-    return result
-
-
-cdef inline bint _skipped_name(str name):
-    """`_vectors` and the fields under it are not searchable text."""
-    return name.startswith("_vectors") and (len(name) == 8 or name[8] == ".")
-
-
-def simple_document_fields(dict document not None, dict fid_of not None, list names not None):
-    """`document_fields(flatten(document), fid_of, names)` without flattening, for a document whose
-    values are all scalars or lists of scalars (flatten keeps its keys, with its empty lists after
-    the others); None, registering nothing, for any other document."""
-    cdef list result = []
-    cdef list texts
-    cdef list empty = None
-    cdef object t
-    for value in document.values():
-        t = type(value)
-        if t is dict or (t is not list and isinstance(value, list)):
-            return None
-        if t is list:
-            for item in <list>value:
-                t = type(item)
-                if t is dict or t is list:
-                    return None
-    for name, value in document.items():
-        if type(value) is list and not value:
-            if empty is None:
-                empty = []
-            empty.append(name)
-            continue
-        if _skipped_name(name):
-            continue
-        fid = fid_of.get(name)
-        if fid is None:
-            fid = len(names)
-            fid_of[name] = fid
-            names.append(name)
-        if type(value) is list:
-            texts = []
-            for item in <list>value:
-                text = _field_text(item)
-                if text:
-                    texts.append(text)
-            if texts:
-                result.append((fid, texts))
-        else:
-            text = _field_text(value)
-            if text:
-                result.append((fid, [text]))
-    if empty is not None:
-        for name in empty:
-            if not _skipped_name(name) and name not in fid_of:
-                fid_of[name] = len(names)
-                names.append(name)
-    return result
 
 
 # Merges smaller than this (stored bytes + 4 per docid) keep the GIL: releasing it costs more.

@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from pyroaring import BitMap
 
-from hanzo_engine._native.bucket import BucketQuery, order_rows, rank_rows
+from hanzo_engine._native.bucket import BucketQuery
+from hanzo_engine._native.bucket_rows import order_rows, rank_rows
 from hanzo_engine.engine.update.indexer import forward_entries
 
 from .context import SearchContext

@@ -55,13 +55,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import msgspec
 from pyroaring import BitMap
 
-from hanzo_engine._native.indexing import (
-    DocumentBatch,
-    PostingAccumulator,
-    analyze,
-    document_fields,
-    simple_document_fields,
-)
+from hanzo_engine._native.doc_fields import document_fields, simple_document_fields
+from hanzo_engine._native.indexing import DocumentBatch, PostingAccumulator, analyze
 from hanzo_engine._native.tokenizer import TokenizerConfig
 from hanzo_engine._native.tokenizer import config as tokenizer_config
 from hanzo_engine.engine.documents.fields import flatten
