@@ -1,11 +1,13 @@
 """BM25 in `_rankingScoreDetails.bm25.value`, checked against a slow pure-Python reference.
 
-Definition (engine/search/ranking_rules/bm25.py `score`), per query term t and searched field f of the
-document: idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), summed, with k1 = 1.2,
-b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)); N = documents in the index, df = documents
-containing t in a searched field, tf = occurrences of t in f, dl = words of f in the document and
-avgdl = words of f over the documents having words in f (stop words are not words). The reference
-recomputes all of it from the raw documents with the index tokenizer.
+Definition (engine/search/ranking_rules/bm25.py `score`), BM25F: per query term t of the document,
+idf(t) * tfc * (k1 + 1) / (tfc + k1), summed over the terms, with tfc = the sum over the searched
+fields f holding t of w(f) * tf / (1 - b + b * dl / avgdl); k1 = 1.2, b = 0.75,
+idf = ln(1 + (N - df + 0.5) / (df + 0.5)); N = documents in the index, df = documents containing t in
+a searched field, tf = occurrences of t in f, dl = words of f in the document, avgdl = words of f over
+the documents having words in f (stop words are not words), w(f) = 3 for the fields of the first
+searchable attribute when the attributes are listed, else 1. The reference recomputes all of it from
+the raw documents with the index tokenizer.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from hanzo_engine.engine.search.types import SearchRequest
 from hanzo_engine.engine.tokenizer import Tokenizer
 
 K1, B = 1.2, 0.75
+FIRST_WEIGHT = 3.0
 
 DOCS: list[dict[str, Any]] = [
     {"id": 0, "title": "Ocean currents", "body": "The ocean moves heat; currents carry it far."},
@@ -54,9 +57,14 @@ def texts(value: Any) -> Iterator[str]:
 
 
 def reference(
-    docs: list[dict[str, Any]], query: list[str], fields: list[str] | None, stop_words: list[str]
+    docs: list[dict[str, Any]],
+    query: list[str],
+    fields: list[str] | None,
+    stop_words: list[str],
+    first: str | None = None,
 ) -> dict[Any, float]:
-    """BM25 of every document matching all of `query`, straight from the documents."""
+    """BM25F of every document matching all of `query`, straight from the documents (`first`: the
+    field of the first listed searchable attribute)."""
     tok = Tokenizer(stop_words=stop_words)
     # field -> doc id -> words (normalized, stop words out)
     words: dict[str, dict[Any, list[str]]] = {}
@@ -76,13 +84,16 @@ def reference(
         for t in query:
             df = len(containing[t])
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            for per_doc in words.values():
+            tfc = 0.0
+            for name, per_doc in words.items():
                 ws = per_doc.get(i)
                 if not ws or t not in ws:
                     continue
                 tf = ws.count(t)
                 avgdl = sum(len(v) for v in per_doc.values()) / len(per_doc)
-                total += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(ws) / avgdl))
+                tfc += (FIRST_WEIGHT if name == first else 1.0) * tf / (1 - B + B * len(ws) / avgdl)
+            if tfc:
+                total += idf * tfc * (K1 + 1) / (tfc + K1)
         scores[i] = total
     return scores
 
@@ -144,6 +155,20 @@ def test_bm25_over_searched_fields_only(tmp_path: Path) -> None:
         assert got == pytest.approx(
             reference(DOCS, ["ocean"], ["title", "nested.note"], ["the", "of"]), rel=1e-12
         )
+    finally:
+        idx.close()
+
+
+def test_bm25f_weighs_the_first_searchable_attribute(tmp_path: Path) -> None:
+    idx = build(tmp_path / "idx", DOCS, {**NO_TYPO, "searchableAttributes": ["title", "body"]})
+    try:
+        for q in ("ocean ", "ocean winds "):
+            got, _ = engine_bm25(idx, q)
+            expected = reference(DOCS, q.split(), ["title", "body"], ["the", "of"], first="title")
+            assert got == pytest.approx(expected, rel=1e-12)
+        # `ocean` is in titles: with every field weighing 1 the values would differ
+        got, _ = engine_bm25(idx, "ocean ")
+        assert got != pytest.approx(reference(DOCS, ["ocean"], ["title", "body"], ["the", "of"]))
     finally:
         idx.close()
 

@@ -15,6 +15,7 @@ def bm25_scores(
     allowed: npt.NDArray[np.uint8],
     allowed_tol: npt.NDArray[np.uint8],
     avgdl: npt.NDArray[np.float64],
+    weight: npt.NDArray[np.float64],
     k1: float,
     b: float,
 ) -> npt.NDArray[np.float64]: ...

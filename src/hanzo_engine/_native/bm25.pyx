@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Native BM25 accumulation over raw forward entries (the bm25-first ranking mode).
+"""Native BM25F accumulation over raw forward entries (the bm25-first ranking mode, the BM25 tie-break).
 
 Each forward entry is the msgpack `[lengths, postings]` that csrc/postings.c writes: `lengths` a map
 fid -> word count, `postings` a map word -> array of packed positions (`fid << 16 | position`).
@@ -9,9 +9,10 @@ table), the positions of
 any other word are skipped without being decoded; a hit adds its positions to the
 per (term, field) term frequencies of the terms the word derives from, counted only in the fields the
 term may match in (`allowed` for exact words, `allowed_tol` for typo derivations). The score is
-sum over (term, field) of idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl[f])), as
-`ranking_rules.bm25.score` computes it for one-word derivations, with the same operations in the same order (terms
-in query order, fields ascending), so both give the same float and the native bucket keys can use it.
+BM25F: sum over terms of idf[t] * tfc * (k1 + 1) / (tfc + k1), tfc the sum over the term's fields of
+weight[f] * tf / (1 - b + b * dl / avgdl[f]), as `ranking_rules.bm25.score` computes it for one-word
+derivations, with the same operations in the same order (terms in query order, fields ascending),
+so both give the same float and the native bucket keys can use it.
 """
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
@@ -174,9 +175,9 @@ cdef inline void sort_cells(int *cells, Py_ssize_t n) noexcept nogil:
 
 
 def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allowed, uint8_t[::1] allowed_tol,
-                double[::1] avgdl, double k1, double b):
-    """BM25 of each forward entry (`bytes`, or None for a missing entry: score 0). `allowed`,
-    `allowed_tol` and `avgdl` are indexed by fid; fids past their length are not searched."""
+                double[::1] avgdl, double[::1] weight, double k1, double b):
+    """BM25F of each forward entry (`bytes`, or None for a missing entry: score 0). `allowed`,
+    `allowed_tol`, `avgdl` and `weight` are indexed by fid; fids past their length are not searched."""
     cdef Py_ssize_t n_docs = len(entries)
     cdef Py_ssize_t n_terms = idf.shape[0]
     cdef Py_ssize_t n_fields = allowed.shape[0]
@@ -190,9 +191,11 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
     cdef uint32_t run
     cdef const uint8_t *s
     cdef Reader r
-    cdef int t, f
-    cdef double score, tfv, ok
+    cdef int t, f, term
+    cdef double score, tfv, tfc, ok
     cdef bytes raw
+    if weight.shape[0] < n_fields or avgdl.shape[0] < n_fields:
+        raise ValueError("a weight and an average length per field are needed")
     if tf == NULL or dl == NULL or touched == NULL:
         free(tf)
         free(dl)
@@ -269,13 +272,22 @@ def bm25_scores(list entries, QueryWords qw, double[::1] idf, uint8_t[::1] allow
                 # summed in (term, field) order, as `ranking_rules.bm25.score` sums: the same float, bit for bit
                 sort_cells(touched, n_touched)
                 score = 0.0
+                tfc = 0.0
+                term = -1
                 for i in range(n_touched):
                     cell = touched[i]
                     t = <int>(cell // n_fields)
                     f = <int>(cell % n_fields)
+                    if t != term:
+                        if term >= 0:
+                            score += idf[term] * tfc * (k1 + 1.0) / (tfc + k1)
+                        term = t
+                        tfc = 0.0
                     tfv = <double>tf[cell]
                     tf[cell] = 0
-                    score += idf[t] * tfv * (k1 + 1.0) / (tfv + k1 * (1.0 - b + b * dl[f] / avgdl[f]))
+                    tfc += weight[f] * tfv / (1.0 - b + b * dl[f] / avgdl[f])
+                if term >= 0:
+                    score += idf[term] * tfc * (k1 + 1.0) / (tfc + k1)
                 scores[d] = score * ok
             if not ok:
                 raise ValueError("malformed forward entry")

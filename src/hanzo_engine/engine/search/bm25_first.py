@@ -5,9 +5,9 @@ would discard most of what BM25 is good at on long, natural-language queries. In
 
 - the candidates are the documents matching ANY single-term node of the query (each node's
   derivations: exact word, prefix expansions, synonyms, typo words; `bm25_candidates`);
-- every candidate is scored with BM25 over all the query's terms (`bm25_rank`), exactly as
-  `ranking_rules.bm25.score` scores a document (k1 1.2, b 0.75, per-field lengths, idf from the
-  node's docids), each term weighted by its query-term frequency: the query is parsed into distinct
+- every candidate is scored with BM25F over all the query's terms (`bm25_rank`), exactly as
+  `ranking_rules.bm25.score` scores a document (k1 1.2, b 0.75, per-field lengths and weights, idf
+  from the node's docids), each term weighted by its query-term frequency: the query is parsed into distinct
   terms (`query.parse_query(distinct=True)`, up to `query.MAX_TERMS_BM25` = 1,024) and a term the
   query repeats counts `qtf * idf`, as bm25s and SQLite FTS5 compute by summing a repeated word once
   per occurrence;
@@ -19,32 +19,25 @@ would discard most of what BM25 is good at on long, natural-language queries. In
 
 The candidates' forward entries are scored natively (`ranking_rules.bm25.BM25Scorer`); the top
 `want` come from `numpy.partition`. Pruning (`pruned`) skips the documents whose bound, from the terms
-they contain and the fields holding them (`doc_bounds`), is below the want-th best score found: those
-scoring high are scored first, and most of a long query's candidates are never read.
+they contain (`doc_bounds`), is below the want-th best score found: those scoring high are scored
+first, and most of a long query's candidates are never read.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap
 
-from hanzo_engine.engine.index import IndexReader
-from hanzo_engine.engine.storage.keys import DB_WORD_FID_DOCIDS
-
-from .context import FID, SearchContext
-from .query_graph import Node, alts_key
+from .context import SearchContext
+from .query_graph import Node
 from .ranking_rules.bm25 import K1, BM25Scorer, terms
 
 BATCH = 64  # `pruned`: documents scored at once past the first `want`
 GROWTH = 1.0  # `pruned`: a later batch holds up to GROWTH times the documents scored before it
-MAX_LOOKUPS = 64  # `doc_bounds`: most derivations of a term looked up per field
-FIELD_IDS_BYTES = 16 << 20  # `_field_ids`, per index: least recently used out first
 BOUND_SLACK = 1.0 + 1e-9  # `doc_bounds`: a margin for the float sums (bounds only)
 
 
@@ -57,134 +50,16 @@ def bm25_candidates(ctx: SearchContext, nodes: list[Node], universe: BitMap) -> 
     return BitMap.union(*(n.docids for n in single)) & universe
 
 
-def _fields(ctx: SearchContext) -> tuple[list[int], list[int]]:
-    """The searched fields that hold words split for `doc_bounds`: ([the one holding the most words],
-    the others). Without field statistics, every searched field, the first standing for the largest."""
-    searched = sorted(ctx.searched)
-    if not searched:
-        return [], []
-    if not ctx.stats:
-        return [searched[0]], searched[1:]
-    worded = [f for f in searched if ctx.stats.get(f, (0, 0))[1] > 0] or searched[:1]
-    big = max(worded, key=lambda f: (ctx.stats.get(f, (0, 0))[1], -f))
-    return [big], [f for f in worded if f != big]
-
-
-def _ids(docids: BitMap) -> np.ndarray:
-    return np.frombuffer(docids.to_array(), dtype=np.uint32)
-
-
-class _FieldIds:
-    """One index's `_field_ids` of one committed state (named by the id of the last write transaction
-    a read sees, as `union_cache` does): the searches between two writes share them."""
-
-    def __init__(self) -> None:
-        self.txn_id = -1
-        self.entries: OrderedDict[Hashable, np.ndarray | None] = OrderedDict()
-        self.size = 0  # bytes of the arrays
-
-
-_FIELD_IDS_LOCK = threading.Lock()
-_MISSING = object()
-
-
-def _field_ids_cache(reader: IndexReader) -> _FieldIds:
-    with _FIELD_IDS_LOCK:
-        cache: _FieldIds | None = reader.index.__dict__.get("_bm25_field_ids")
-        if cache is None:
-            cache = reader.index.__dict__["_bm25_field_ids"] = _FieldIds()
-        return cache
-
-
-def _field_ids(ctx: SearchContext, nodes: list[Node], fid: int) -> list[np.ndarray | None]:
-    """Per node, the documents where one of its one-word derivations occurs in field `fid` (ascending,
-    `word-fid-docids`), or None when the node has a multi-word derivation or too many derivations to
-    look up (`MAX_LOOKUPS`). Shared by the searches of the same committed state."""
-    reader = ctx.reader
-    # a write transaction's id is given again to the next one when it aborts: only reads are cached
-    cached = type(reader) is IndexReader
-    txn_id = reader.txn.id() if cached else -1
-    keys = [(alts_key(node), fid) for node in nodes]
-    out: list[np.ndarray | None] = [None] * len(nodes)
-    missing: list[int] = [] if cached else list(range(len(nodes)))
-    cache = _field_ids_cache(reader) if cached else None
-    if cache is not None:
-        with _FIELD_IDS_LOCK:
-            if cache.txn_id < txn_id:
-                cache.txn_id = txn_id
-                cache.entries.clear()
-                cache.size = 0
-            current = cache.txn_id == txn_id
-            for i, key in enumerate(keys):
-                found = cache.entries.get(key, _MISSING) if current else _MISSING
-                if found is _MISSING:
-                    missing.append(i)
-                else:
-                    cache.entries.move_to_end(key)
-                    out[i] = cast(np.ndarray | None, found)
-    if not missing:
-        return out
-    txn, db = reader.txn, reader.index.db(DB_WORD_FID_DOCIDS)
-    for i in missing:
-        alts = [alt for level in nodes[i].alts for alt in level]
-        words = {alt.words[0] for alt in alts if len(alt.words) == 1 and alt.words[0] is not None}
-        if len(words) != len(alts) and any(len(alt.words) != 1 or alt.words[0] is None for alt in alts):
-            continue  # a phrase may occur in any field
-        if not words or len(words) > MAX_LOOKUPS:
-            continue
-        found = [txn.get(w.encode() + b"\x00" + FID.pack(fid), db=db) for w in words]
-        bitmaps = [BitMap.deserialize(bytes(raw)) for raw in found if raw is not None]
-        out[i] = _ids(BitMap.union(*bitmaps) if len(bitmaps) > 1 else bitmaps[0] if bitmaps else BitMap())
-    if cache is None:
-        return out
-    with _FIELD_IDS_LOCK:
-        if cache.txn_id == txn_id:
-            for i in missing:
-                ids = out[i]
-                size = 64 + (ids.nbytes if ids is not None else 0)
-                if keys[i] in cache.entries or size > FIELD_IDS_BYTES:
-                    continue
-                cache.entries[keys[i]] = ids
-                cache.size += size
-                while cache.size > FIELD_IDS_BYTES:
-                    _, old = cache.entries.popitem(last=False)
-                    cache.size -= 64 + (old.nbytes if old is not None else 0)
-    return out
-
-
 def doc_bounds(scorer: BM25Scorer, cand: np.ndarray) -> np.ndarray:
-    """Per document of `cand` (docids), a bound its raw BM25 is strictly below.
-
-    A term adds less than `unit` = qtf * idf * (k1 + 1) per field it occurs in (tf / (tf + k1 * (1 -
-    b + b * dl / avgdl)) < 1). A document of the term's docids has it in the largest searched field
-    or in one of the others, whose documents are looked up (`_field_ids`): it gets `unit` once, plus
-    once per other field holding the term; the term's documents outside those are in no other field
-    (a document of a field's list that the term does not match only gets a looser bound). Terms with
-    multi-word derivations (phrases: any field) count every searched field.
-    """
-    ctx = scorer.ctx
-    _, small = _fields(ctx)
-    n_fields = max(len(ctx.searched), 1)
+    """Per document of `cand` (docids), a bound its raw BM25 is strictly below: the sum of
+    `unit` = qtf * idf * (k1 + 1) over the terms it contains. BM25F saturates a term once over all
+    its fields (tfc / (tfc + k1) < 1), phrase-like derivations included (`ranking_rules.bm25`)."""
     unit = scorer.idf * (K1 + 1) * BOUND_SLACK
-    arrays: list[np.ndarray] = []
-    weights: list[float] = []
-    by_field = [_field_ids(ctx, scorer.terms, f) for f in small]
-    for t, node in enumerate(scorer.terms):
-        u = float(unit[t])
-        per_field = [of_field[t] for of_field in by_field]
-        arrays.append(_ids(node.docids))
-        if any(ids is None for ids in per_field):
-            weights.append(u * n_fields)
-            continue
-        weights.append(u)
-        for ids in per_field:
-            assert ids is not None
-            arrays.append(ids)
-            weights.append(u)
-    ids = np.concatenate(arrays)
+    arrays = [np.frombuffer(node.docids.to_array(), dtype=np.uint32) for node in scorer.terms]
+    ids = np.concatenate(arrays) if arrays else np.empty(0, dtype=np.uint32)
     if not len(ids):
         return np.zeros(len(cand), dtype=np.float64)
-    each = np.repeat(np.array(weights, dtype=np.float64), [len(a) for a in arrays])
+    each = np.repeat(unit, [len(a) for a in arrays])
     dense = np.bincount(ids, weights=each, minlength=int(cand.max()) + 1 if len(cand) else 0)
     out: np.ndarray = dense[cand]
     return out

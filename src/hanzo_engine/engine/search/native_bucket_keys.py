@@ -36,7 +36,7 @@ from .native_prefilter import Prefilter, key_width
 from .plan_cache import BUCKET_QUERIES
 from .query_graph import Node, Path, alts_key
 from .ranking_rules import attribute_rank, bm25, exactness, proximity, sort, typo, word_position, words
-from .ranking_rules.bm25 import BM25Scorer, field_arrays
+from .ranking_rules.bm25 import BM25Scorer, FieldArrays, field_arrays
 from .score_details import ScoreDetails, cost_score
 from .sorting import Ordering
 
@@ -180,7 +180,7 @@ class NativeBuckets:
         self.half = half
         self._scorers: dict[tuple[int, ...], BM25Scorer] = {}
         self._queries: dict[Path, BucketQuery | None] = {}
-        self._fields: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._fields: FieldArrays | None = None
         self._taken: list[tuple[Any, BucketQuery]] = []
         self.prefilter = Prefilter(s, nodes, self.codes)
 
@@ -210,7 +210,7 @@ class NativeBuckets:
             return None
         if self._fields is None:
             self._fields = field_arrays(s)
-        allowed, allowed_tol, _ = self._fields
+        allowed, allowed_tol, _, _ = self._fields
         key = (
             tuple((alts_key(n), n.exact, n.qstart, n.qend, n.first, n.last) for n in nodes),
             tuple(self.codes),
