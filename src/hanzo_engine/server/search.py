@@ -585,9 +585,11 @@ def engine_request(
     limit: int,
     exhaustive: bool,
     scores_needed: bool = True,
+    matching_needed: bool = True,
 ) -> SearchRequest:
     """The engine's request for a prepared query (`offset`/`limit` already capped); `scores_needed`
-    False when the caller shows the hits without their ranking scores and details."""
+    False when the caller shows the hits without their ranking scores and details, `matching_needed`
+    False when it neither highlights, crops nor shows matches' positions."""
     threshold = query.ranking_score_threshold
     search_on = query.attributes_to_search_on
     return SearchRequest(
@@ -604,6 +606,7 @@ def engine_request(
         filter_universe=prepared.universe,
         ordering=prepared.ordering,
         scores_needed=scores_needed,
+        matching_needed=matching_needed,
     )
 
 
@@ -641,13 +644,18 @@ def perform(
         )
     else:
         shown = query.show_ranking_score or query.show_ranking_score_details
+        keyword_only = is_keyword_only(query)
+        formatted = bool(
+            query.show_matches_position or query.attributes_to_highlight or query.attributes_to_crop
+        )
         request = engine_request(
             prepared,
             query,
             offset=offset,
             limit=limit,
             exhaustive=finite,
-            scores_needed=shown or not is_keyword_only(query),
+            scores_needed=shown or not keyword_only,
+            matching_needed=formatted or not keyword_only,
         )
     result, ai = keyword_or_ai_search(
         reader, request, settings, query, multimodal=features is not None and features.multimodal

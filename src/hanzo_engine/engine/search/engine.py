@@ -82,13 +82,14 @@ def search(reader: IndexReader, request: SearchRequest, settings: dict[str, Any]
             scores=scores,
             details=hit_details,
             candidates=len(found),
-            matching=matching_words(graph),
+            matching=matching_words(graph) if request.matching_needed else MatchingWords(),
             all_candidates=found,
         )
     strategy = request.matching_strategy
     pipeline = effective_rules(rules, strategy, ordering.sort_names if ordering is not None else None)
     result = bucket_sort(ctx, graph, request, pipeline, strategy, universe, started)
-    result.matching = matching_words(graph)
+    if request.matching_needed:
+        result.matching = matching_words(graph)
     return result
 
 

@@ -27,6 +27,9 @@ class SearchRequest:
     # whether the caller reads the hits' ranking scores and details (`_rankingScore`, hybrid or
     # federated merging, pins); when not, the bucket sort only orders the hits and leaves them out
     scores_needed: bool = True
+    # whether the caller highlights, crops or shows `_matchesPosition` (`SearchResult.matching`);
+    # when not, the query's matching words are left empty
+    matching_needed: bool = True
 
 
 @dataclass
