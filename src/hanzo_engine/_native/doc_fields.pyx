@@ -20,12 +20,29 @@ cdef inline object _field_text(object value):
     return None
 
 
+cdef inline int _add_texts(list result, object fid, object value, bint is_list) except -1:
+    """Appends `(fid, texts)` for a field's value (a list: its items' texts) when it has any text."""
+    cdef list texts
+    if is_list:
+        texts = []
+        for item in <list>value:
+            text = _field_text(item)
+            if text:
+                texts.append(text)
+        if texts:
+            result.append((fid, texts))
+    else:
+        text = _field_text(value)
+        if text:
+            result.append((fid, [text]))
+    return 0
+
+
 def document_fields(dict flat not None, dict fid_of not None, list names not None):
     """`[(fid, [text, ...]), ...]` of a flattened document, in its key order, leaving out
     `_vectors` and fields without text. A name not in `fid_of` gets the next fid: it is added to
     `fid_of` and appended to `names` (every name gets one, with or without text)."""
     cdef list result = []
-    cdef list texts
     for name, value in flat.items():
         if _skipped_name(name):
             continue
@@ -34,18 +51,7 @@ def document_fields(dict flat not None, dict fid_of not None, list names not Non
             fid = len(names)
             fid_of[name] = fid
             names.append(name)
-        if isinstance(value, list):
-            texts = []
-            for item in value:
-                text = _field_text(item)
-                if text:
-                    texts.append(text)
-            if texts:
-                result.append((fid, texts))
-        else:
-            text = _field_text(value)
-            if text:
-                result.append((fid, [text]))
+        _add_texts(result, fid, value, isinstance(value, list))
     return result
 
 
@@ -59,7 +65,6 @@ def simple_document_fields(dict document not None, dict fid_of not None, list na
     values are all scalars or lists of scalars (flatten keeps its keys, with its empty lists after
     the others); None, registering nothing, for any other document."""
     cdef list result = []
-    cdef list texts
     cdef list empty = None
     cdef object t
     for value in document.values():
@@ -84,18 +89,7 @@ def simple_document_fields(dict document not None, dict fid_of not None, list na
             fid = len(names)
             fid_of[name] = fid
             names.append(name)
-        if type(value) is list:
-            texts = []
-            for item in <list>value:
-                text = _field_text(item)
-                if text:
-                    texts.append(text)
-            if texts:
-                result.append((fid, texts))
-        else:
-            text = _field_text(value)
-            if text:
-                result.append((fid, [text]))
+        _add_texts(result, fid, value, type(value) is list)
     if empty is not None:
         for name in empty:
             if not _skipped_name(name) and name not in fid_of:
