@@ -228,6 +228,23 @@ def drive(
     return result
 
 
+def first_searches(url: str, query: str, connections: int = 8, rounds: int = 2) -> list[list[float]]:
+    """Wall ms of `query` sent at once on `connections` new connections, `rounds` times: every server
+    process answers some, so each pays its first search here (after a large load, a process builds
+    the index's word dictionary on its first search) and not inside a measured level, where wrk's
+    latency correction would turn that one slow answer into hundreds of slow samples."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(_: int) -> float:
+        with httpx.Client(base_url=url, timeout=TIMEOUT_S, headers={"Connection": "close"}) as http:
+            sent = time.perf_counter()
+            http.post(SEARCH_PATH, json={"q": query, "limit": 20})
+            return round((time.perf_counter() - sent) * 1000, 1)
+
+    with ThreadPoolExecutor(connections) as pool:
+        return [sorted(pool.map(one, range(connections)), reverse=True) for _ in range(rounds)]
+
+
 def sequential(url: str, queries: list[str]) -> dict[str, Any]:
     """One connection, one query at a time: `processingTimeMs` and the wall time, short and long apart."""
     by_kind: dict[str, dict[str, list[float]]] = {
