@@ -38,6 +38,16 @@ cdef inline int _add_texts(list result, object fid, object value, bint is_list) 
     return 0
 
 
+cdef inline object _fid_of(str name, dict fid_of, list names):
+    """The fid of `name`; a new name gets the next one, registered in `fid_of` and `names`."""
+    fid = fid_of.get(name)
+    if fid is None:
+        fid = len(names)
+        fid_of[name] = fid
+        names.append(name)
+    return fid
+
+
 def document_fields(dict flat not None, dict fid_of not None, list names not None):
     """`[(fid, [text, ...]), ...]` of a flattened document, in its key order, leaving out
     `_vectors` and fields without text. A name not in `fid_of` gets the next fid: it is added to
@@ -46,11 +56,7 @@ def document_fields(dict flat not None, dict fid_of not None, list names not Non
     for name, value in flat.items():
         if _skipped_name(name):
             continue
-        fid = fid_of.get(name)
-        if fid is None:
-            fid = len(names)
-            fid_of[name] = fid
-            names.append(name)
+        fid = _fid_of(name, fid_of, names)
         _add_texts(result, fid, value, isinstance(value, list))
     return result
 
@@ -84,15 +90,10 @@ def simple_document_fields(dict document not None, dict fid_of not None, list na
             continue
         if _skipped_name(name):
             continue
-        fid = fid_of.get(name)
-        if fid is None:
-            fid = len(names)
-            fid_of[name] = fid
-            names.append(name)
+        fid = _fid_of(name, fid_of, names)
         _add_texts(result, fid, value, type(value) is list)
     if empty is not None:
         for name in empty:
-            if not _skipped_name(name) and name not in fid_of:
-                fid_of[name] = len(names)
-                names.append(name)
+            if not _skipped_name(name):
+                _fid_of(name, fid_of, names)
     return result

@@ -131,6 +131,12 @@ class SearchQuery:
         """Page mode (`page` or `hitsPerPage` given): exhaustive `totalHits`/`totalPages`."""
         return self.page is not None or self.hits_per_page is not None
 
+    @property
+    def formats_hits(self) -> bool:
+        """Whether hits are highlighted, cropped or show `_matchesPosition` (the query's matching words
+        are needed)."""
+        return bool(self.show_matches_position or self.attributes_to_highlight or self.attributes_to_crop)
+
 
 # --------------------------------------------------------------------------------------------------
 # Shared value checks

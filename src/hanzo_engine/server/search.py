@@ -338,7 +338,6 @@ class HitMaker:
         self.displayed_setting: set[str] | None = None if displayed == ["*"] else set(displayed)
         self.vectors_hidden = self.displayed_setting is not None and VECTORS not in self.displayed_setting
         self.retrieve_vectors = query.retrieve_vectors and not self.vectors_hidden
-        self.wants_format = bool(query.attributes_to_highlight or query.attributes_to_crop)
         self.geo_point = geo_sort_point(query.sort)
         shown = self.displayed_setting
         # `_vectors` is not part of the stored document in Meilisearch: never formatted nor positioned,
@@ -359,7 +358,7 @@ class HitMaker:
         self.stored_as_is = (
             not self.retrieve_vectors
             and self.geo_point is None
-            and not (query.show_matches_position or self.wants_format)
+            and not query.formats_hits
             and VECTORS not in stored_names
             and set(stored_names) <= set(self.to_retrieve)
             # a name with a dot is also a path into its own value: `select_fields` may keep part of it
@@ -367,7 +366,7 @@ class HitMaker:
         )
         # the highlighter's tokenizer and options cost more than a plain hit: made only when used
         self.formatter: tuple[Highlighter, Any] | None = None
-        if query.show_matches_position or self.wants_format:
+        if query.formats_hits:
             tokenizer = Tokenizer.from_settings({**settings, "stopWords": []})  # as HitMaker's: no stop words
             highlighter = Highlighter(
                 result.matching,
@@ -645,9 +644,6 @@ def perform(
     else:
         shown = query.show_ranking_score or query.show_ranking_score_details
         keyword_only = is_keyword_only(query)
-        formatted = bool(
-            query.show_matches_position or query.attributes_to_highlight or query.attributes_to_crop
-        )
         request = engine_request(
             prepared,
             query,
@@ -655,7 +651,7 @@ def perform(
             limit=limit,
             exhaustive=finite,
             scores_needed=shown or not keyword_only,
-            matching_needed=formatted or not keyword_only,
+            matching_needed=query.formats_hits or not keyword_only,
         )
     result, ai = keyword_or_ai_search(
         reader, request, settings, query, multimodal=features is not None and features.multimodal
