@@ -95,6 +95,38 @@ def test_cancelation_of_enqueued_tasks(sched: Scheduler) -> None:
     assert documents(sched, "movies") == [{"id": 1}]
 
 
+def cancel_tasks(s: Scheduler, *uids: int) -> int:
+    task = s.register(
+        "taskCancelation",
+        None,
+        details={"matchedTasks": 0, "canceledTasks": None, "originalFilter": "?uids="},
+        kind={"query": TaskQuery(uids=set(uids))},
+    )
+    return int(task["taskUid"])
+
+
+def test_a_cancelation_registered_once_the_batch_started_stops_it(sched: Scheduler) -> None:
+    # the window between the commit that makes a task `processing` and the batch's run
+    task = add_docs(sched, "movies", [{"id": 1}])
+    started = sched._start_batch([task], "test")
+    assert started is not None
+    cancel = cancel_tasks(sched, task)
+    sched._run_batch(*started)
+    run_all(sched)
+    assert sched.get_task(task)["status"] == "canceled"  # type: ignore[index]
+    assert sched.get_task(task)["canceledBy"] == cancel  # type: ignore[index]
+    assert sched.index("movies") is None
+
+
+def test_a_cancelation_registered_after_the_choice_runs_before_the_chosen_tasks(sched: Scheduler) -> None:
+    task = add_docs(sched, "movies", [{"id": 1}])
+    cancel = cancel_tasks(sched, task)  # as if it arrived after the autobatcher chose `task`
+    assert sched._start_batch([task], "test") is None
+    assert sched.get_task(task)["status"] == "enqueued"  # type: ignore[index]
+    run_all(sched)
+    assert sched.get_task(task)["canceledBy"] == cancel  # type: ignore[index]
+
+
 def test_task_deletion_only_deletes_finished_tasks(sched: Scheduler) -> None:
     a = add_docs(sched, "movies", [{"id": 1}])
     run_all(sched)
@@ -118,7 +150,9 @@ def test_recovery_reuses_the_applied_batch_marker(tmp_path: Path) -> None:
     s = Scheduler(tmp_path / "data.ms")
     uid = add_docs(s, "movies", [{"id": i} for i in range(10)])
     choice_uids = [uid]
-    batch, tasks = s._start_batch(choice_uids, "test")
+    started = s._start_batch(choice_uids, "test")
+    assert started is not None
+    batch, tasks = started
     from hanzo_engine.scheduler import processing
 
     processing.apply_batch(s, batch, tasks, interrupted=lambda: False)  # index committed, tasks not finished

@@ -452,9 +452,11 @@ class Scheduler:
             if choice is None:  # canceled or deleted meanwhile
                 return False
         registered = self._registered
-        batch, tasks = self._start_batch(choice.task_uids, choice.strategy)
+        started = self._start_batch(choice.task_uids, choice.strategy)
+        if started is None:
+            return True
         _crash_point("after-start-batch")
-        self._run_batch(batch, tasks)
+        self._run_batch(*started)
         self._arrived = self._registered - registered
         return True
 
@@ -483,9 +485,16 @@ class Scheduler:
                 self._wake.wait(left)
         return True
 
-    def _start_batch(self, task_uids: Sequence[int], strategy: str) -> tuple[Batch, list[Task]]:
+    def _start_batch(self, task_uids: Sequence[int], strategy: str) -> tuple[Batch, list[Task]] | None:
+        """Mark the tasks processing under a new batch; None when a cancelation registered since
+        they were chosen must run first (it may name them)."""
         started = now_ns()
         with self.store.env.begin(write=True) as txn:
+            cancelations = self.store.bitmap_txn(txn, "status:enqueued") & self.store.bitmap_txn(
+                txn, "type:taskCancelation"
+            )
+            if cancelations and not any(uid in cancelations for uid in task_uids):
+                return None
             batch_uid = self.store.next_batch_uid(txn)
             tasks = []
             for uid in task_uids:
@@ -508,13 +517,19 @@ class Scheduler:
             }
             self._fill_batch_stats(batch, tasks)
             self.store.put_batch(txn, batch)
+            # Claimed before the commit makes the tasks `processing`: a cancelation's write
+            # transaction then either precedes this one (and the tasks stay enqueued) or sees them
+            # here and stops the batch; claiming after the commit could miss it.
+            self._claim(tasks)
         return batch, tasks
+
+    def _claim(self, tasks: list[Task]) -> None:
+        self._processing = frozenset(t["uid"] for t in tasks)
+        self._must_stop.clear()
 
     def _run_batch(self, batch: Batch, tasks: list[Task]) -> None:
         if not tasks:
             return
-        self._processing = frozenset(t["uid"] for t in tasks)
-        self._must_stop.clear()
         self._current_batch = batch["uid"]
         self.progress.start("processing tasks", len(tasks))
         sizes_before = self._database_sizes(tasks)
@@ -693,11 +708,15 @@ class Scheduler:
             batch = self.store.get_batch(batch_uid)
             tasks = sorted(by_batch[batch_uid], key=lambda t: t["uid"])
             if batch is None:
-                batch, tasks = self._restart_orphan_tasks(tasks)
+                restarted = self._restart_orphan_tasks(tasks)
+                if restarted is None:  # enqueued again, behind a cancelation
+                    continue
+                batch, tasks = restarted
             log.info("recovering batch %s (%d tasks) interrupted by a restart", batch["uid"], len(tasks))
+            self._claim(tasks)
             self._run_batch(batch, tasks)
 
-    def _restart_orphan_tasks(self, tasks: list[Task]) -> tuple[Batch, list[Task]]:
+    def _restart_orphan_tasks(self, tasks: list[Task]) -> tuple[Batch, list[Task]] | None:
         with self.store.env.begin(write=True) as txn:
             for task in tasks:
                 self.store.put_task(txn, dict(task, status="enqueued", batchUid=None), task)
