@@ -39,16 +39,36 @@ cdef inline int _min3(int a, int b, int c) noexcept nogil:
 
 cdef Py_ssize_t _run_end(const uint32_t *chars, const long long *offs, Py_ssize_t lo, Py_ssize_t hi,
                          const uint32_t *prefix, int j) noexcept nogil:
-    """First index in [lo, hi) whose word does not start with `prefix[0..j)`; words lo.. do, in order."""
-    cdef Py_ssize_t mid
+    """First index in [lo, hi) whose word does not start with `prefix[0..j)`; words lo.. do, in order.
+
+    Galloping first: most runs past the first letters are a few words long, so the bound is found in
+    O(log run) probes instead of O(log dictionary)."""
+    cdef Py_ssize_t mid, step = 1, probe
     cdef int i, m
     cdef bint same
+    while lo < hi:
+        probe = lo + step - 1
+        if probe >= hi:
+            break
+        m = <int> (offs[probe + 1] - offs[probe])
+        same = m >= j
+        if same:
+            # from the last character: a word past the run nearly always differs there first
+            for i in range(j - 1, -1, -1):
+                if chars[offs[probe] + i] != prefix[i]:
+                    same = False
+                    break
+        if not same:
+            hi = probe
+            break
+        lo = probe + 1
+        step *= 2
     while lo < hi:
         mid = lo + (hi - lo) // 2
         m = <int> (offs[mid + 1] - offs[mid])
         same = m >= j
         if same:
-            for i in range(j):
+            for i in range(j - 1, -1, -1):
                 if chars[offs[mid] + i] != prefix[i]:
                     same = False
                     break
@@ -57,6 +77,27 @@ cdef Py_ssize_t _run_end(const uint32_t *chars, const long long *offs, Py_ssize_
         else:
             hi = mid
     return lo
+
+
+DEF LCP_SCAN = 64
+
+
+cdef inline Py_ssize_t _lcp_run_end(const uint8_t *lcp, const uint32_t *chars, const long long *offs,
+                                    Py_ssize_t lo, Py_ssize_t hi, const uint32_t *prefix,
+                                    int j) noexcept nogil:
+    """`_run_end` for a run that starts at `lo` - 1 (a word that starts with `prefix[0..j)`): the run
+    ends at the first word whose common prefix with the one before is shorter than j. The common
+    prefixes are one byte per word, read in order: the short runs found deep in the trie end within
+    LCP_SCAN of them; longer runs are left to the search over the characters."""
+    cdef Py_ssize_t p = lo
+    cdef Py_ssize_t stop = lo + LCP_SCAN if lo + LCP_SCAN < hi else hi
+    while p < stop:
+        if lcp[p] < j:
+            return p
+        p += 1
+    if p == hi:
+        return hi
+    return _run_end(chars, offs, p, hi, prefix, j)
 
 
 cdef class SortedWords:
@@ -152,9 +193,11 @@ cdef class SortedWords:
         # rows[j][i]: distance of word[0..j) to query[0..i); best[j]: min of rows[0..j][n] (prefix mode)
         cdef int rows[MAX_LEN + 1][MAX_LEN + 1]
         cdef int best[MAX_LEN + 1]
+        # at_n[j]: rows[j][n] when that cell is in row j's band, else `big` (its true value is larger)
+        cdef int at_n[MAX_LEN + 1]
         cdef int valid = 0  # rows 0..valid are those of the current word's first `valid` characters
         cdef Py_ssize_t k = 0, end
-        cdef int i, j, m, extra, budget, row_min, cost, d, stop
+        cdef int i, j, m, extra, budget, row_min, cost, d, stop, lo, hi, big
         cdef const uint32_t *w
         with nogil:
             for i in range(max_typos + 1):
@@ -162,6 +205,7 @@ cdef class SortedWords:
             for i in range(n + 1):
                 rows[0][i] = i
             best[0] = n
+            at_n[0] = n
             while k < count:
                 if k and lcp[k] < valid:
                     valid = lcp[k]
@@ -174,13 +218,23 @@ cdef class SortedWords:
                     continue
                 if extra and max_typos <= 1:
                     # the first-letter rule leaves no budget: skip every word of this first letter
-                    k = _run_end(chars, offs, k + 1, count, w, 1) if m > 0 else k + 1
+                    k = _lcp_run_end(lcp, chars, offs, k + 1, count, w, 1) if m > 0 else k + 1
                     continue
                 stop = 0  # the row where every cell went over the budget (0: none)
+                # Only the band |i - j| <= budget is computed: a cell outside it is at least
+                # |i - j| > budget. The cells bordering the band hold `big` (budget + 1), a lower
+                # bound of their value: every cell computed from one is then over the budget too,
+                # and a cell within the budget is exact. The budget is the same for every word of a
+                # first letter, so rows reused through `lcp` were banded alike.
+                big = budget + 1
                 for j in range(valid + 1, m + 1):
+                    lo = j - budget if j > budget else 1
+                    hi = j + budget if j + budget < n else n
                     rows[j][0] = j
+                    if 1 < lo <= n + 1:
+                        rows[j][lo - 1] = big
                     row_min = j
-                    for i in range(1, n + 1):
+                    for i in range(lo, hi + 1):
                         cost = 0 if q[i - 1] == w[j - 1] else 1
                         rows[j][i] = _min3(rows[j - 1][i] + 1, rows[j][i - 1] + 1, rows[j - 1][i - 1] + cost)
                         if i > 1 and j > 1 and q[i - 1] == w[j - 2] and q[i - 2] == w[j - 1]:
@@ -188,7 +242,10 @@ cdef class SortedWords:
                                 rows[j][i] = rows[j - 2][i - 2] + 1
                         if rows[j][i] < row_min:
                             row_min = rows[j][i]
-                    best[j] = rows[j][n] if rows[j][n] < best[j - 1] else best[j - 1]
+                    if hi < n:
+                        rows[j][hi + 1] = big
+                    at_n[j] = rows[j][n] if lo <= n and hi == n else big
+                    best[j] = at_n[j] if at_n[j] < best[j - 1] else best[j - 1]
                     valid = j
                     if row_min > budget:
                         stop = j
@@ -196,9 +253,9 @@ cdef class SortedWords:
                 if stop:
                     # every following word sharing word[0..stop) has this word's outcome
                     d = best[stop] if prefix else budget + 1
-                    end = _run_end(chars, offs, k + 1, count, w, stop)
+                    end = _lcp_run_end(lcp, chars, offs, k + 1, count, w, stop)
                 else:
-                    d = best[m] if prefix else rows[m][n]
+                    d = best[m] if prefix else at_n[m]
                     end = k + 1
                 if d <= budget and d + extra >= 1:
                     d += extra
