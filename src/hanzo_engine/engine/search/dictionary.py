@@ -58,16 +58,24 @@ class WordTable:
         return len(self.added) + len(self.removed)
 
     def changed_since(self, version: int) -> SortedWords | None:
-        """The words added or removed by the versions after `version`, as a native table (to ask
-        whether a derivation computed at `version` could differ now); None when not known."""
-        if version < self.base_version or version > self.history_end():
+        """At least the words added or removed by the versions after `version`, as a native table (to
+        ask whether a derivation computed at `version` could differ now); None when not known.
+
+        The answer covers the versions after `version` rounded down to a power-of-two distance from
+        this version: a few tables per version serve every cached derivation, however many versions
+        they were computed at (each exact answer is a native table to build)."""
+        end = self.history_end()
+        if version < self.base_version or version > end:
             return None
+        if version < end:
+            version = max(self.base_version, end - (1 << (end - version - 1).bit_length()))
         found = self._changed.get(version)
         if found is None:
+            # the history is in version order: only the versions after `version` are read
+            start = bisect.bisect_right(self.history, version, key=lambda entry: entry[0])
             out: set[str] = set()
-            for v, words in self.history:
-                if v > version:
-                    out |= words
+            for _, words in self.history[start:]:
+                out |= words
             found = self._changed[version] = SortedWords(sorted(out))
         return found
 
@@ -84,7 +92,13 @@ class WordTable:
         skip_digits: bool = False,
     ) -> list[tuple[str, int]]:
         """`SortedWords.matches` over this version's words: what the native table of all of them gives."""
-        if self._added_table is None and not self.removed:
+        extra = (
+            self._added_table.matches(query, max_typos, prefix, limit, None, False)
+            if self._added_table is not None
+            else []
+        )
+        if not extra and not self.removed:
+            # (the common case between rebuilds: no added word is near the query) the base's walk
             return list(self.base.matches(query, max_typos, prefix, limit, keep, skip_digits))
         r = len(self.removed)
         # enough of the base's matches per cost to fill the merged ones: those the merged walk takes
@@ -95,8 +109,8 @@ class WordTable:
             for w, d in self.base.matches(query, max_typos, prefix, limit + r, base_keep, False)
             if w not in self.removed
         ]
-        if self._added_table is not None:
-            found += self._added_table.matches(query, max_typos, prefix, limit, None, False)
+        if extra:
+            found += extra
             found.sort(key=lambda item: item[0])  # code point order: the dictionary's
         # the native walk's caps, per typo count: `limit` words seen (digits too), `keep[d]` kept
         seen: dict[int, int] = {}
