@@ -90,21 +90,35 @@ def split_word(ctx: SearchContext, word: str) -> tuple[str, str] | None:
     are scanned again, so a stream of small writes does not redo every word's splits.
     """
     version = forward_version(ctx.reader)
+    words_at = dictionary_version(ctx.reader)
     key = (str(ctx.reader.index.path), word)
     entry: SplitEntry | None = SPLITS.get(key)
     known: dict[tuple[str, str], tuple[BitMap, BitMap]] = {}
     changed: BitMap | None = None
+    pairs: list[tuple[str, str]] | None = None
     if entry is not None and entry[0] == version:
-        return _chosen(ctx, entry[2])
+        return _chosen(ctx, entry[4])
     if entry is not None and entry[0] < version:
-        known = entry[1]
+        known = entry[3]
         changed = _forward_changes(ctx, entry[0], version)
+        if entry[1] == words_at:
+            pairs = entry[2]
+        elif entry[1] < words_at:
+            # the splits whose halves are both words hold while no half entered or left the dictionary
+            words = word_table(ctx.reader).changed_words_since(entry[1])
+            if words is not None and not any(
+                word[:i] in words or word[i:] in words for i in range(1, len(word))
+            ):
+                pairs = entry[2]
+    if pairs is None:
+        pairs = [
+            (word[:i], word[i:])
+            for i in range(1, len(word))
+            if ctx.in_dictionary(word[:i]) and ctx.in_dictionary(word[i:])
+        ]
     candidates: dict[tuple[str, str], tuple[BitMap, BitMap]] = {}
     best: tuple[int, str, str, BitMap] | None = None
-    for i in range(1, len(word)):
-        left, right = word[:i], word[i:]
-        if not (ctx.in_dictionary(left) and ctx.in_dictionary(right)):
-            continue
+    for left, right in pairs:
         both = ctx.unrestricted_docids(left) & ctx.unrestricted_docids(right)
         if len(both) > SPLIT_SCAN_LIMIT:
             continue
@@ -112,20 +126,30 @@ def split_word(ctx: SearchContext, word: str) -> tuple[str, str] | None:
         if cached is not None and changed is not None:
             # documents whose forward entry did not change keep their adjacency (and their
             # membership in `both`): only the changed ones are scanned
-            adjacent = (cached[1] - changed) | adjacent_docs(ctx, both & changed, left, right)
+            adjacent = cached[1] - changed
+            rescan = both & changed
+            if rescan:
+                adjacent |= adjacent_docs(ctx, rescan, left, right)
         else:
             adjacent = adjacent_docs(ctx, both, left, right)
         candidates[(left, right)] = (both, adjacent)
         if adjacent and (best is None or len(adjacent) > best[0]):
             best = (len(adjacent), left, right, adjacent)
     chosen = None if best is None else best[1:]
-    SPLITS.put(key, (version, candidates, chosen))
+    SPLITS.put(key, (version, words_at, pairs, candidates, chosen))
     return _chosen(ctx, chosen)
 
 
-# (forward version, per candidate split: its documents and those where its halves are adjacent, the
-# chosen split with its adjacent documents)
-SplitEntry = tuple[int, dict[tuple[str, str], tuple[BitMap, BitMap]], tuple[str, str, BitMap] | None]
+# (forward version, dictionary version, the splits whose halves are both words then, per candidate
+# split: its documents and those where its halves are adjacent, the chosen split with its adjacent
+# documents)
+SplitEntry = tuple[
+    int,
+    int,
+    list[tuple[str, str]],
+    dict[tuple[str, str], tuple[BitMap, BitMap]],
+    tuple[str, str, BitMap] | None,
+]
 
 
 def _chosen(ctx: SearchContext, chosen: tuple[str, str, BitMap] | None) -> tuple[str, str] | None:
@@ -138,8 +162,12 @@ def _chosen(ctx: SearchContext, chosen: tuple[str, str, BitMap] | None) -> tuple
 
 
 def _forward_changes(ctx: SearchContext, since: int, version: int) -> BitMap | None:
-    """The docids whose forward entry changed after version `since` up to `version` (None: unknown),
-    kept on the index for the next words (the entries of one search share their `since`)."""
+    """At least the docids whose forward entry changed after version `since` up to `version` (None:
+    unknown), kept on the index for the next words. `since` is rounded down to a power-of-two distance
+    from `version`, so that the entries of many versions share a few answers (rescanning a document
+    that did not change finds what it found before)."""
+    if since < version:
+        since = max(0, version - (1 << (version - since - 1).bit_length()))
     index = ctx.reader.index
     memo: dict[tuple[int, int], BitMap | None] | None = getattr(index, "_forward_changes", None)
     if memo is None:

@@ -45,7 +45,7 @@ class WordTable:
         self.history = history
         self._added_table = SortedWords(added) if added else None
         self._words: Sequence[str] | None = None if added or removed else base.words
-        self._changed: dict[int, SortedWords] = {}
+        self._changed: dict[int, tuple[SortedWords, frozenset[str]]] = {}
 
     @property
     def words(self) -> Sequence[str]:
@@ -64,6 +64,15 @@ class WordTable:
         The answer covers the versions after `version` rounded down to a power-of-two distance from
         this version: a few tables per version serve every cached derivation, however many versions
         they were computed at (each exact answer is a native table to build)."""
+        found = self._changes(version)
+        return None if found is None else found[0]
+
+    def changed_words_since(self, version: int) -> frozenset[str] | None:
+        """`changed_since` as a set (to ask whether given words changed)."""
+        found = self._changes(version)
+        return None if found is None else found[1]
+
+    def _changes(self, version: int) -> tuple[SortedWords, frozenset[str]] | None:
         end = self.history_end()
         if version < self.base_version or version > end:
             return None
@@ -76,7 +85,7 @@ class WordTable:
             out: set[str] = set()
             for _, words in self.history[start:]:
                 out |= words
-            found = self._changed[version] = SortedWords(sorted(out))
+            found = self._changed[version] = (SortedWords(sorted(out)), frozenset(out))
         return found
 
     def history_end(self) -> int:
