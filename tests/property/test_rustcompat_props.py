@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hanzo_engine.rustcompat.floats import f64_display, parse_f64, ryu
+from hanzo_engine.rustcompat.floats import _ryu_digits, f64_display, parse_f64, ryu
 from hanzo_engine.rustcompat.serde_json import to_json, value_error
 from hanzo_engine.rustcompat.strings import debug_str
 
@@ -23,6 +23,15 @@ def test_float_texts_round_trip(value: float) -> None:
         parsed = parse_f64(text)
         assert parsed == value and math.copysign(1.0, parsed) == math.copysign(1.0, value), text
     assert "e" not in f64_display(value)
+
+
+@given(
+    st.one_of(
+        finite, st.floats(1e-5, 1e17), st.floats(-1e17, -1e-5), st.integers(-(10**17), 10**17).map(float)
+    )
+)
+def test_ryu_fast_path_writes_what_the_digit_path_writes(value: float) -> None:
+    assert ryu(value) == _ryu_digits(value)
 
 
 @given(st.text())

@@ -46,6 +46,15 @@ def f64_display(value: float) -> str:
 
 def ryu(value: float) -> str:
     """serde_json's text of a finite f64."""
+    if 1e-4 <= abs(value) < 1e16:
+        # Python's repr writes the same shortest digits in the same fixed notation in this range
+        # (the property tests hold it to `_ryu_digits`)
+        return repr(value)
+    return _ryu_digits(value)
+
+
+def _ryu_digits(value: float) -> str:
+    """`ryu` built from the decimal digits (every finite f64)."""
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""

@@ -46,7 +46,12 @@ from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.search.facet_distribution import facet_distribution as engine_facet_distribution
 from hanzo_engine.engine.search.facet_store import FacetStore
 from hanzo_engine.engine.search.filter import FilterContext, FilterOperatorError
-from hanzo_engine.engine.search.format import Highlighter, format_document, formatted_options, is_faceted_by
+from hanzo_engine.engine.search.format import (
+    DocumentFormatter,
+    Highlighter,
+    formatted_options,
+    is_faceted_by,
+)
 from hanzo_engine.engine.search.geo import haversine
 from hanzo_engine.engine.search.sorting import Ordering
 from hanzo_engine.engine.search.types import SearchRequest, SearchResult
@@ -365,7 +370,7 @@ class HitMaker:
             and not any("." in name for name in stored_names)
         )
         # the highlighter's tokenizer and options cost more than a plain hit: made only when used
-        self.formatter: tuple[Highlighter, Any] | None = None
+        self.formatter: DocumentFormatter | None = None
         if query.formats_hits:
             tokenizer = Tokenizer.from_settings({**settings, "stopWords": []})  # as HitMaker's: no stop words
             highlighter = Highlighter(
@@ -383,7 +388,9 @@ class HitMaker:
                 displayed=self.displayed,
                 fields=self.fields,
             )
-            self.formatter = (highlighter, options)
+            self.formatter = DocumentFormatter(
+                highlighter, options, self.displayed, query.show_matches_position
+            )
 
     def make(self, document: dict[str, Any], score: float, details: dict[str, Any]) -> dict[str, Any]:
         q = self.query
@@ -394,12 +401,7 @@ class HitMaker:
         if self.geo_point is not None:
             insert_geo_distance(hit, self.geo_point)
         if self.formatter is not None:
-            formatted, positions = format_document(
-                document,
-                *self.formatter,
-                displayed=self.displayed,
-                show_matches_position=q.show_matches_position,
-            )
+            formatted, positions = self.formatter.format(document)
             if formatted:
                 hit["_formatted"] = formatted
             if positions is not None:

@@ -485,62 +485,107 @@ def format_document(
     """`_formatted` (`{}` when there is nothing to format) and `_matchesPosition` (None unless asked).
 
     `document` is the stored document; `displayed` the displayed field names (positions are computed
-    on all of them, `_formatted` keeps the attributes of `options`).
-    """
-    rules = [(name, opt) for name, opt in options.items() if opt.should_format]
-    matches: dict[str, list[dict[str, Any]]] | None = {} if show_matches_position else None
-    if not options and matches is None:
-        return {}, None
-    selectors = list(displayed) if show_matches_position else list(options)
-    selected = select_fields(document, selectors)
+    on all of them, `_formatted` keeps the attributes of `options`). The hits of one search share a
+    `DocumentFormatter` instead."""
+    return DocumentFormatter(highlighter, options, displayed, show_matches_position).format(document)
 
-    def leaf(key: str, indices: tuple[int, ...], value: Any) -> Any:
+
+class DocumentFormatter:
+    """`format_document` for the hits of one search: what each path of the documents gets (whether it
+    is displayed, its merged format options) is worked out once per path, not once per hit."""
+
+    def __init__(
+        self,
+        highlighter: Highlighter,
+        options: Mapping[str, FormatOptions],
+        displayed: Sequence[str],
+        show_matches_position: bool,
+    ) -> None:
+        self.highlighter = highlighter
+        self.options = options
+        self.displayed = displayed
+        self.show_matches_position = show_matches_position
+        self.rules = [(name, opt) for name, opt in options.items() if opt.should_format]
+        self.selectors = list(displayed) if show_matches_position else list(options)
+        self._shown: dict[str, bool] = {}
+        self._formats: dict[str, FormatOptions | None] = {}
+
+    def _is_shown(self, path: str) -> bool:
+        shown = self._shown.get(path)
+        if shown is None:
+            shown = self._shown[path] = any(
+                _contained_in(s, path) or _contained_in(path, s) for s in self.displayed
+            )
+        return shown
+
+    def _format_of(self, path: str) -> FormatOptions | None:
+        if path in self._formats:
+            return self._formats[path]
         fmt: FormatOptions | None = None
-        for name, opt in rules:
-            if is_faceted_by(name, key) or is_faceted_by(key, name):
+        for name, opt in self.rules:
+            if is_faceted_by(name, path) or is_faceted_by(path, name):
                 fmt = opt if fmt is None else fmt.merge(opt)
-        if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-            return value
-        text = (
-            value if isinstance(value, str) else to_json(value) if isinstance(value, (int, float)) else None
-        )
-        if text is None:
-            return value
-        if matches is None:
-            return highlighter.format(text, fmt) if fmt is not None else text
-        formatted, bounds = highlighter.format_and_bounds(text, fmt, indices)
-        if bounds:
-            matches[key] = bounds  # a later array element replaces an earlier one, as in Meilisearch
-        return formatted
+        self._formats[path] = fmt
+        return fmt
 
-    def walk_object(obj: dict[str, Any], base: str, indices: tuple[int, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in obj.items():
-            path = key if not base else f"{base}.{key}"
-            if not any(_contained_in(s, path) or _contained_in(path, s) for s in displayed):
-                out[key] = value
-            elif isinstance(value, dict):
-                out[key] = walk_object(value, path, indices)
-            elif isinstance(value, list):
-                out[key] = walk_array(value, path, indices)
-            else:
-                out[key] = leaf(path, indices, value)
-        return out
+    def format(
+        self, document: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]] | None]:
+        options = self.options
+        matches: dict[str, list[dict[str, Any]]] | None = {} if self.show_matches_position else None
+        if not options and matches is None:
+            return {}, None
+        highlighter = self.highlighter
+        selected = select_fields(document, self.selectors)
 
-    def walk_array(values: list[Any], base: str, indices: tuple[int, ...]) -> list[Any]:
-        out: list[Any] = []
-        for i, value in enumerate(values):
-            here = (*indices, i)
-            if isinstance(value, dict):
-                out.append(walk_object(value, base, here))
-            elif isinstance(value, list):
-                out.append(walk_array(value, base, here))
-            else:
-                out.append(leaf(base, here, value))
-        return out
+        def leaf(key: str, indices: tuple[int, ...], value: Any) -> Any:
+            if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+                return value
+            text = (
+                value
+                if isinstance(value, str)
+                else to_json(value)
+                if isinstance(value, (int, float))
+                else None
+            )
+            if text is None:
+                return value
+            fmt = self._format_of(key)
+            if matches is None:
+                return highlighter.format(text, fmt) if fmt is not None else text
+            formatted, bounds = highlighter.format_and_bounds(text, fmt, indices)
+            if bounds:
+                matches[key] = bounds  # a later array element replaces an earlier one, as in Meilisearch
+            return formatted
 
-    mapped = walk_object(selected, "", ())
-    formatted = select_fields(mapped, list(options)) if options else {}
-    if matches is not None:
-        matches = {key: matches[key] for key in sorted(matches)}
-    return formatted, matches
+        def walk_object(obj: dict[str, Any], base: str, indices: tuple[int, ...]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in obj.items():
+                path = key if not base else f"{base}.{key}"
+                if not self._is_shown(path):
+                    out[key] = value
+                elif isinstance(value, dict):
+                    out[key] = walk_object(value, path, indices)
+                elif isinstance(value, list):
+                    out[key] = walk_array(value, path, indices)
+                else:
+                    out[key] = leaf(path, indices, value)
+            return out
+
+        def walk_array(values: list[Any], base: str, indices: tuple[int, ...]) -> list[Any]:
+            out: list[Any] = []
+            for i, value in enumerate(values):
+                here = (*indices, i)
+                if isinstance(value, dict):
+                    out.append(walk_object(value, base, here))
+                elif isinstance(value, list):
+                    out.append(walk_array(value, base, here))
+                else:
+                    out.append(leaf(base, here, value))
+            return out
+
+        mapped = walk_object(selected, "", ())
+        formatted = select_fields(mapped, list(options)) if options else {}
+        if matches is not None:
+            matches = {key: matches[key] for key in sorted(matches)}
+        return formatted, matches
