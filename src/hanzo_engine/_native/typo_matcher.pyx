@@ -37,6 +37,19 @@ cdef inline int _min3(int a, int b, int c) noexcept nogil:
     return a
 
 
+cdef inline bint _starts_with(const uint32_t *chars, const long long *offs, Py_ssize_t k,
+                              const uint32_t *prefix, int j) noexcept nogil:
+    """Whether word k starts with `prefix[0..j)`."""
+    cdef int i
+    if offs[k + 1] - offs[k] < j:
+        return False
+    # from the last character: a word past a run of the prefix nearly always differs there first
+    for i in range(j - 1, -1, -1):
+        if chars[offs[k] + i] != prefix[i]:
+            return False
+    return True
+
+
 cdef Py_ssize_t _run_end(const uint32_t *chars, const long long *offs, Py_ssize_t lo, Py_ssize_t hi,
                          const uint32_t *prefix, int j) noexcept nogil:
     """First index in [lo, hi) whose word does not start with `prefix[0..j)`; words lo.. do, in order.
@@ -44,35 +57,18 @@ cdef Py_ssize_t _run_end(const uint32_t *chars, const long long *offs, Py_ssize_
     Galloping first: most runs past the first letters are a few words long, so the bound is found in
     O(log run) probes instead of O(log dictionary)."""
     cdef Py_ssize_t mid, step = 1, probe
-    cdef int i, m
-    cdef bint same
     while lo < hi:
         probe = lo + step - 1
         if probe >= hi:
             break
-        m = <int> (offs[probe + 1] - offs[probe])
-        same = m >= j
-        if same:
-            # from the last character: a word past the run nearly always differs there first
-            for i in range(j - 1, -1, -1):
-                if chars[offs[probe] + i] != prefix[i]:
-                    same = False
-                    break
-        if not same:
+        if not _starts_with(chars, offs, probe, prefix, j):
             hi = probe
             break
         lo = probe + 1
         step *= 2
     while lo < hi:
         mid = lo + (hi - lo) // 2
-        m = <int> (offs[mid + 1] - offs[mid])
-        same = m >= j
-        if same:
-            for i in range(j - 1, -1, -1):
-                if chars[offs[mid] + i] != prefix[i]:
-                    same = False
-                    break
-        if same:
+        if _starts_with(chars, offs, mid, prefix, j):
             lo = mid + 1
         else:
             hi = mid
