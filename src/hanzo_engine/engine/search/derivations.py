@@ -101,7 +101,7 @@ def split_word(ctx: SearchContext, word: str) -> tuple[str, str] | None:
     if entry is not None and entry[0] < version:
         known = entry[3]
         changed = _forward_changes(ctx, entry[0], version)
-        if entry[1] == words_at:
+        if entry[1] == words_at:  # (no word table is needed: a query of short words builds none)
             pairs = entry[2]
         elif entry[1] < words_at:
             # the splits whose halves are both words hold while no half entered or left the dictionary
