@@ -22,7 +22,7 @@ from hanzo_engine.engine.update.indexer import (
 )
 
 from .context import SearchContext
-from .dictionary import prefix_words, word_table
+from .dictionary import cached_word_table, prefix_words, word_table
 from .plan_cache import PREFIX_ALTS, SPLITS, TYPO_ALTS, PlanCache
 from .query import MAX_WORD_BYTES, QueryTerm
 from .query_graph import Alt, Node
@@ -101,11 +101,12 @@ def split_word(ctx: SearchContext, word: str) -> tuple[str, str] | None:
     if entry is not None and entry[0] < version:
         known = entry[3]
         changed = _forward_changes(ctx, entry[0], version)
-        if entry[1] == words_at:  # (no word table is needed: a query of short words builds none)
+        if entry[1] == words_at:
             pairs = entry[2]
-        elif entry[1] < words_at:
+        elif entry[1] < words_at and (table := cached_word_table(ctx.reader)) is not None:
             # the splits whose halves are both words hold while no half entered or left the dictionary
-            words = word_table(ctx.reader).changed_words_since(entry[1])
+            # (the word table is not built here: a query of short words needs none)
+            words = table.changed_words_since(entry[1])
             if words is not None and not any(
                 word[:i] in words or word[i:] in words for i in range(1, len(word))
             ):
