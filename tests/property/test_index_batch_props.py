@@ -12,9 +12,6 @@ dictionary version and deltas) must be byte for byte the same.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections.abc import Callable
 from functools import partial
 from itertools import pairwise
@@ -43,6 +40,7 @@ from hanzo_engine.engine.storage.keys import (
 )
 from hanzo_engine.engine.update.indexer import SearchIndexer, tokenizer_for
 from hanzo_engine.engine.update.writer import document_writer
+from tests.property.thread_sanitizer import run_under_thread_sanitizer
 
 from .test_indexer_props import check_consistent, document, index_settings, new_index, text
 
@@ -351,37 +349,8 @@ def test_a_malformed_stored_bitmap_names_its_key() -> None:
 
 # -- data races ----------------------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_the_batch_threads_share_nothing_mutable(tmp_path: Path) -> None:
     # csrc/index_batch.c with the real tokenizer under ThreadSanitizer (a C program: Python itself is
     # not instrumented), 1 to 4 threads giving the same entries
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("no gcc")
-    exe = tmp_path / "race"
-    # not the ASan runtime the sanitizer run preloads into Python
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    csrc = ROOT / "csrc"
-    build = subprocess.run(
-        [gcc, "-O1", "-g", "-fsanitize=thread", f"-I{csrc}", "-o", str(exe),
-         str(Path(__file__).parent / "native" / "index_batch_race.c"),
-         *(str(csrc / name) for name in ("index_batch.c", "postings.c", "tokenizer.c")), "-lpthread"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )  # fmt: skip
-    if build.returncode != 0:
-        pytest.skip(f"no ThreadSanitizer build: {build.stderr[-500:]}")
-    done = subprocess.run(
-        [str(exe)],
-        capture_output=True,
-        text=True,
-        env={**env, "TSAN_OPTIONS": "exitcode=66"},
-        timeout=600,
-    )
-    if "FATAL: ThreadSanitizer" in done.stderr:  # e.g. a memory layout it does not support
-        pytest.skip(f"ThreadSanitizer cannot run here: {done.stderr[-500:]}")
-    assert "WARNING: ThreadSanitizer" not in done.stderr, done.stderr
-    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    run_under_thread_sanitizer(tmp_path, "index_batch_race", ("index_batch.c", "postings.c", "tokenizer.c"))

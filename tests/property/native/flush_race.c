@@ -7,13 +7,7 @@
 #include <string.h>
 
 #include "bitmap_merge.h"
-#include "index_batch.h"
-#include "tokenizer.h"
-
-static int tokenize(void *ctx, const char *text, size_t size, uint32_t max_positions, hz_tok_out *out)
-{
-    return hz_tokenize(ctx, text, size, HZ_MODE_INDEX, max_positions, out);
-}
+#include "race_batch.h"
 
 /* Every item of the flush of `table`, as key length, key, bitmap length, bitmap, into out. */
 static int run_flush(hz_postings *acc, int table, size_t chunk, int threaded, hz_buf *out)
@@ -53,42 +47,12 @@ int main(void)
 {
     static const char *words[] = {"alpha", "beta", "the", "東京", "café", "x", "hello", "world", "a", "ok",
                                   "of", "to", "in", "on", "zeta", "éta"};
-    enum { N = 3000, FIELDS = 3, TEXTS = 2 };
-    if (hz_tok_init() != 0) {
+    enum { N = 3000 };
+    hz_batch batch;
+    /* docids over two roaring containers */
+    if (race_batch(&batch, N, (race_spec){words, 16, 11, 37, 0, 3, 40, 4}) != 0) {
         return 1;
     }
-    hz_tok_config *cfg = hz_tok_config_new();
-    hz_batch_doc *docs = calloc(N, sizeof *docs);
-    hz_batch_field *fields = calloc(N * FIELDS, sizeof *fields);
-    hz_batch_text *texts = calloc(N * FIELDS * TEXTS, sizeof *texts);
-    if (cfg == NULL || docs == NULL || fields == NULL || texts == NULL
-        || hz_tok_config_add_pattern(cfg, " ", 1, HZ_PAT_SOFT) != 0) {
-        return 1;
-    }
-    size_t nf = 0, nt = 0;
-    unsigned seed = 11;
-    for (size_t d = 0; d < N; d++) {
-        /* docids over two roaring containers */
-        docs[d] = (hz_batch_doc){(uint32_t)(d * 37), nf, FIELDS};
-        for (int f = 0; f < FIELDS; f++) {
-            fields[nf++] = (hz_batch_field){(uint16_t)(f * 3), nt, TEXTS};
-            for (int t = 0; t < TEXTS; t++) {
-                char *text = malloc(1024);
-                size_t n = 0;
-                int k = (int)(rand_r(&seed) % 40) + 1;
-                for (int w = 0; w < k; w++) {
-                    unsigned r = rand_r(&seed);
-                    if (r % 4 == 0) {   /* rarer words too: many keys with one or two docids */
-                        n += (size_t)sprintf(text + n, "w%u ", r % 5000);
-                    } else {
-                        n += (size_t)sprintf(text + n, "%s ", words[r % 16]);
-                    }
-                }
-                texts[nt++] = (hz_batch_text){text, n};
-            }
-        }
-    }
-    hz_batch batch = {tokenize, cfg, docs, N, fields, texts};
     hz_tok_out outs[1];
     memset(outs, 0, sizeof outs);
     hz_postings *acc = hz_postings_new();

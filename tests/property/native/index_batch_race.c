@@ -6,47 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index_batch.h"
-#include "tokenizer.h"
-
-static int tokenize(void *ctx, const char *text, size_t size, uint32_t max_positions, hz_tok_out *out)
-{
-    return hz_tokenize(ctx, text, size, HZ_MODE_INDEX, max_positions, out);
-}
+#include "race_batch.h"
 
 int main(void)
 {
     static const char *words[] = {"alpha", "beta", "the", "東京", "café", "x", "hello", "world", "a", "ok"};
-    enum { N = 1500, FIELDS = 3, TEXTS = 2 };
-    if (hz_tok_init() != 0) {
+    enum { N = 1500 };
+    hz_batch batch;
+    if (race_batch(&batch, N, (race_spec){words, 10, 7, 13, 100000, 5, 30, 0}) != 0) {
         return 1;
     }
-    hz_tok_config *cfg = hz_tok_config_new();
-    hz_batch_doc *docs = calloc(N, sizeof *docs);
-    hz_batch_field *fields = calloc(N * FIELDS, sizeof *fields);
-    hz_batch_text *texts = calloc(N * FIELDS * TEXTS, sizeof *texts);
-    if (cfg == NULL || docs == NULL || fields == NULL || texts == NULL
-        || hz_tok_config_add_pattern(cfg, " ", 1, HZ_PAT_SOFT) != 0) {
-        return 1;
-    }
-    size_t nf = 0, nt = 0;
-    unsigned seed = 7;
-    for (size_t d = 0; d < N; d++) {
-        docs[d] = (hz_batch_doc){(uint32_t)(d * 13 % 100000), nf, FIELDS};
-        for (int f = 0; f < FIELDS; f++) {
-            fields[nf++] = (hz_batch_field){(uint16_t)(f * 5), nt, TEXTS};
-            for (int t = 0; t < TEXTS; t++) {
-                char *text = malloc(512);
-                size_t n = 0;
-                int k = (int)(rand_r(&seed) % 30) + 1;
-                for (int w = 0; w < k; w++) {
-                    n += (size_t)sprintf(text + n, "%s ", words[rand_r(&seed) % 10]);
-                }
-                texts[nt++] = (hz_batch_text){text, n};
-            }
-        }
-    }
-    hz_batch batch = {tokenize, cfg, docs, N, fields, texts};
     hz_buf ref = {0};
     size_t ref_words = 0, ref_keys = 0;
     hz_pool *pool = hz_pool_new();
