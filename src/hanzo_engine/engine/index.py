@@ -196,6 +196,13 @@ class IndexReader:
         self.index = index
         self.txn = txn
 
+    @property
+    def state_id(self) -> int | None:
+        """The committed state this reader sees, for caches shared by the searches of that state: LMDB
+        names it by the id of the last write transaction. None for a write transaction (`IndexWriter`):
+        its id is given again to the next one when it aborts, so nothing may be cached under it."""
+        return int(self.txn.id())
+
     def _main(self, key: bytes) -> bytes | None:
         value = self.txn.get(key, db=self.index.db_main)
         return None if value is None else bytes(value)
@@ -283,6 +290,10 @@ class IndexWriter(IndexReader):
     them through the hooks below, which a subclass of the update layer implements; each is called at
     a point where the stored documents are consistent with what it is told.
     """
+
+    @property
+    def state_id(self) -> int | None:
+        return None
 
     def __init__(self, index: Index, txn: lmdb.Transaction) -> None:
         super().__init__(index, txn)

@@ -300,14 +300,13 @@ def _per_committed_state(
 ) -> tuple[str, ...]:
     """`compute()` kept on the index under `name` per committed state (the id of the last write
     transaction the reader sees): every search of an unchanged index asks for the same names."""
-    # only read transactions: an aborted write transaction's id is given again to the next one
-    txn_id = reader.txn.id() if type(reader) is IndexReader else -1
+    state = reader.state_id
     cached: tuple[int, tuple[str, ...]] | None = getattr(reader.index, name, None)
-    if cached is not None and cached[0] == txn_id >= 0:
+    if cached is not None and state is not None and cached[0] == state:
         return cached[1]
     names = compute()
-    if txn_id >= 0:
-        setattr(reader.index, name, (txn_id, names))
+    if state is not None:
+        setattr(reader.index, name, (state, names))
     return names
 
 

@@ -30,16 +30,13 @@ def _snapshot(reader: IndexReader) -> tuple[list[str], dict[int, list[int]], Fro
     decoded once per state for the searches of the index (LMDB names a state by the id of the last
     write transaction; an older snapshot, a long read, decodes its own). Callers must not modify the
     field list or the statistics."""
-    if type(reader) is not IndexReader:
-        # a write transaction's id is given again to the next one when it aborts: never cached
-        return search_fields(reader), field_stats(reader), FrozenBitMap(reader.documents_ids())
-    txn_id = reader.txn.id()
+    state = reader.state_id
     cached = reader.index.__dict__.get("_search_snapshot")
-    if cached is not None and cached[0] == txn_id:
+    if cached is not None and cached[0] == state:
         return cached[1], cached[2], cached[3]
     fields, stats, docids = search_fields(reader), field_stats(reader), FrozenBitMap(reader.documents_ids())
-    if cached is None or cached[0] < txn_id:
-        reader.index.__dict__["_search_snapshot"] = (txn_id, fields, stats, docids)
+    if state is not None and (cached is None or cached[0] < state):
+        reader.index.__dict__["_search_snapshot"] = (state, fields, stats, docids)
     return fields, stats, docids
 
 

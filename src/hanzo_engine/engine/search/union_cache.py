@@ -45,10 +45,9 @@ def _bytes(bitmap: FrozenBitMap) -> int:
 def cached_union(reader: IndexReader, key: Hashable, parts: int, compute: Callable[[], BitMap]) -> BitMap:
     """`compute()` (the union of `parts` bitmaps), from the index's cache when an earlier search of
     the same committed state made it under `key`."""
-    # a write transaction's id is given again to the next one when it aborts: only reads are cached
-    if parts < MIN_PARTS or type(reader) is not IndexReader:
+    txn_id = reader.state_id
+    if parts < MIN_PARTS or txn_id is None:
         return compute()
-    txn_id = reader.txn.id()
     with _LOCK:
         cache: UnionCache = reader.index.__dict__.setdefault("_union_cache", UnionCache())
         if cache.txn_id != txn_id:
