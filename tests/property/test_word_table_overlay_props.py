@@ -149,3 +149,18 @@ def test_searches_after_each_write_equal_searches_on_cold_caches(
                     assert (a.docids, a.scores, a.candidates) == (b.docids, b.scores, b.candidates)
         finally:
             index.close()
+
+
+@given(latest=st.integers(0, 10**6), back=st.integers(0, 10**6), oldest=st.integers(0, 10**6))
+def test_a_coarse_version_is_at_most_the_version_and_a_power_of_two_back(
+    latest: int, back: int, oldest: int
+) -> None:
+    from hanzo_engine.engine.update.indexer import coarse_version
+
+    version = max(latest - back, 0)
+    oldest = min(oldest, version)
+    coarse = coarse_version(version, latest, oldest)
+    assert oldest <= coarse <= version  # what changed since `coarse` covers what changed since `version`
+    if coarse > oldest and version < latest:
+        distance = latest - coarse
+        assert distance & (distance - 1) == 0 and distance < 2 * (latest - version)

@@ -15,6 +15,7 @@ from pyroaring import BitMap
 from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine._native.typo_matcher import SortedWords
 from hanzo_engine.engine.update.indexer import (
+    coarse_version,
     dictionary_version,
     forward_delta,
     forward_entries,
@@ -167,8 +168,7 @@ def _forward_changes(ctx: SearchContext, since: int, version: int) -> BitMap | N
     unknown), kept on the index for the next words. `since` is rounded down to a power-of-two distance
     from `version`, so that the entries of many versions share a few answers (rescanning a document
     that did not change finds what it found before)."""
-    if since < version:
-        since = max(0, version - (1 << (version - since - 1).bit_length()))
+    since = coarse_version(since, version)
     index = ctx.reader.index
     memo: dict[tuple[int, int], BitMap | None] | None = getattr(index, "_forward_changes", None)
     if memo is None:

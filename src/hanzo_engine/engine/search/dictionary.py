@@ -18,7 +18,7 @@ from typing import Final
 from hanzo_engine._native.typo_matcher import SortedWords
 from hanzo_engine.engine.index import IndexReader
 from hanzo_engine.engine.storage.keys import DB_WORD_DOCIDS
-from hanzo_engine.engine.update.indexer import dictionary_delta, dictionary_version
+from hanzo_engine.engine.update.indexer import coarse_version, dictionary_delta, dictionary_version
 
 # the base is built again once the changes since it reach this share of it (or this many words)
 REBUILD_SHARE: Final = 50
@@ -76,8 +76,7 @@ class WordTable:
         end = self.history_end()
         if version < self.base_version or version > end:
             return None
-        if version < end:
-            version = max(self.base_version, end - (1 << (end - version - 1).bit_length()))
+        version = coarse_version(version, end, self.base_version)
         found = self._changed.get(version)
         if found is None:
             # the history is in version order: only the versions after `version` are read

@@ -155,6 +155,15 @@ def _record_version(
         txn.delete(delta_key + U64.pack(version - DICTIONARY_DELTAS), db=db_main)
 
 
+def coarse_version(version: int, latest: int, oldest: int = 0) -> int:
+    """`version` rounded down to a power-of-two distance from `latest` (not below `oldest`): a cache
+    asking what changed since a version asks since the coarse one (a superset of the changes), so
+    that the entries of many versions share a few answers."""
+    if version >= latest:
+        return version
+    return max(oldest, latest - (1 << (latest - version - 1).bit_length()))
+
+
 def dictionary_version(reader: IndexReader) -> int:
     """Bumped by every write that adds words to or removes words from `word-docids` (0: never)."""
     return _version(reader, KEY_DICTIONARY_VERSION)
