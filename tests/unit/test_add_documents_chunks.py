@@ -1,17 +1,29 @@
 """A document addition larger than one read chunk (`payload.read_documents`): every document is checked
 before the first write, errors keep their order (ids, then `_geo`, then `_vectors`), and the documents
-of every chunk are written."""
+of every chunk are written. Each test runs with a payload the task keeps decoded between its check pass
+and its writes (under `HOLD_PAYLOAD_BYTES`) and with one it reads twice, the check pass reading only
+the fields it checks (`payload.read_document_fields`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
+import pytest
 
+from hanzo_engine.scheduler.processing import HOLD_PAYLOAD_BYTES
 from hanzo_engine.scheduler.scheduler import Scheduler
 
-PAD = "lorem ipsum " * 40  # ~500 bytes a document: 6,000 documents span three 1 MiB chunks
 N = 6_000
+# ~500 bytes a document: 6,000 documents span three 1 MiB chunks; ~2 KB: past HOLD_PAYLOAD_BYTES
+PADS = {"kept": "lorem ipsum " * 40, "read twice": "lorem ipsum " * 170}
+
+
+@pytest.fixture(params=list(PADS))
+def pad(request: pytest.FixtureRequest) -> str:
+    text = PADS[request.param]
+    assert (N * len(text) > HOLD_PAYLOAD_BYTES) == (request.param == "read twice")
+    return text
 
 
 def register(s: Scheduler, type_: str, kind: dict[str, Any], details: dict[str, Any]) -> int:
@@ -42,8 +54,8 @@ def run(s: Scheduler, uid: int) -> dict[str, Any]:
     return task
 
 
-def docs() -> list[dict[str, Any]]:
-    return [{"id": i, "text": PAD} for i in range(N)]
+def docs(pad: str) -> list[dict[str, Any]]:
+    return [{"id": i, "text": pad} for i in range(N)]
 
 
 def count(s: Scheduler) -> int:
@@ -54,8 +66,8 @@ def count(s: Scheduler) -> int:
         return r.number_of_documents()
 
 
-def test_every_chunk_is_written(sched: Scheduler) -> None:
-    payload = docs()
+def test_every_chunk_is_written(sched: Scheduler, pad: str) -> None:
+    payload = docs(pad)
     payload.append({"id": 3, "text": "the last of id 3"})  # a later chunk replaces an earlier one
     task = run(sched, add(sched, payload))
     assert task["status"] == "succeeded", task
@@ -65,13 +77,13 @@ def test_every_chunk_is_written(sched: Scheduler) -> None:
     assert index is not None
     with index.read() as r:
         assert r.get_document("3") == {"id": 3, "text": "the last of id 3"}
-        assert r.get_document(str(N - 1)) == {"id": N - 1, "text": PAD}
+        assert r.get_document(str(N - 1)) == {"id": N - 1, "text": pad}
 
 
-def test_a_bad_id_in_the_last_chunk_wins_over_an_earlier_bad_geo(sched: Scheduler) -> None:
+def test_a_bad_id_in_the_last_chunk_wins_over_an_earlier_bad_geo(sched: Scheduler, pad: str) -> None:
     settings = {"filterableAttributes": ["_geo"]}
     run(sched, register(sched, "settingsUpdate", {"settings": settings}, settings))
-    payload = docs()
+    payload = docs(pad)
     payload[0]["_geo"] = "nowhere"
     payload[-1]["id"] = "not valid!"
     task = run(sched, add(sched, payload))
@@ -79,10 +91,10 @@ def test_a_bad_id_in_the_last_chunk_wins_over_an_earlier_bad_geo(sched: Schedule
     assert count(sched) == 0
 
 
-def test_a_bad_geo_in_the_last_chunk_wins_over_an_earlier_bad_vectors(sched: Scheduler) -> None:
+def test_a_bad_geo_in_the_last_chunk_wins_over_an_earlier_bad_vectors(sched: Scheduler, pad: str) -> None:
     settings = {"filterableAttributes": ["_geo"]}
     run(sched, register(sched, "settingsUpdate", {"settings": settings}, settings))
-    payload = docs()
+    payload = docs(pad)
     payload[0]["_vectors"] = 3
     payload[-1]["_geo"] = "nowhere"
     task = run(sched, add(sched, payload))
@@ -91,4 +103,16 @@ def test_a_bad_geo_in_the_last_chunk_wins_over_an_earlier_bad_vectors(sched: Sch
     payload[-1].pop("_geo")
     task = run(sched, add(sched, payload))
     assert task["status"] == "failed" and task["error"]["code"] == "invalid_vectors_type", task
+    assert count(sched) == 0
+
+
+def test_a_missing_id_is_reported_with_the_whole_document(sched: Scheduler, pad: str) -> None:
+    payload = docs(pad)
+    payload[4_000] = {"text": "no id here", "_geo": {"lat": 1, "lng": 2}, "rank": [1, 2]}
+    task = run(sched, add(sched, payload))
+    assert task["status"] == "failed", task
+    assert task["error"]["code"] == "missing_document_id"
+    assert task["error"]["message"] == (
+        'Document doesn\'t have a `id` attribute: `{"text":"no id here","_geo":{"lat":1,"lng":2},"rank":[1,2]}`.'
+    )
     assert count(sched) == 0

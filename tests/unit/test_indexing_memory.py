@@ -62,15 +62,16 @@ def indexer_memory(tmp_path: Path, max_indexing_memory: int | None) -> int:
 
 
 def test_the_scheduler_gives_the_indexer_its_share_of_max_indexing_memory(tmp_path: Path) -> None:
-    assert indexer_memory(tmp_path / "a", 1 << 30) == 128 << 20
-    assert indexer_memory(tmp_path / "b", 8 << 30) == 1 << 30
+    assert indexer_memory(tmp_path / "a", 1 << 30) == (896 << 20) // 3
+    assert indexer_memory(tmp_path / "b", 8 << 30) == ((8 << 30) - (128 << 20)) // 3
     assert indexer_memory(tmp_path / "c", None) == MAX_PENDING_BYTES
 
 
 def test_a_tiny_budget_still_flushes_in_batches() -> None:
     assert indexer_budget(1) == 16 << 20
     assert indexer_budget(100 << 20) == 16 << 20
-    assert indexer_budget(400 << 20) == 50 << 20
+    assert indexer_budget(176 << 20) == 16 << 20
+    assert indexer_budget(416 << 20) == 96 << 20
 
 
 def dump(index: Index) -> dict[bytes, list[tuple[bytes, bytes]]]:

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.engine.documents.json_scan import JsonSyntaxError, scan_json
@@ -20,6 +22,7 @@ from hanzo_engine.engine.documents.payload import (
     PayloadFormat,
     convert_to_ndjson,
     payload_format,
+    read_document_fields,
     read_documents,
 )
 
@@ -452,3 +455,31 @@ def test_read_documents_in_chunks(tmp_path: Path, chunk_bytes: int) -> None:
         assert len(chunks) > 5
     path.write_bytes(b"")
     assert list(read_documents(path, chunk_bytes)) == []
+
+
+_KEYS = st.sampled_from(["id", "_geo", "_vectors", "title", "my-id", "ïd", "a.b", ""])
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    documents=st.lists(st.dictionaries(_KEYS, _VALUES, max_size=5), min_size=1, max_size=30),
+    names=st.lists(_KEYS, min_size=1, max_size=4),
+    chunk_bytes=st.sampled_from([1, 50, 1 << 20]),
+)
+def test_read_document_fields_is_read_documents_keeping_those_fields(
+    tmp_path_factory: pytest.TempPathFactory,
+    documents: list[dict[str, Any]],
+    names: list[str],
+    chunk_bytes: int,
+) -> None:
+    path = tmp_path_factory.mktemp("fields") / "update"
+    with open(path, "wb") as out:
+        convert_to_ndjson(msgspec.json.encode(documents), JSON, out)
+    whole = [d for chunk in read_documents(path, chunk_bytes) for d in chunk]
+    fields = [d for chunk in read_document_fields(path, tuple(names), chunk_bytes) for d in chunk]
+    assert fields == [{k: v for k, v in d.items() if k in names} for d in whole]

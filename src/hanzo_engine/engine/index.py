@@ -60,6 +60,8 @@ from hanzo_engine.engine.storage.keys import (
 # with at most `IndexMapper.MAX_OPEN` environments open, stays far inside the 128 TiB user address space.
 DEFAULT_MAP_SIZE: Final = 256 << 30
 MAX_FIELDS: Final = 65_535
+# The memory of an indexing task outside the full-text accumulator (`indexer_budget`).
+INDEXING_RESERVE: Final = 128 << 20
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.decode
@@ -70,12 +72,14 @@ def now_ns() -> int:
 
 
 def indexer_budget(max_indexing_memory: int) -> int:
-    """The share of `--max-indexing-memory` the full-text indexer may accumulate before it flushes:
-    an eighth, leaving the rest to the chunk of the payload being applied, the caches and the merge
-    buffers (the accumulator's arrays grow by doubling, so its footprint runs up to twice what it
-    accounts); LMDB's dirty pages are file-backed (`storage/environment.py`). At least 16 MiB, so a
-    tiny budget still flushes in batches rather than every few documents."""
-    return max(max_indexing_memory // 8, 16 << 20)
+    """The share of `--max-indexing-memory` the full-text indexer may accumulate before it flushes: a
+    third of what the budget leaves past `INDEXING_RESERVE` (the chunk of the payload being applied,
+    the caches, the merge buffers), as the accumulator's arrays grow by doubling, so its footprint runs
+    up to twice what it accounts; LMDB's dirty pages are file-backed (`storage/environment.py`). Every
+    flush of a large task merges into the bitmaps the earlier ones wrote, so the larger the share, the
+    faster the task. At least 16 MiB, so a tiny budget still flushes in batches rather than every few
+    documents."""
+    return max((max_indexing_memory - INDEXING_RESERVE) // 3, 16 << 20)
 
 
 class IndexClosed(Exception):

@@ -19,12 +19,19 @@ import lmdb
 from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.apitypes.settings import SettingsPatch, apply_patch, complete_settings
 from hanzo_engine.engine.chat import check_chat_template
-from hanzo_engine.engine.documents.payload import read_documents
+from hanzo_engine.engine.documents.geojson import GEOJSON_FIELD
+from hanzo_engine.engine.documents.payload import read_document_fields, read_documents
 from hanzo_engine.engine.documents.primary_key import extract_document_id, infer_primary_key
 from hanzo_engine.engine.index import Index, IndexWriter
-from hanzo_engine.engine.update.facets import check_geo
+from hanzo_engine.engine.update.facets import GEO_FIELD, check_geo
 from hanzo_engine.engine.update.settings_hook import reindex_for_settings
-from hanzo_engine.engine.vector.documents import Prepared, check_embedders, prepare_documents, write_vectors
+from hanzo_engine.engine.vector.documents import (
+    VECTORS,
+    Prepared,
+    check_embedders,
+    prepare_documents,
+    write_vectors,
+)
 
 from .sharding import owned_documents
 from .store import Batch, Task
@@ -285,10 +292,21 @@ def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") 
         )  # a sharded network: this node's shards only
         return list(zip(ids, documents, strict=False))
 
-    for documents in read_documents(path):
+    # A check pass whose documents are dropped reads only the fields it checks (of a flat primary key).
+    light = not whole and not keep and pk is not None and "." not in pk
+    checked = (
+        read_document_fields(path, (pk, GEO_FIELD, GEOJSON_FIELD, VECTORS)) if light else read_documents(path)
+    )
+    for documents in checked:
         if pk is None:
             pk = infer_primary_key(documents[0])
-        pairs = owned(documents)  # id errors first, in document order
+        try:
+            pairs = owned(documents)  # id errors first, in document order
+        except MeiliError as err:
+            if light and err.code == "missing_document_id":
+                for whole_documents in read_documents(path):
+                    owned(whole_documents)  # raises it again, quoting the whole document
+            raise
         total += len(pairs)
         if geo_error is None:  # then `_geo`: the task fails on the first bad one
             try:

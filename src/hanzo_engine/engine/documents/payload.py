@@ -38,7 +38,7 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,6 +56,7 @@ __all__ = [
     "check_csv_delimiter",
     "convert_to_ndjson",
     "payload_format",
+    "read_document_fields",
     "read_documents",
 ]
 
@@ -234,10 +235,8 @@ def convert_to_ndjson(body: bytes, fmt: PayloadFormat, out: typing.BinaryIO, del
     return writer.count
 
 
-def read_documents(path: Path, chunk_bytes: int = _READ_BYTES) -> Iterator[list[dict[str, Any]]]:
-    """The documents of an update file (`convert_to_ndjson`'s output: one object per line), decoded
-    about `chunk_bytes` of lines at a time, so a task holds one chunk of its payload decoded, never all
-    of it."""
+def _line_blocks(path: Path, chunk_bytes: int) -> Iterator[bytes]:
+    """The bytes of an update file, about `chunk_bytes` at a time, each cut at a line end."""
     with open(path, "rb") as f:
         pending: list[bytes] = []  # the start of the line the last block ended in
         while block := f.read(chunk_bytes):
@@ -246,13 +245,50 @@ def read_documents(path: Path, chunk_bytes: int = _READ_BYTES) -> Iterator[list[
                 pending.append(block)
                 continue
             pending.append(block[:cut])
-            documents = _decoder.decode_lines(b"".join(pending))
+            yield b"".join(pending)
             pending = [block[cut:]]
-            if documents:
-                yield documents
         tail = b"".join(pending)
         if tail.strip():
-            yield _decoder.decode_lines(tail)
+            yield tail
+
+
+def read_documents(path: Path, chunk_bytes: int = _READ_BYTES) -> Iterator[list[dict[str, Any]]]:
+    """The documents of an update file (`convert_to_ndjson`'s output: one object per line), decoded
+    about `chunk_bytes` of lines at a time, so a task holds one chunk of its payload decoded, never all
+    of it."""
+    for block in _line_blocks(path, chunk_bytes):
+        if documents := _decoder.decode_lines(block):
+            yield documents
+
+
+@lru_cache(maxsize=16)
+def _fields_decoder(names: tuple[str, ...]) -> tuple[msgspec.json.Decoder[Any], tuple[str, ...]]:
+    """A decoder of objects into a struct of the top-level fields `names` (attributes f0, f1, ...,
+    UNSET when absent): msgspec skips every other field without building its value."""
+    attrs = tuple(f"f{i}" for i in range(len(names)))
+    struct = msgspec.defstruct(
+        "DocumentFields",
+        [(a, Any, msgspec.UNSET) for a in attrs],
+        rename=dict(zip(attrs, names, strict=True)),
+    )
+    return msgspec.json.Decoder(struct), attrs
+
+
+def read_document_fields(
+    path: Path, names: tuple[str, ...], chunk_bytes: int = _READ_BYTES
+) -> Iterator[list[dict[str, Any]]]:
+    """`read_documents`, each document reduced to those of its top-level fields named in `names`:
+    several times faster when a pass needs a few fields of every document (ids, `_geo`, `_vectors`)."""
+    names = tuple(dict.fromkeys(names))  # one attribute per field
+    decoder, attrs = _fields_decoder(names)
+    named = tuple(zip(names, attrs, strict=True))
+    unset = msgspec.UNSET
+    for block in _line_blocks(path, chunk_bytes):
+        if structs := decoder.decode_lines(block):
+            yield [
+                {name: value for name, attr in named if (value := getattr(s, attr)) is not unset}
+                for s in structs
+            ]
 
 
 # -- JSON / NDJSON ---------------------------------------------------------------------------
