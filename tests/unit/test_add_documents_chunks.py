@@ -6,12 +6,13 @@ the fields it checks (`payload.read_document_fields`)."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import msgspec
 import pytest
 
-from hanzo_engine.scheduler.processing import HOLD_PAYLOAD_BYTES
+from hanzo_engine.scheduler.processing import HOLD_PAYLOAD_BYTES, cyclic_gc_paused
 from hanzo_engine.scheduler.scheduler import Scheduler
 
 N = 6_000
@@ -116,3 +117,44 @@ def test_a_missing_id_is_reported_with_the_whole_document(sched: Scheduler, pad:
         'Document doesn\'t have a `id` attribute: `{"text":"no id here","_geo":{"lat":1,"lng":2},"rank":[1,2]}`.'
     )
     assert count(sched) == 0
+
+
+def test_the_cyclic_collector_rests_while_documents_are_applied(sched: Scheduler, pad: str) -> None:
+    payload = [dict(d, tags=["a", "b"], meta={"n": [1, 2]}) for d in docs(pad)]
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        # what decoding the payload alone costs the collector in this process, with it on
+        reference = msgspec.json.Encoder().encode_lines(payload)
+        msgspec.json.Decoder().decode_lines(reference)
+        decoding = len(collections)
+        collections.clear()
+        task = run(sched, add(sched, payload))
+    finally:
+        gc.callbacks.remove(count)
+    assert task["status"] == "succeeded", task
+    assert decoding > 20
+    assert len(collections) < decoding // 4, (len(collections), decoding)
+    assert gc.isenabled()
+
+
+def test_the_collector_pause_restores_what_it_found() -> None:
+    assert gc.isenabled()
+    with cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), cyclic_gc_paused():
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
