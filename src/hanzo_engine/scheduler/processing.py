@@ -280,12 +280,18 @@ def cyclic_gc_paused() -> Iterator[None]:
 
 
 def _add_documents(sched: Scheduler, w: IndexWriter, task: Task, uid: str = "") -> TaskResult:
-    # (embedders call out over HTTP, whose clients do make cycles: the collector stays on for them)
-    with contextlib.nullcontext() if w.settings().get("embedders") else cyclic_gc_paused():
-        return _apply_addition(sched, w, task, uid)
+    settings = w.settings()
+    # With embedders, the embeddings are prepared for the whole payload before the first write; they
+    # call out over HTTP, whose clients do make cycles: the collector stays on for them.
+    if settings.get("embedders"):
+        return _apply_addition(sched, w, task, uid, settings, whole=True)
+    with cyclic_gc_paused():
+        return _apply_addition(sched, w, task, uid, settings, whole=False)
 
 
-def _apply_addition(sched: Scheduler, w: IndexWriter, task: Task, uid: str) -> TaskResult:
+def _apply_addition(
+    sched: Scheduler, w: IndexWriter, task: Task, uid: str, settings: dict[str, Any], *, whole: bool
+) -> TaskResult:
     kind = task["kind"]
     path = sched.update_files / kind["contentFile"]
     current_pk = w.primary_key
@@ -295,12 +301,10 @@ def _apply_addition(sched: Scheduler, w: IndexWriter, task: Task, uid: str) -> T
             "index_primary_key_already_exists", f"Index already has a primary key: `{current_pk}`."
         )
     pk = current_pk or requested_pk
-    settings = w.settings()
     merge = kind["method"] == "update"
     # The payload is read a chunk at a time, twice: every document is checked before the first write
-    # (a bad one leaves the index untouched), then written; a task never holds it all decoded. With
-    # embedders, the embeddings are prepared for the whole payload before the first write instead.
-    whole = bool(settings.get("embedders"))
+    # (a bad one leaves the index untouched), then written; a task never holds it all decoded (unless
+    # `whole`).
     held: list[tuple[str, dict[str, Any]]] = []
     # a small payload is kept as the check pass prepared it
     keep = not whole and kind.get("contentSize", HOLD_PAYLOAD_BYTES + 1) <= HOLD_PAYLOAD_BYTES

@@ -506,7 +506,8 @@ class DocumentFormatter:
         self.displayed = displayed
         self.show_matches_position = show_matches_position
         self.rules = [(name, opt) for name, opt in options.items() if opt.should_format]
-        self.selectors = list(displayed) if show_matches_position else list(options)
+        self.option_names = list(options)
+        self.selectors = list(displayed) if show_matches_position else self.option_names
         self._shown: dict[str, bool] = {}
         self._formats: dict[str, FormatOptions | None] = {}
 
@@ -585,7 +586,7 @@ class DocumentFormatter:
             return out
 
         mapped = walk_object(selected, "", ())
-        formatted = select_fields(mapped, list(options)) if options else {}
+        formatted = select_fields(mapped, self.option_names) if options else {}
         if matches is not None:
             matches = {key: matches[key] for key in sorted(matches)}
         return formatted, matches
