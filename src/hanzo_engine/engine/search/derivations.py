@@ -18,12 +18,12 @@ from hanzo_engine.engine.update.indexer import (
     coarse_version,
     dictionary_version,
     forward_delta,
-    forward_entries,
     forward_version,
 )
 
 from .context import SearchContext
 from .dictionary import cached_word_table, prefix_words, word_table
+from .forward_cache import forward_entries
 from .plan_cache import PREFIX_ALTS, SPLITS, TYPO_ALTS, PlanCache
 from .query import MAX_WORD_BYTES, QueryTerm
 from .query_graph import Alt, Node

@@ -29,9 +29,9 @@ from pyroaring import BitMap
 
 from hanzo_engine._native.bucket import BucketQuery
 from hanzo_engine._native.bucket_rows import order_rows, rank_rows
-from hanzo_engine.engine.update.indexer import forward_entries
 
 from .context import SearchContext
+from .forward_cache import forward_entries
 from .native_prefilter import Prefilter, key_width
 from .plan_cache import BUCKET_QUERIES
 from .query_graph import Node, Path, alts_key

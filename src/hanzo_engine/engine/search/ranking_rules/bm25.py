@@ -27,10 +27,11 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine._native.bm25 import QueryWords, bm25_scores
-from hanzo_engine.engine.update.indexer import forward_entries, read_forward
+from hanzo_engine.engine.update.indexer import read_forward
 
 from ..context import SearchContext
 from ..features import occurrences
+from ..forward_cache import forward_entries
 from ..plan_cache import QUERY_WORDS, HashedKey
 from ..query_graph import Node, alts_key
 from ..score_details import RuleScore
