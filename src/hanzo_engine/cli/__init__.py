@@ -177,8 +177,9 @@ def _fail(message: str) -> NoReturn:
 def _start_workers(app: Any, opts: Options, cli_values: dict[str, Any], workers: int) -> list[socket.socket]:
     """Bind the public socket and the primary's Unix socket, and plan the search workers (they start
     with the app's lifespan, once the scheduler runs). See `hanzo_engine.server.workers`."""
-    from hanzo_engine.server.shared_counts import SharedCounts
+    from hanzo_engine.server.shared_counts import SharedCounts, SharedGeneration
     from hanzo_engine.server.workers import (
+        FEATURES_CHANGES,
         PRIMARY_SOCKET,
         SEARCH_COUNTS,
         WorkerPool,
@@ -206,6 +207,7 @@ def _start_workers(app: Any, opts: Options, cli_values: dict[str, Any], workers:
     app.state.worker_pool = WorkerPool(workers, worker_cli, runtime_dir)
     app.state.runtime_dir = runtime_dir
     app.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, 0)
+    app.state.features_changes = SharedGeneration(runtime_dir / FEATURES_CHANGES)
     return [public, primary]
 
 

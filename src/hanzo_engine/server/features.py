@@ -21,6 +21,8 @@ from hanzo_engine.apitypes.errors import MeiliError
 from hanzo_engine.dump.format import DEFAULT_FEATURES
 from hanzo_engine.filter_parser import FilterFeatures
 
+from .shared_counts import SharedGeneration
+
 # the runtime features, in Meilisearch's order: those a dump records (all off by default)
 FEATURES: Final = tuple(DEFAULT_FEATURES)
 FEATURES_FILE: Final = "experimental-features.json"
@@ -34,35 +36,45 @@ def feature_not_enabled(action: str, feature: str, link: str) -> MeiliError:
 
 
 class ExperimentalFeatures:
-    """The runtime features: persisted choices, CLI-forced features OR-ed on top (thread-safe)."""
+    """The runtime features: persisted choices, CLI-forced features OR-ed on top (thread-safe).
 
-    def __init__(self, path: Path, *, forced: frozenset[str], legacy_search_default: bool) -> None:
+    Only `update` changes the file while the server runs, in the primary process. The processes of a
+    multi-process server share `changes`, which `update` bumps: each process re-reads the file when it
+    moved, instead of a `stat` of the file for every check (several per search)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        forced: frozenset[str],
+        legacy_search_default: bool,
+        changes: SharedGeneration | None = None,
+    ) -> None:
         self.path = path
         self.forced = forced
         self.legacy_search_default = legacy_search_default
+        self.changes = changes
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = (-1, -1)  # never read yet
+        self._seen = -1  # the value of `changes` the view was read at
         self._stored: dict[str, bool] = {}
         # what the stored choices make of every feature, and the filters' part: read by every search
         self._view: dict[str, bool] = {}
         self._filters = FilterFeatures()
-        self._reload()
+        self._load()
 
     def _reload(self) -> None:
-        """Re-read the file when it changed: another process of the server may have written it."""
-        try:
-            st = os.stat(self.path)
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_ino)
-        except OSError:
-            stamp = None
-        if stamp == self._stamp:
-            return
+        """Re-read the file when another process of the server changed it."""
+        if self.changes is not None and self.changes.value() != self._seen:
+            self._load()
+
+    def _load(self) -> None:
+        # the generation first: a change after this read moves it again, so it is not missed
+        self._seen = -1 if self.changes is None else self.changes.value()
         try:
             stored = json.loads(self.path.read_text())
         except (OSError, ValueError):
             stored = {}
         self._stored = {k: bool(v) for k, v in stored.items() if k in FEATURES}
-        self._stamp = stamp
         view = {name: self._stored.get(name, False) or name in self.forced for name in FEATURES}
         view["legacySearch"] = self._stored.get("legacySearch", self.legacy_search_default)
         self._view = view
@@ -100,6 +112,9 @@ class ExperimentalFeatures:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
+            if self.changes is not None:
+                self.changes.bump()
+            self._load()
         return self.view()
 
 
@@ -121,6 +136,7 @@ def runtime_features(request: Request) -> ExperimentalFeatures:
             options.db_path / FEATURES_FILE,
             forced=frozenset(forced),
             legacy_search_default=options.experimental_legacy_search_default,
+            changes=getattr(request.app.state, "features_changes", None),
         )
         request.app.state.experimental_features = features
     return features

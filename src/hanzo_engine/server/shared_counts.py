@@ -45,3 +45,25 @@ class SharedCounts:
         self._words[self.slot] = 0
         self._words.release()
         self._map.close()
+
+
+class SharedGeneration:
+    """A counter in a file mapped by every process of the server, bumped by the one process that
+    changes what it stands for; the others compare it with what they saw, instead of a `stat` of
+    the file that holds the data."""
+
+    def __init__(self, path: Path) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < _WORD:
+                os.ftruncate(fd, _WORD)
+            self._map = mmap.mmap(fd, _WORD)
+        finally:
+            os.close(fd)
+        self._word = memoryview(self._map).cast("q")
+
+    def value(self) -> int:
+        return int(self._word[0])
+
+    def bump(self) -> None:
+        self._word[0] += 1

@@ -34,8 +34,8 @@ from .options import Options
 from .proxy import PrimaryProxy
 from .route_table import ROUTES, starlette_route
 from .search_lane import SearchLane
-from .shared_counts import SharedCounts
-from .workers import METRICS_PREFIX, PRIMARY_SOCKET, SEARCH_COUNTS
+from .shared_counts import SharedCounts, SharedGeneration
+from .workers import FEATURES_CHANGES, METRICS_PREFIX, PRIMARY_SOCKET, SEARCH_COUNTS
 
 log = logging.getLogger("hanzo_engine.server.worker")
 
@@ -145,4 +145,5 @@ def create_worker_app(options: Options, runtime_dir: Path, slot: int) -> WorkerD
     )
     local.state.payload_limit = options.http_payload_size_limit
     local.state.search_counts = SharedCounts(runtime_dir / SEARCH_COUNTS, slot)
+    local.state.features_changes = SharedGeneration(runtime_dir / FEATURES_CHANGES)
     return WorkerDispatch(local, proxy, slot)

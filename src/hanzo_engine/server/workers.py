@@ -47,6 +47,7 @@ log = logging.getLogger("hanzo_engine.server.workers")
 WORKER_ENV: Final = "HANZO_WORKER_SPEC"
 PRIMARY_SOCKET: Final = "primary.sock"
 SEARCH_COUNTS: Final = "search-queue"
+FEATURES_CHANGES: Final = "features-changes"  # `SharedGeneration` of the experimental features
 METRICS_PREFIX: Final = "metrics-"
 # a worker that dies this soon after starting is restarted only after a pause (a crash loop must not
 # eat the CPU the other processes serve with)
