@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hanzo_engine.engine.index import Index, IndexReader
@@ -48,7 +49,7 @@ def test_entries_equal_lmdb_and_follow_writes(index: Index) -> None:
         assert forward_entries(r, ids) == first  # now from the cache
     cache = cache_of(index)
     kept = cache.entries[ids[0]]
-    assert len(cache.entries) == 50
+    assert int(cache.present.sum()) == 50
     add(index, {3: "another text entirely", 7: "changed as well"})
     with index.read() as r:
         now = forward_entries(r, ids)
@@ -82,7 +83,7 @@ def test_clearing_the_documents_empties_the_cache(index: Index) -> None:
     with index.read() as r:
         new = docid(r, 100)
         assert forward_entries(r, [*ids, new]) == indexer.forward_entries(r, [*ids, new])
-    assert set(cache_of(index).entries) <= {new}
+    assert set(np.flatnonzero(cache_of(index).present).tolist()) <= {new}
     index.close()
 
 
@@ -98,12 +99,32 @@ def test_the_cache_keeps_within_its_budget(index: Index, monkeypatch: pytest.Mon
     with index.read() as r:
         ids = [docid(r, i) for i in range(50)]
         one = len(indexer.forward_entries(r, ids[:1])[0] or b"") + forward_cache.ENTRY_OVERHEAD
-        monkeypatch.setattr(forward_cache, "MAX_BYTES", 10 * one)
+        slots = forward_cache.SLOT_BYTES * 1024  # the smallest slot arrays
+        monkeypatch.setattr(forward_cache, "MAX_BYTES", slots + 10 * one)
         for start in range(0, 50, 5):
             part = ids[start : start + 5]
             assert forward_entries(r, part) == indexer.forward_entries(r, part)
             cache = cache_of(index)
             assert 0 < cache.size <= forward_cache.MAX_BYTES
-            assert cache.size == sum(len(e) + forward_cache.ENTRY_OVERHEAD for e in cache.entries.values())
+            held = cache.entries[cache.present]
+            assert cache.size == forward_cache.SLOT_BYTES * len(cache.present) + sum(
+                len(e) + forward_cache.ENTRY_OVERHEAD for e in held
+            )
+            assert all(e is None for e in cache.entries[~cache.present])
         assert forward_entries(r, ids) == indexer.forward_entries(r, ids)
+    index.close()
+
+
+def test_unsorted_lists_and_docids_past_the_slots(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forward_cache, "MAX_SLOTS", 8)
+    with index.read() as r:
+        ids = [docid(r, i) for i in range(50)]
+        low = sorted(ids)[:5]
+        # below the slots: cached, whatever the order asked
+        assert forward_entries(r, low[::-1]) == indexer.forward_entries(r, low[::-1])
+        cache = cache_of(index)
+        assert set(np.flatnonzero(cache.present).tolist()) == set(low)
+        # a chunk reaching past them is read from LMDB, and caches nothing
+        assert forward_entries(r, ids[::-1]) == indexer.forward_entries(r, ids[::-1])
+        assert set(np.flatnonzero(cache.present).tolist()) == set(low)
     index.close()
