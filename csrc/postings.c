@@ -647,11 +647,8 @@ void hz_postings_clear(hz_postings *p)
     p->cap_sort = kept.cap_sort;
 }
 
-void hz_postings_free(hz_postings *p)
+void hz_postings_release(hz_postings *p)
 {
-    if (p == NULL) {
-        return;
-    }
     hz_postings_clear(p);
     free(p->wids);
     free(p->scratch_occ);
@@ -663,7 +660,22 @@ void hz_postings_free(hz_postings *p)
     free(p->docids);
     free(p->sort_keys);
     free(p->sort_vals);
+    memset(p, 0, sizeof(*p));
+}
+
+void hz_postings_free(hz_postings *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    hz_postings_release(p);
     free(p);
+}
+
+size_t hz_postings_held(const hz_postings *p)
+{
+    return hz_postings_memory(p) + p->cap_log * 12 + p->cap_sort * 12 + p->cap_scratch_occ * 8
+           + p->cap_scratch_next * 8;
 }
 
 /* The capacity the log would have grown to for its entries (doubling from 4096): what counts

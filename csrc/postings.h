@@ -96,6 +96,8 @@ hz_postings *hz_postings_new(void);
 void hz_postings_free(hz_postings *p);
 /* Forgets every change. */
 void hz_postings_clear(hz_postings *p);
+/* Clears and hands back every buffer a clear keeps (the accumulator stays usable). */
+void hz_postings_release(hz_postings *p);
 /* Records that docid has (add=1) or no longer has (add=0) the words and fields of d. -1 on OOM or
  * after hz_postings_prepare (until the next clear). */
 int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add);
@@ -107,6 +109,8 @@ int hz_postings_absorb(hz_postings *dst, const hz_postings *src);
 uint32_t hz_next_word_bits(const char *w, size_t len);
 /* Bytes currently allocated by the accumulator. */
 size_t hz_postings_memory(const hz_postings *p);
+/* Bytes held, the buffers kept across clears included (hz_postings_memory counts what is in use). */
+size_t hz_postings_held(const hz_postings *p);
 
 /* Which table: word-docids keys or word-fid-docids keys. */
 #define HZ_TABLE_WORD 0

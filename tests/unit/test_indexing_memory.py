@@ -101,3 +101,29 @@ def test_early_flushes_build_the_same_index(tmp_path: Path) -> None:
         index.close()
     assert built[0] == built[1]
     assert any(k == b"comet" for k, _ in built[0][b"word-docids"])
+
+
+def test_a_write_hands_back_the_accumulators_buffers(tmp_path: Path) -> None:
+    """A flush keeps the accumulator's large buffers for the next changes; once the transaction ends,
+    committed or aborted, they are handed back (the writer and its indexer refer to each other, so
+    without it they would wait for the cyclic collector)."""
+    index = Index.create(tmp_path / "i", primary_key="id", created_at=0)
+    docs = make_docs(3_000)
+    for outcome in ("commit", "abort"):
+        try:
+            with index.write() as w:
+                search = w.search
+                search.max_memory = 64 << 10  # many flushes
+                for d in docs:
+                    w.put_document(str(d["id"]), d, merge=False)
+                search.flush()
+                # after a flush: nothing in use, the log and the sort's scratch still held
+                assert search.changes.held_bytes > search.changes.memory_usage + (64 << 10)
+                if outcome == "abort":
+                    raise RuntimeError("abort")
+        except RuntimeError:
+            pass
+        assert search.changes.held_bytes == search.changes.memory_usage < (64 << 10)  # the merge buffer
+    with index.read() as r:
+        assert r.number_of_documents() == len(docs)
+    index.close()

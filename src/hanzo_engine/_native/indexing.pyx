@@ -548,8 +548,17 @@ cdef class PostingAccumulator:
             raise MemoryError()
 
     def clear(self):
-        """Forgets every change."""
+        """Forgets every change (keeping the large buffers for the next changes)."""
         hz_postings_clear(self.acc)
+
+    def release(self):
+        """Forgets every change and hands back the buffers `clear` keeps, the merge buffer's too."""
+        cdef hz_bitmap_work *fresh = hz_bitmap_work_new()
+        if fresh == NULL:
+            raise MemoryError()
+        hz_postings_release(self.acc)
+        hz_bitmap_work_free(self.work)
+        self.work = fresh
 
     def absorb(self, PostingAccumulator other not None):
         """Appends the changes of `other` after this one's, as if its `add`s and `remove`s had been
@@ -760,6 +769,11 @@ cdef class PostingAccumulator:
     def memory_usage(self):
         """Bytes allocated for the accumulated changes and the merge buffers."""
         return hz_postings_memory(self.acc) + hz_bitmap_work_memory(self.work)
+
+    @property
+    def held_bytes(self):
+        """`memory_usage` and the buffers kept across `clear` for the next changes."""
+        return hz_postings_held(self.acc) + hz_bitmap_work_memory(self.work)
 
 
 def next_word_bits(word: bytes) -> int:

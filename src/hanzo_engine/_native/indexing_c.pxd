@@ -45,10 +45,12 @@ cdef extern from "postings.h" nogil:
     hz_postings *hz_postings_new()
     void hz_postings_free(hz_postings *p)
     void hz_postings_clear(hz_postings *p)
+    void hz_postings_release(hz_postings *p)
     int hz_postings_mark(hz_postings *p, const hz_doc *d, uint32_t docid, int add)
     int hz_postings_absorb(hz_postings *dst, const hz_postings *src)
     uint32_t hz_next_word_bits(const char *w, size_t len)
     size_t hz_postings_memory(const hz_postings *p)
+    size_t hz_postings_held(const hz_postings *p)
     int hz_postings_prepare(hz_postings *p)
     size_t hz_postings_n_keys(const hz_postings *p, int table)
     int hz_postings_key(hz_postings *p, int table, size_t i, const char **key, size_t *len,

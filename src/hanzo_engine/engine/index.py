@@ -175,6 +175,7 @@ class Index:
         """One write transaction; commits on normal exit, aborts on exception."""
         check_free_space(self.env, self.path)
         txn = self.env.begin(write=True)
+        writer: IndexWriter | None = None
         try:
             writer = self.writer_type(self, txn)
             yield writer
@@ -183,6 +184,9 @@ class Index:
         except BaseException:
             txn.abort()
             raise
+        finally:
+            if writer is not None:
+                writer.release()
 
     def file_size(self) -> int:
         return file_bytes(self.path / "data.mdb")
@@ -341,6 +345,10 @@ class IndexWriter(IndexReader):
 
     def _flush_structures(self) -> None:
         """The transaction is about to commit: write what was accumulated."""
+
+    def release(self) -> None:
+        """The transaction ended: hand back what its indexers hold (a writer and its indexers refer to
+        each other, so without this their memory would wait for the cyclic collector)."""
 
     def _last_docid(self) -> int | None:
         with self.txn.cursor(db=self.index.db_documents) as cursor:

@@ -389,6 +389,15 @@ class SearchIndexer:
             self.changes.remove(docid, bytes(raw))
         self.dirty = True
 
+    def release(self) -> None:
+        """Hands back the accumulator's memory once the transaction ended (after a batch job still in
+        flight: it writes into the accumulator)."""
+        job = self.inflight
+        if job is not None:
+            job.join()
+            self.inflight = None
+        self.changes.release()
+
     def clear(self) -> None:
         self._join()
         for db in (self.db_word, self.db_word_fid, self.db_forward):

@@ -98,6 +98,10 @@ class DocumentWriter(IndexWriter):
             self._embedding_status = StatusWriter(self, rebuild=False)
         self._embedding_status.clear()
 
+    def release(self) -> None:
+        if self._search is not None:
+            self._search.release()
+
     def _flush_structures(self) -> None:
         if self._search is not None:
             self._search.flush()
