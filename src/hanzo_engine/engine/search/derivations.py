@@ -17,7 +17,7 @@ from hanzo_engine._native.typo_matcher import SortedWords
 from hanzo_engine.engine.update.indexer import (
     coarse_version,
     dictionary_version,
-    forward_delta,
+    forward_changes,
     forward_version,
 )
 
@@ -175,14 +175,7 @@ def _forward_changes(ctx: SearchContext, since: int, version: int) -> BitMap | N
         memo = index._forward_changes = {}  # type: ignore[attr-defined]
     if (since, version) in memo:
         return memo[(since, version)]
-    union = BitMap()
-    out: BitMap | None = union
-    for v in range(since + 1, version + 1):
-        delta = forward_delta(ctx.reader, v)
-        if delta is None:
-            out = None
-            break
-        union |= delta
+    out = forward_changes(ctx.reader, since, version)
     if len(memo) >= 64:
         memo.clear()
     memo[(since, version)] = out

@@ -19,11 +19,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from hanzo_engine.engine.index import IndexReader
-from hanzo_engine.engine.update.indexer import (
-    DICTIONARY_DELTAS,
-    forward_delta,
-    forward_version,
-)
+from hanzo_engine.engine.update.indexer import forward_changes, forward_version
 from hanzo_engine.engine.update.indexer import forward_entries as read_entries
 
 MAX_BYTES: Final = 64 << 20  # per index and process: entries, their objects, and the slot arrays
@@ -77,15 +73,7 @@ class ForwardCache:
             return False
         version = forward_version(reader)
         if version != self.version:
-            changed: set[int] | None = None
-            if 0 <= self.version < version and version - self.version <= DICTIONARY_DELTAS:
-                changed = set()
-                for v in range(self.version + 1, version + 1):
-                    delta = forward_delta(reader, v)
-                    if delta is None:
-                        changed = None
-                        break
-                    changed.update(delta)
+            changed = forward_changes(reader, self.version, version) if 0 <= self.version < version else None
             if changed is None:
                 self.clear()
             else:

@@ -202,6 +202,18 @@ def forward_delta(reader: IndexReader, version: int) -> BitMap | None:
     return None if raw is None else BitMap.deserialize(raw)
 
 
+def forward_changes(reader: IndexReader, since: int, version: int) -> BitMap | None:
+    """The docids whose forward entry changed after version `since` up to `version`; None when the
+    delta of one of those versions was not recorded (or no longer is: the last DICTIONARY_DELTAS)."""
+    changed = BitMap()
+    for v in range(since + 1, version + 1):
+        delta = forward_delta(reader, v)
+        if delta is None:
+            return None
+        changed |= delta
+    return changed
+
+
 def record_forward_change(txn: Any, db_main: Any, changed: BitMap | None) -> None:
     """Bumps the forward version, keeping which docids changed (None: every one) when few enough."""
     delta = changed.serialize() if changed is not None and len(changed) <= DICTIONARY_DELTA_MAX else None
