@@ -787,6 +787,23 @@ static int touch_fid(hz_postings *p, uint32_t fid, int64_t docs, int64_t words)
     return 0;
 }
 
+/* Reallocates a pair of parallel arrays (keys, values) to `cap` items; -1 on OOM (each array is
+ * then valid, one of them perhaps already at the new size). */
+static int resize_pairs(uint64_t **keys, uint32_t **vals, size_t cap)
+{
+    uint64_t *k = realloc(*keys, cap * sizeof(uint64_t));
+    if (k == NULL) {
+        return -1;
+    }
+    *keys = k;
+    uint32_t *v = realloc(*vals, cap * sizeof(uint32_t));
+    if (v == NULL) {
+        return -1;
+    }
+    *vals = v;
+    return 0;
+}
+
 static int log_reserve(hz_postings *p, size_t extra)
 {
     if (p->n_log + extra <= p->cap_log) {
@@ -796,16 +813,9 @@ static int log_reserve(hz_postings *p, size_t extra)
     while (cap < p->n_log + extra) {
         cap *= 2;
     }
-    uint64_t *k = realloc(p->keys, cap * sizeof(uint64_t));
-    if (k == NULL) {
+    if (resize_pairs(&p->keys, &p->docids, cap) < 0) {
         return -1;
     }
-    p->keys = k;
-    uint32_t *d = realloc(p->docids, cap * sizeof(uint32_t));
-    if (d == NULL) {
-        return -1;
-    }
-    p->docids = d;
     p->cap_log = cap;
     return 0;
 }
@@ -1095,16 +1105,9 @@ static int radix_sort(hz_postings *p, unsigned bits)
     /* the scratch grows with the log and stays (hz_postings_clear) */
     if (n > p->cap_sort) {
         size_t cap = log_capacity(n);
-        uint64_t *k = realloc(p->sort_keys, cap * sizeof(uint64_t));
-        if (k == NULL) {
+        if (resize_pairs(&p->sort_keys, &p->sort_vals, cap) < 0) {
             return -1;
         }
-        p->sort_keys = k;
-        uint32_t *v = realloc(p->sort_vals, cap * sizeof(uint32_t));
-        if (v == NULL) {
-            return -1;
-        }
-        p->sort_vals = v;
         p->cap_sort = cap;
     }
     uint64_t *tk = p->sort_keys;
