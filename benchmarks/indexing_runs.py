@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sqlite3
 import threading
 import time
@@ -57,6 +58,13 @@ FACET_SETTINGS: dict[str, Any] = {
 }
 TANTIVY_HEAP = 512 << 20  # split between the writer's threads
 _encoder = msgspec.json.Encoder()
+
+
+def settle() -> None:
+    """Writes back what earlier runs left dirty in the page cache (`sync`), so that a run does not pay
+    for the writeback of the one before: each engine still pays for its own durability (every one
+    syncs its commits)."""
+    os.sync()
 
 
 def _quiet(_: str) -> None:
@@ -106,6 +114,7 @@ def hanzo_bulk(
     index = _create(path, settings)
     try:
         progress(f"hanzo in process: {len(docs):,} documents in one transaction")
+        settle()
         start = time.perf_counter()
         _put_all(index, docs, 0, len(docs))
         elapsed = time.perf_counter() - start
@@ -127,6 +136,7 @@ def hanzo_append(
         every = max(1, len(docs) // batch // 10)
         for n, first in enumerate(range(0, len(docs), batch)):
             last = min(first + batch, len(docs))
+            settle()
             start = time.perf_counter()
             _put_all(index, docs, first, last)
             curve.append((first, (last - first) / (time.perf_counter() - start)))
@@ -156,6 +166,7 @@ def tantivy_bulk(docs: list[dict[str, Any]], path: Path, threads: int, progress:
     schema = sb.build()
     index = tantivy.Index(schema, path=str(path))
     progress(f"tantivy ({threads} threads): {len(docs):,} documents")
+    settle()
     start = time.perf_counter()
     writer = index.writer(TANTIVY_HEAP, threads)
     add, from_dict = writer.add_document, tantivy.Document.from_dict
@@ -174,6 +185,7 @@ def fts5_bulk(docs: list[dict[str, Any]], path: Path, progress: Progress = _quie
     con = sqlite3.connect(path)
     try:
         progress(f"sqlite fts5: {len(docs):,} documents")
+        settle()
         start = time.perf_counter()
         con.execute(
             "CREATE VIRTUAL TABLE docs USING fts5(title, overview, genres, release_date UNINDEXED,"
@@ -289,6 +301,7 @@ def http_load(
         if sampler is not None:
             sampler.__enter__()
         try:
+            settle()
             start = time.perf_counter()
             uids = []
             for body in payloads:
