@@ -111,7 +111,9 @@ def forward_entries(reader: IndexReader, docids: BitMap | list[int]) -> list[byt
         ids = np.array(docids, dtype=np.int64)
         top = int(ids.max())
     with _LOCK:
-        cache: ForwardCache = reader.index.__dict__.setdefault("_forward_cache", ForwardCache())
+        cache: ForwardCache | None = reader.index.__dict__.get("_forward_cache")
+        if cache is None:
+            cache = reader.index.__dict__["_forward_cache"] = ForwardCache()
         if cache.follow(reader, state) and cache.reserve(top):
             hit = cache.present[ids]
             found: list[bytes | None] | None = cache.entries[ids].tolist()
