@@ -1,4 +1,5 @@
-"""Counters every process of a multi-process server can read: one slot per process, in a shared file.
+"""Counters every process of a multi-process server can read: one slot per process, in a shared file
+(and `SharedGeneration`, one counter that a single process bumps).
 
 Each process writes only its own slot and reads the others' (a word-sized store is atomic on the
 platforms we run on, and a reading that is a moment old is good enough for an admission limit). The
@@ -17,6 +18,18 @@ MAX_SLOTS: Final = 256
 _WORD: Final = 8
 
 
+def _map_words(path: Path, n: int) -> tuple[mmap.mmap, memoryview]:
+    """`n` signed 64-bit words of the file at `path` (created, or extended, with zeros), mapped shared."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_size < n * _WORD:
+            os.ftruncate(fd, n * _WORD)
+        mapped = mmap.mmap(fd, n * _WORD)
+    finally:
+        os.close(fd)
+    return mapped, memoryview(mapped).cast("q")
+
+
 class SharedCounts:
     """`MAX_SLOTS` signed 64-bit counters in a file mapped by every process of the server."""
 
@@ -24,14 +37,7 @@ class SharedCounts:
         if not 0 <= slot < MAX_SLOTS:
             raise ValueError(f"slot {slot} out of range")
         self.slot = slot
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(fd).st_size < MAX_SLOTS * _WORD:
-                os.ftruncate(fd, MAX_SLOTS * _WORD)
-            self._map = mmap.mmap(fd, MAX_SLOTS * _WORD)
-        finally:
-            os.close(fd)
-        self._words = memoryview(self._map).cast("q")
+        self._map, self._words = _map_words(path, MAX_SLOTS)
         self._words[slot] = 0
 
     def set(self, value: int) -> None:
@@ -53,14 +59,7 @@ class SharedGeneration:
     the file that holds the data."""
 
     def __init__(self, path: Path) -> None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(fd).st_size < _WORD:
-                os.ftruncate(fd, _WORD)
-            self._map = mmap.mmap(fd, _WORD)
-        finally:
-            os.close(fd)
-        self._word = memoryview(self._map).cast("q")
+        self._map, self._word = _map_words(path, 1)
 
     def value(self) -> int:
         return int(self._word[0])
